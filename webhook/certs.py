@@ -14,9 +14,10 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -77,6 +78,109 @@ def generate(
     _write(files.key, _key_pem(key), 0o600)
     _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return files
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """What `renew` did: `renewed` is False when the server certificate was left alone."""
+
+    renewed: bool
+    reason: str
+    not_after: dt.datetime  # of the server certificate now in `tls.crt`
+    names: tuple[str, ...]
+
+
+class RenewError(ValueError):
+    """The directory holds no usable CA to renew from; the message says what to do."""
+
+
+def renew(
+    out: Path,
+    renew_before_days: int,
+    days: int = 365,
+    hosts: Iterable[str] = (),
+    key_type: str = "ecdsa",
+    now: dt.datetime | None = None,
+) -> Renewal:
+    """Re-issue `tls.crt`/`tls.key` from the CA in `out` if the certificate expires within
+    `renew_before_days` (or is missing, not from that CA, not matching its key, or lacks one of
+    `hosts`); otherwise leave every file alone. The CA is never changed, so the caBundle stays."""
+    files = CertFiles(Path(out))
+    now = now or dt.datetime.now(dt.timezone.utc)
+    ca_cert, ca_key = _load_ca(files)
+    if ca_cert.not_valid_after_utc <= now + dt.timedelta(days=renew_before_days):
+        raise RenewError(
+            f"the CA {files.ca_cert} itself expires {ca_cert.not_valid_after_utc:%Y-%m-%d}, within "
+            f"{renew_before_days} days: create a new CA with 'netqos-webhook certs --out {files.directory}' "
+            "and update the webhook's caBundle"
+        )
+    current, problem = _current_server_cert(files, ca_cert)
+    names = list(_san_names(current)) if current is not None else []
+    wanted = list(hosts)
+    missing = [h for h in wanted if h not in names]
+    if current is not None and problem is None and not missing:
+        expires = current.not_valid_after_utc
+        if expires > now + dt.timedelta(days=renew_before_days):
+            return Renewal(False, f"valid until {expires:%Y-%m-%d %H:%M}Z, more than {renew_before_days} days away",
+                           expires, tuple(names))
+        problem = f"expires {expires:%Y-%m-%d %H:%M}Z, within {renew_before_days} days"
+    elif missing:
+        problem = problem or f"lacks the name(s) {', '.join(missing)}"
+    if not names:
+        names = service_names(DEFAULT_SERVICE, DEFAULT_NAMESPACE)
+    names += [h for h in missing if h not in names]
+    key = _new_key(key_type)
+    cert = _server_certificate(key, names, ca_cert, ca_key, days)
+    # Key first, then certificate: a server that looks in between sees a pair that does not match,
+    # refuses it and keeps its current certificate until the certificate lands too.
+    _write(files.key, _key_pem(key), 0o600)
+    _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    return Renewal(True, problem or "no server certificate", cert.not_valid_after_utc, tuple(names))
+
+
+def _load_ca(files: CertFiles) -> tuple[x509.Certificate, Any]:
+    try:
+        ca_cert = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
+        ca_key = serialization.load_pem_private_key(files.ca_key.read_bytes(), password=None)
+    except OSError as err:
+        raise RenewError(
+            f"cannot read {err.filename} ({err.strerror}): renewing needs the CA that signed the current "
+            f"certificate; create one with 'netqos-webhook certs --out {files.directory}'"
+        ) from None
+    except (ValueError, TypeError) as err:
+        raise RenewError(f"{files.ca_cert} or {files.ca_key} is not a PEM certificate and unencrypted key: {err}") from None
+    if ca_cert.public_key().public_numbers() != ca_key.public_key().public_numbers():
+        raise RenewError(f"{files.ca_key} is not the key of {files.ca_cert}")
+    return ca_cert, ca_key
+
+
+def _current_server_cert(files: CertFiles, ca_cert: x509.Certificate) -> tuple[x509.Certificate | None, str | None]:
+    """The certificate in tls.crt and what is wrong with it (None: usable)."""
+    try:
+        cert = x509.load_pem_x509_certificate(files.cert.read_bytes())
+    except OSError:
+        return None, f"no readable {files.cert}"
+    except ValueError:
+        return None, f"{files.cert} is not a PEM certificate"
+    try:
+        cert.verify_directly_issued_by(ca_cert)
+    except (ValueError, TypeError, InvalidSignature):
+        return cert, f"not issued by {files.ca_cert}"
+    try:
+        key = serialization.load_pem_private_key(files.key.read_bytes(), password=None)
+    except (OSError, ValueError, TypeError):
+        return cert, f"no usable key in {files.key}"
+    if key.public_key().public_numbers() != cert.public_key().public_numbers():
+        return cert, f"{files.key} is not the key of {files.cert}"
+    return cert, None
+
+
+def _san_names(cert: x509.Certificate) -> list[str]:
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    return [str(n.value) for n in san]
 
 
 def _new_key(key_type: str) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey:

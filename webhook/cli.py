@@ -108,30 +108,52 @@ def _add_serve(sub: Any) -> None:
     p.add_argument("--keepalive", type=_positive, default=DEFAULT_KEEPALIVE_SECONDS, metavar="SECONDS", help=f"keep idle connections this long (default {DEFAULT_KEEPALIVE_SECONDS}; the API server keeps them 90 s)")
     p.add_argument("--max-body-bytes", type=_positive, default=None, metavar="N", help="larger request bodies get 413 (default 8 MiB)")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log level (default info)")
+    p.add_argument("--log-format", default="json", choices=("json", "text"), help="json: one JSON object per line (default); text: for a terminal")
+    p.add_argument("--client-ca", type=Path, metavar="FILE", help="require TLS clients (the API server) to present a certificate signed by this CA (PEM)")
+    p.add_argument("--metrics-dir", type=Path, metavar="DIR", default=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
+                   help="writable directory for the workers' metric files, emptied at start "
+                        "(default: $PROMETHEUS_MULTIPROC_DIR, else a temporary directory)")
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from webhook import logs
     from webhook.app import DEFAULT_MAX_BODY_BYTES
+    from webhook.policy_file import PolicyError
+    from webhook.reload import PolicyWatcher, load_snapshot
     from webhook.server import ServeOptions, serve
+    from webhook.tls import TLSFiles, check_files
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.log_format, args.log_level)
     if (args.certfile is None) != (args.keyfile is None):
         raise CommandError("--certfile and --keyfile go together: give both, or neither to use certs/")
-    policy = _policy(args)
+    try:
+        snapshot = load_snapshot(args.config)
+    except PolicyError as err:
+        raise CommandError(str(err)) from None
+    policy = snapshot.policy
     certfile, keyfile = args.certfile, args.keyfile
     if certfile is None:
         certfile, keyfile = _dev_certificate()
-    for path in (certfile, keyfile):
-        if not os.access(path, os.R_OK):
+    for path in (certfile, keyfile, args.client_ca):
+        if path is not None and not os.access(path, os.R_OK):
             raise CommandError(f"cannot read {path}; create it with 'netqos-webhook certs' or fix the path")
+    problem = check_files(TLSFiles(certfile, keyfile, args.client_ca))
+    if problem:
+        raise CommandError(f"{problem}; fix the files or re-create them with 'netqos-webhook certs'")
     options = ServeOptions(
         certfile=certfile, keyfile=keyfile, bind=args.bind, workers=args.workers,
         worker_class=args.worker_class, threads=args.threads, keepalive=args.keepalive,
         max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES, log_level=args.log_level,
+        client_ca=args.client_ca, metrics_dir=args.metrics_dir,
     )
     source = args.config or "the built-in default"
-    logging.getLogger("webhook").info("policy from %s: rules %s", source, ", ".join(r.name for r in policy.rules))
-    serve(options, policy)
+    logging.getLogger("webhook").info(
+        "policy from %s: version %s, rules %s%s", source, snapshot.version, ", ".join(r.name for r in policy.rules),
+        "; watching the file for changes" if args.config else "",
+    )
+    if args.client_ca:
+        logging.getLogger("webhook").info("client certificates required, signed by %s", args.client_ca)
+    serve(options, policy, PolicyWatcher(snapshot, args.config))
     return 0
 
 
@@ -166,17 +188,40 @@ def _add_certs(sub: Any) -> None:
     p.add_argument("--host", action="append", default=[], metavar="H", help="extra DNS name or IP address for the certificate (repeatable)")
     p.add_argument("--days", type=_positive, default=365, metavar="N", help="validity in days (default 365)")
     p.add_argument("--key-type", choices=KEY_TYPES, default="ecdsa", help="ecdsa (P-256, default) or rsa (2048)")
+    p.add_argument("--renew-before", type=_positive, metavar="DAYS",
+                   help="renew only: re-issue tls.crt/tls.key from the existing CA in --out when the certificate "
+                        "expires within DAYS (or is missing, or lacks a --host); leave a valid one alone. The CA "
+                        "is kept, so the webhook's caBundle stays the same")
 
 
 def _certs(args: argparse.Namespace) -> int:
     from webhook.certs import generate
 
+    if args.renew_before is not None:
+        return _renew(args)
     try:
         files = generate(args.out, args.service, args.namespace, args.host, args.days, args.key_type)
     except OSError as err:
         raise CommandError(f"cannot write certificates into {args.out}: {err.strerror}", EXIT_RUNTIME) from None
     for path in (files.ca_cert, files.ca_key, files.cert, files.key):
         print(path)
+    return 0
+
+
+def _renew(args: argparse.Namespace) -> int:
+    from webhook.certs import CertFiles, RenewError, renew
+
+    try:
+        done = renew(args.out, args.renew_before, args.days, args.host, args.key_type)
+    except RenewError as err:
+        raise CommandError(str(err)) from None
+    except OSError as err:
+        raise CommandError(f"cannot write certificates into {args.out}: {err.strerror}", EXIT_RUNTIME) from None
+    cert = CertFiles(args.out).cert
+    if done.renewed:
+        print(f"renewed {cert} ({done.reason}): now valid until {done.not_after:%Y-%m-%d %H:%M}Z for {', '.join(done.names)}")
+    else:
+        print(f"left {cert} alone: {done.reason}")
     return 0
 
 

@@ -72,9 +72,16 @@ def load_policy(path: str | Path | None) -> Policy:
         return default_policy()
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as err:
         raise PolicyError(f"policy file {source}: cannot read it ({err.strerror}); check the path") from err
+    return policy_from_bytes(data, source)
+
+
+def policy_from_bytes(data: bytes, source: str) -> Policy:
+    """The policy in the file content `data`; `source` names the file in errors."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise PolicyError(f"policy file {source}: not UTF-8 text ({err.reason}); save it as UTF-8") from err
     try:

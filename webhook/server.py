@@ -7,21 +7,32 @@ Worker settings are chosen for the API server as the client (docs/performance.md
   them for seconds; under gevent an idle connection is a parked greenlet.
 - keep-alive 120 s: longer than the API server's 90 s idle timeout, so it is always the client
   that retires a connection, and a pause between bursts costs no new TLS handshake.
-- one TLS context per worker, built once (gevent's StreamServer reuses it for every connection).
+- one TLS context per worker, built once (gevent's StreamServer reuses it for every connection);
+  a new certificate on disk reaches new connections through that context's SNI callback
+  (`webhook.tls`), the policy file through a per-worker snapshot (`webhook.reload`).
+- operations wiring (`webhook.metrics`, `webhook.logs`): the master empties the metrics directory
+  before the workers start and drops a dead worker's live gauges in `child_exit`; gunicorn's own
+  log lines use the webhook's formatter.
 """
 
 from __future__ import annotations
 
 import logging
-import ssl
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from webhook import metrics
 from webhook.app import DEFAULT_MAX_BODY_BYTES, AppConfig, create_app
+from webhook.logs import GunicornLogger
 from webhook.policy import Policy
+from webhook.reload import PolicyWatcher
+from webhook.tls import TLSFiles, gunicorn_ssl_context
 
 DEFAULT_BIND = "127.0.0.1:8443"
 DEFAULT_WORKERS = 2
@@ -42,6 +53,8 @@ class ServeOptions:
     keepalive: int = DEFAULT_KEEPALIVE_SECONDS
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     log_level: str = "info"
+    client_ca: Path | None = None  # require client certificates signed by this CA
+    metrics_dir: Path | None = None  # prometheus_client multiprocess files; None: a temporary dir
     extra: dict[str, Any] = field(default_factory=dict)  # further gunicorn settings, by name
 
     def gunicorn_settings(self) -> dict[str, Any]:
@@ -53,7 +66,9 @@ class ServeOptions:
             "keepalive": self.keepalive,
             "certfile": str(self.certfile),
             "keyfile": str(self.keyfile),
-            "ssl_context": _tls_context,
+            "ssl_context": gunicorn_ssl_context(TLSFiles(self.certfile, self.keyfile, self.client_ca)),
+            "child_exit": _child_exit,
+            "logger_class": GunicornLogger,
             "loglevel": self.log_level,
             "accesslog": None,  # one structured line per review comes from the app instead
             "errorlog": "-",
@@ -68,10 +83,8 @@ class ServeOptions:
         return settings
 
 
-def _tls_context(conf: Any, default_factory: Any) -> ssl.SSLContext:
-    context = default_factory()
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    return context
+def _child_exit(server: Any, worker: Any) -> None:
+    metrics.mark_worker_dead(worker.pid)
 
 
 class WebhookServer(BaseApplication):
@@ -81,9 +94,10 @@ class WebhookServer(BaseApplication):
     there) and inherited by the workers through fork.
     """
 
-    def __init__(self, options: ServeOptions, policy: Policy) -> None:
+    def __init__(self, options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None = None) -> None:
         self.options = options
         self.policy = policy
+        self.watcher = watcher
         super().__init__()
 
     def load_config(self) -> None:
@@ -97,9 +111,21 @@ class WebhookServer(BaseApplication):
                 certfile=self.options.certfile,
                 keyfile=self.options.keyfile,
                 max_body_bytes=self.options.max_body_bytes,
+                watcher=self.watcher,
             )
         )
 
 
-def serve(options: ServeOptions, policy: Policy) -> None:
-    WebhookServer(options, policy).run()
+def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None = None) -> None:
+    temporary = None
+    if options.metrics_dir is None:
+        temporary = tempfile.mkdtemp(prefix="netqos-metrics-")
+    directory = metrics.prepare_multiprocess_dir(options.metrics_dir or temporary)
+    log.debug("metrics files in %s", directory)
+    master = os.getpid()
+    try:
+        WebhookServer(options, policy, watcher).run()
+    finally:
+        # Workers leave through here too (SystemExit from the fork): only the master cleans up.
+        if temporary and os.getpid() == master:
+            shutil.rmtree(temporary, ignore_errors=True)

@@ -1,0 +1,180 @@
+"""The policy in force, re-read when its file changes, swapped in as one consistent snapshot.
+
+A ConfigMap mounted as a volume is updated by the kubelet swapping a `..data` symlink, so the
+policy file's path starts to resolve to a new file (new inode). Each worker checks the file at
+most once per `interval` seconds, from the request that happens to come due (one `stat`; no
+thread, no per-request I/O). When the content changed, the new file is compiled *completely*
+and only then published by rebinding one reference. A review reads that reference once
+(`current()`) and uses the snapshot it got to the end, so it sees one whole policy, old or new,
+never a mix: the same per-cycle snapshot the kube-scheduler takes of its cache.
+
+An invalid new file is refused: one ERROR log line naming the file and the problem,
+`netqos_policy_reloads_total{result="failure"}` and `netqos_policy_file_rejected` 1, and the old
+policy stays in force until a valid file appears. A subPath mount never sees updates (the kubelet
+does not swap it): mount the ConfigMap as a directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from webhook import metrics
+from webhook.policy import Policy
+from webhook.policy_file import BUILTIN_SOURCE, DEFAULT_DOCUMENT, PolicyError, default_policy, policy_from_bytes
+
+DEFAULT_INTERVAL = 1.0  # seconds between two checks of the file, per worker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PolicySnapshot:
+    policy: Policy
+    source: str  # the file, or BUILTIN_SOURCE
+    sha256: str  # of the file's bytes (of the built-in document's canonical JSON for the default)
+    loaded_at: float  # Unix time
+
+    @property
+    def version(self) -> str:
+        """A short name for the snapshot, as /readyz and the logs show it."""
+        return self.sha256[:12]
+
+    def describe(self) -> dict:
+        return {
+            "source": self.source,
+            "sha256": self.sha256,
+            "version": self.version,
+            "rules": [r.name for r in self.policy.rules],
+            "loaded_at": round(self.loaded_at, 3),
+        }
+
+
+def load_snapshot(path: str | Path | None) -> PolicySnapshot:
+    """The policy in `path` (the built-in default for None); raises `PolicyError`."""
+    if path is None:
+        canonical = json.dumps(DEFAULT_DOCUMENT, sort_keys=True, separators=(",", ":")).encode()
+        return PolicySnapshot(default_policy(), BUILTIN_SOURCE, hashlib.sha256(canonical).hexdigest(), time.time())
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise PolicyError(f"policy file {source}: cannot read it ({err.strerror}); check the path") from err
+    return PolicySnapshot(policy_from_bytes(data, source), source, hashlib.sha256(data).hexdigest(), time.time())
+
+
+def static_snapshot(policy: Policy, source: str = "<in-process policy>") -> PolicySnapshot:
+    """A snapshot for a policy given as an object (tests, embedding): hashed by its repr."""
+    return PolicySnapshot(policy, source, hashlib.sha256(repr(policy).encode()).hexdigest(), time.time())
+
+
+def _signature(path: str) -> tuple[int, int, int, int]:
+    st = os.stat(path)  # follows the ConfigMap's symlinks to the file they point at now
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class PolicyWatcher:
+    """Hands out the policy snapshot in force; notices when the file changed (rate-limited)."""
+
+    def __init__(
+        self,
+        initial: PolicySnapshot,
+        path: str | Path | None,
+        interval: float = DEFAULT_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._snapshot = initial
+        self._path = str(path) if path is not None else None
+        self._interval = interval
+        self._clock = clock
+        self._next_check = clock() + interval
+        self._checking = threading.Lock()  # gthread workers: one thread checks, the others go on
+        # Not a real signature: the first check reads the file once and compares its hash, so a
+        # change between the master's load and this point is not missed.
+        self._seen: tuple | None = ()
+        self._refused: str | None = None  # sha256 of the last refused content, to log it once
+        self._announced = False
+
+    @property
+    def watching(self) -> str | None:
+        return self._path
+
+    def current(self) -> PolicySnapshot:
+        """The snapshot in force; use the one returned for the whole review."""
+        if not self._announced:  # first use in this process (the worker): publish its metrics
+            self._announced = True
+            metrics.policy_in_force(self._snapshot.sha256)
+        if self._path is not None and self._clock() >= self._next_check:
+            self.check()
+        return self._snapshot
+
+    def check(self) -> bool:
+        """Look at the file now; swap in its policy if it changed and is valid. True if swapped."""
+        if self._path is None or not self._checking.acquire(blocking=False):
+            return False
+        try:
+            self._next_check = self._clock() + self._interval
+            signature = self._stat()
+            if signature is None or signature == self._seen:
+                return False
+            self._seen = signature
+            return self._reload()
+        finally:
+            self._checking.release()
+
+    def _stat(self) -> tuple[int, int, int, int] | None:
+        if self._path is None:
+            return None
+        try:
+            return _signature(self._path)
+        except OSError as err:
+            if self._seen is not None:  # log the disappearance once, not every second
+                log.error(
+                    "policy file %s: cannot read it (%s); keeping policy %s in force",
+                    self._path, err.strerror, self._snapshot.version,
+                )
+                self._seen = None
+            return None
+
+    def _reload(self) -> bool:
+        old = self._snapshot
+        try:
+            data = Path(self._path).read_bytes()
+        except OSError as err:
+            log.error("policy file %s: cannot read it (%s); keeping policy %s in force", self._path, err.strerror, old.version)
+            return False
+        digest = hashlib.sha256(data).hexdigest()
+        if digest == old.sha256:
+            if self._refused:  # the valid content came back: nothing to swap, but no longer refused
+                self._refused = None
+                metrics.policy_in_force(old.sha256)
+            return False  # touched or re-linked, same content
+        if digest == self._refused:
+            return False
+        try:
+            new = PolicySnapshot(policy_from_bytes(data, self._path), self._path, digest, time.time())
+        except PolicyError as err:
+            self._refused = digest
+            metrics.policy_reload(ok=False)
+            log.error(
+                "refused the changed policy file: %s; policy %s stays in force until the file is fixed",
+                err, old.version, extra={"policy_version": old.version, "refused_sha256": digest},
+            )
+            return False
+        self._snapshot = new  # the swap: one reference, so a review sees old or new, never a mix
+        self._refused = None
+        metrics.policy_in_force(new.sha256, previous=old.sha256)
+        metrics.policy_reload(ok=True)
+        log.info(
+            "policy reloaded from %s: version %s (was %s), rules %s",
+            self._path, new.version, old.version, ", ".join(r.name for r in new.policy.rules),
+            extra={"policy_version": new.version, "previous_version": old.version},
+        )
+        return True

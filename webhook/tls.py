@@ -1,0 +1,163 @@
+"""TLS for serving: the context, certificate rotation without a restart, optional client CA.
+
+Every context is TLS 1.2 or newer. With a client CA (`serve --client-ca`), a client must present a
+certificate that CA signed (the API server does so when its AdmissionConfiguration gives it a
+kubeconfig with a client certificate for the webhook; docs/operations.md).
+
+Rotation. cert-manager (or `netqos-webhook certs --renew-before`) replaces `tls.crt`/`tls.key`; a
+mounted Secret changes by a `..data` symlink swap. gevent's server keeps the one context gunicorn's
+`ssl_context` hook returned, for the life of the worker. We keep that context as the *front*
+context and give it an `sni_callback`, which OpenSSL calls during every ClientHello, with or
+without SNI (clients dialling an IP address send none). The callback
+1. at most once per `interval`, stats the files; when they changed, builds a complete new context
+   off to the side (`load_cert_chain` checks the key matches the certificate). If that fails (a
+   half-rotated pair, an unreadable file) the current context stays and the error is logged and
+   counted; the next change of the files is tried again;
+2. points the connection at the newest good context (`SSLSocket.context = ...`, the documented
+   way to switch certificates in that callback).
+Connections already open keep the certificate they were handshaken with; new ones get the new
+one; no connection is ever refused for the swap. The alternative, `load_cert_chain` into the live
+context, was not chosen: OpenSSL sets the certificate and then the key, and a failure between the
+two (a key that does not match yet) leaves the live context without a usable key.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from cryptography import x509
+
+from webhook import metrics
+
+DEFAULT_INTERVAL = 1.0  # seconds between two looks at the certificate files, per worker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    certfile: Path
+    keyfile: Path
+    client_ca: Path | None = None
+
+    def paths(self) -> tuple[Path, ...]:
+        return (self.certfile, self.keyfile) + ((self.client_ca,) if self.client_ca else ())
+
+
+def build_context(files: TLSFiles) -> ssl.SSLContext:
+    """A server context for `files`; raises `ssl.SSLError`/`OSError` when they cannot be used."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(certfile=str(files.certfile), keyfile=str(files.keyfile))
+    if files.client_ca is not None:
+        context.load_verify_locations(cafile=str(files.client_ca))
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def not_after(certfile: Path) -> float:
+    """Unix time when the (first) certificate in `certfile` expires."""
+    cert = x509.load_pem_x509_certificate(Path(certfile).read_bytes())
+    return cert.not_valid_after_utc.timestamp()
+
+
+def check_files(files: TLSFiles) -> str | None:
+    """None when `files` make a working server context, else what is wrong, for the operator."""
+    try:
+        build_context(files)
+    except (OSError, ssl.SSLError) as err:
+        return _reason(files, err)
+    return None
+
+
+def _reason(files: TLSFiles, err: Exception) -> str:
+    if isinstance(err, OSError) and err.filename:
+        return f"cannot read {err.filename}: {err.strerror}"
+    what = ", ".join(str(p) for p in files.paths())
+    detail = getattr(err, "reason", None) or str(err)
+    if "KEY_VALUES_MISMATCH" in str(err) or detail == "KEY_VALUES_MISMATCH":
+        return f"{files.keyfile} is not the key of {files.certfile}"
+    return f"unusable TLS files ({what}): {detail}"
+
+
+def _signature(paths: tuple[Path, ...]) -> tuple | None:
+    try:
+        return tuple((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) for st in map(os.stat, paths))
+    except OSError:
+        return None
+
+
+class CertificateRotator:
+    """Owns the serving contexts of one worker: the front one gunicorn holds, and the newest."""
+
+    def __init__(self, files: TLSFiles, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+        self.files = files
+        self._interval = interval
+        self._clock = clock
+        self._seen = _signature(files.paths())
+        self.front = build_context(files)  # bad files at start are an error for the caller
+        self.current = self.front
+        self.front.sni_callback = self._on_client_hello
+        self._next_check = clock() + interval
+        self._checking = threading.Lock()
+        self.reloads = 0
+        metrics.certificate_loaded(not_after(files.certfile))
+
+    def _on_client_hello(self, sslsock: Any, server_name: str | None, context: ssl.SSLContext) -> None:
+        try:
+            if self._clock() >= self._next_check:
+                self.check()
+            if self.current is not context:
+                sslsock.context = self.current
+        except Exception:  # never fail a handshake over rotation; the old certificate still works
+            log.exception("certificate rotation check failed; serving the previous certificate")
+        return None
+
+    def check(self) -> bool:
+        """Look at the files now; use them for new connections if they changed and work."""
+        if not self._checking.acquire(blocking=False):
+            return False
+        try:
+            self._next_check = self._clock() + self._interval
+            signature = _signature(self.files.paths())
+            if signature is None or signature == self._seen:
+                return False  # unchanged, or a file missing for a moment mid-swap: look again later
+            self._seen = signature
+            try:
+                context = build_context(self.files)
+                expires = not_after(self.files.certfile)
+            except (OSError, ssl.SSLError, ValueError) as err:
+                metrics.certificate_reload(ok=False)
+                log.error(
+                    "TLS files changed but cannot be used: %s; still serving the previous certificate "
+                    "(tried again when the files change)", _reason(self.files, err),
+                )
+                return False
+            self.current = context
+            self.reloads += 1
+            metrics.certificate_reload(ok=True)
+            metrics.certificate_loaded(expires)
+            log.info(
+                "serving the new certificate from %s (expires %s)", self.files.certfile,
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires)),
+                extra={"certificate_expiry": int(expires)},
+            )
+            return True
+        finally:
+            self._checking.release()
+
+
+def gunicorn_ssl_context(files: TLSFiles, interval: float = DEFAULT_INTERVAL) -> Callable[[Any, Any], ssl.SSLContext]:
+    """gunicorn's `ssl_context` hook: each worker builds its own rotator when its server starts."""
+
+    def hook(conf: Any, default_factory: Any) -> ssl.SSLContext:
+        return CertificateRotator(files, interval).front
+
+    return hook
