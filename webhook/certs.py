@@ -26,6 +26,7 @@ DEFAULT_SERVICE = "netqos-webhook"
 DEFAULT_NAMESPACE = "netqos-system"
 DEV_HOSTS = ("localhost", "127.0.0.1", "::1")
 KEY_TYPES = ("ecdsa", "rsa")
+DEFAULT_CA_DAYS = 3650  # the `certs` command's CA; generate() defaults to the server's validity
 _CLOCK_SKEW = dt.timedelta(minutes=5)  # accept clients whose clock runs a little behind
 
 
@@ -63,12 +64,15 @@ def generate(
     hosts: Iterable[str] = (),
     days: int = 365,
     key_type: str = "ecdsa",
+    ca_days: int | None = None,
 ) -> CertFiles:
     """Write a new CA and a server certificate for the Service (and `hosts`) into `out`."""
     files = CertFiles(Path(out))
     files.directory.mkdir(parents=True, exist_ok=True)
     ca_key = _new_key(key_type)
-    ca_cert = _ca_certificate(ca_key, days)
+    # A CA that outlives its server certificate lets `renew` re-issue the latter with the same
+    # caBundle; one that expires with it would have to be replaced (and the caBundle with it).
+    ca_cert = _ca_certificate(ca_key, ca_days or days)
     key = _new_key(key_type)
     names = service_names(service, namespace)
     names += [h for h in hosts if h not in names]

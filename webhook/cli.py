@@ -175,7 +175,7 @@ def _dev_certificate() -> tuple[Path, Path]:
 
 
 def _add_certs(sub: Any) -> None:
-    from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
+    from webhook.certs import DEFAULT_CA_DAYS, DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
 
     p = _command(
         sub, "certs", "Write a CA and a server certificate for the webhook's Service: ca.crt, ca.key, tls.crt, tls.key.",
@@ -186,7 +186,10 @@ def _add_certs(sub: Any) -> None:
     p.add_argument("--service", default=DEFAULT_SERVICE, metavar="NAME", help=f"Service name (default {DEFAULT_SERVICE})")
     p.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS", help=f"Service namespace (default {DEFAULT_NAMESPACE})")
     p.add_argument("--host", action="append", default=[], metavar="H", help="extra DNS name or IP address for the certificate (repeatable)")
-    p.add_argument("--days", type=_positive, default=365, metavar="N", help="validity in days (default 365)")
+    p.add_argument("--days", type=_positive, default=365, metavar="N", help="server certificate validity in days (default 365)")
+    p.add_argument("--ca-days", type=_positive, default=DEFAULT_CA_DAYS, metavar="N",
+                   help=f"CA validity in days (default {DEFAULT_CA_DAYS}): longer than the server certificate, so "
+                        "--renew-before can re-issue the latter under the same CA")
     p.add_argument("--key-type", choices=KEY_TYPES, default="ecdsa", help="ecdsa (P-256, default) or rsa (2048)")
     p.add_argument("--renew-before", type=_positive, metavar="DAYS",
                    help="renew only: re-issue tls.crt/tls.key from the existing CA in --out when the certificate "
@@ -200,7 +203,7 @@ def _certs(args: argparse.Namespace) -> int:
     if args.renew_before is not None:
         return _renew(args)
     try:
-        files = generate(args.out, args.service, args.namespace, args.host, args.days, args.key_type)
+        files = generate(args.out, args.service, args.namespace, args.host, args.days, args.key_type, args.ca_days)
     except OSError as err:
         raise CommandError(f"cannot write certificates into {args.out}: {err.strerror}", EXIT_RUNTIME) from None
     for path in (files.ca_cert, files.ca_key, files.cert, files.key):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,7 @@ class ServeOptions:
             "keyfile": str(self.keyfile),
             "ssl_context": gunicorn_ssl_context(TLSFiles(self.certfile, self.keyfile, self.client_ca)),
             "child_exit": _child_exit,
+            "post_fork": _post_fork,
             "logger_class": GunicornLogger,
             "loglevel": self.log_level,
             "accesslog": None,  # one structured line per review comes from the app instead
@@ -85,6 +87,15 @@ class ServeOptions:
 
 def _child_exit(server: Any, worker: Any) -> None:
     metrics.mark_worker_dead(worker.pid)
+
+
+def _post_fork(server: Any, worker: Any) -> None:
+    # A new worker inherits the master's signal handlers until it installs its own (after gevent's
+    # monkey-patching, ~0.1 s). A SIGTERM in that window ran the master's handler in the worker
+    # and was lost, and shutdown hung for graceful_timeout. With the default action the worker,
+    # which has accepted nothing yet, just ends.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class WebhookServer(BaseApplication):
@@ -121,7 +132,8 @@ def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None =
     if options.metrics_dir is None:
         temporary = tempfile.mkdtemp(prefix="netqos-metrics-")
     directory = metrics.prepare_multiprocess_dir(options.metrics_dir or temporary)
-    log.debug("metrics files in %s", directory)
+    log.info("metrics: per-worker files in %s%s", directory, " (removed at exit)" if temporary else "",
+             extra={"metrics_dir": str(directory)})
     master = os.getpid()
     try:
         WebhookServer(options, policy, watcher).run()
