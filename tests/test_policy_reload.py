@@ -1,0 +1,213 @@
+"""Policy reload: a changed file is swapped in whole; an invalid one is refused; reviews never mix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+
+import pytest
+import yaml
+
+from configmap import MountedVolume
+from server_process import metric_value, start_server
+from support import PREFERRED, decoded_patch, pod_review
+from webhook import reload as reload_module
+from webhook.reload import PolicyWatcher, load_snapshot
+
+
+def policy_document(tag: str, net: str, zone: str, weights: tuple[int, int, int]) -> dict:
+    """Two rules selecting the same pods, so a review mixing two policies would show it."""
+    return {
+        "apiVersion": "netqos.io/v1alpha1", "kind": "NetQoSPolicy",
+        "rules": [
+            {"name": "alpha", "podSelector": {"matchLabels": {"qos": "latency-sensitive"}}, "preferences": [
+                {"weight": weights[0], "matchExpressions": [{"key": "net", "operator": "In", "values": [net]}]},
+                {"weight": weights[1], "matchExpressions": [{"key": "net", "operator": "NotIn", "values": [f"low-{tag}"]}]},
+            ]},
+            {"name": "beta", "podSelector": {"matchLabels": {"qos": "latency-sensitive"}}, "preferences": [
+                {"weight": weights[2], "matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]},
+            ]},
+        ],
+    }
+
+
+POLICY_A = policy_document("a", "high", "zone-a", (90, 10, 5))
+POLICY_B = policy_document("b", "fast", "zone-b", (80, 20, 7))
+INVALID = b"rules:\n- name: Not_A_DNS_Label\n  podSelector: {}\n  preferences: []\n"
+
+
+def as_bytes(document: dict) -> bytes:
+    return yaml.safe_dump(document, sort_keys=False).encode()
+
+
+def injected_terms(document: dict) -> list[dict]:
+    """What a policy appends to a pod, written from the document (not by the code under test)."""
+    return [
+        {"weight": p["weight"], "preference": {"matchExpressions": p["matchExpressions"]}}
+        for rule in document["rules"] for p in rule["preferences"]
+    ]
+
+
+def latency_pod():
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}
+
+
+def terms_of(patch: list[dict]) -> list[dict]:
+    (op,) = [o for o in patch if o["path"] == "/spec/affinity"]
+    return op["value"]["nodeAffinity"][PREFERRED]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def volume(tmp_path):
+    return MountedVolume(tmp_path / "config", {"policy.yaml": as_bytes(POLICY_A)})
+
+
+@pytest.fixture
+def watcher(volume):
+    clock = Clock()
+    path = volume.path("policy.yaml")
+    return PolicyWatcher(load_snapshot(path), path, interval=1.0, clock=clock), clock
+
+
+def test_a_configmap_update_is_swapped_in_at_the_next_check(volume, watcher):
+    w, clock = watcher
+    first = w.current()
+    volume.update({"policy.yaml": as_bytes(POLICY_B)})
+    assert w.current() is first, "checked before the interval passed"
+    clock.now += 1.0
+    second = w.current()
+    assert second is not first
+    assert second.sha256 == hashlib.sha256(as_bytes(POLICY_B)).hexdigest()
+    assert [t.to_api() for r in second.policy.rules for t in r.preferences] == injected_terms(POLICY_B)
+    assert first.policy.rules[0].preferences[0].to_api() == injected_terms(POLICY_A)[0], "the old snapshot changed"
+
+
+def test_the_file_is_looked_at_at_most_once_per_interval(volume, watcher, monkeypatch):
+    w, clock = watcher
+    stats = []
+    real = reload_module._signature
+    monkeypatch.setattr(reload_module, "_signature", lambda path: stats.append(path) or real(path))
+    for _ in range(1000):
+        w.current()
+    assert stats == []
+    clock.now += 1.0
+    for _ in range(1000):
+        w.current()
+    assert len(stats) == 1
+
+
+def test_an_invalid_file_is_refused_logged_once_and_counted_and_the_old_policy_stays(volume, watcher, caplog):
+    from webhook.metrics import _metrics
+
+    w, clock = watcher
+    old = w.current()
+    failures = _metrics().policy_reloads.labels("failure")._value.get()
+    volume.update({"policy.yaml": INVALID})
+    with caplog.at_level(logging.ERROR, logger="webhook.reload"):
+        for _ in range(3):
+            clock.now += 1.0
+            assert w.current() is old
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1, "the same refused file must be reported once, not every second"
+    message = errors[0].getMessage()
+    assert str(volume.path("policy.yaml")) in message and "Not_A_DNS_Label" in message and old.version in message
+    assert _metrics().policy_reloads.labels("failure")._value.get() == failures + 1
+    assert _metrics().policy_rejected._value.get() == 1
+
+    volume.update({"policy.yaml": as_bytes(POLICY_B)})
+    clock.now += 1.0
+    assert w.current().sha256 == hashlib.sha256(as_bytes(POLICY_B)).hexdigest()
+    assert _metrics().policy_rejected._value.get() == 0
+
+
+def test_a_vanished_file_keeps_the_policy_in_force(tmp_path, caplog):
+    path = tmp_path / "policy.yaml"
+    path.write_bytes(as_bytes(POLICY_A))
+    clock = Clock()
+    w = PolicyWatcher(load_snapshot(path), path, clock=clock)
+    old = w.current()
+    path.unlink()
+    with caplog.at_level(logging.ERROR, logger="webhook.reload"):
+        for _ in range(3):
+            clock.now += 1.0
+            assert w.current() is old
+    assert len([r for r in caplog.records if "cannot read" in r.getMessage()]) == 1
+
+
+def test_the_same_content_relinked_is_not_a_reload(volume, watcher):
+    w, clock = watcher
+    old = w.current()
+    volume.update({"policy.yaml": as_bytes(POLICY_A)})
+    clock.now += 1.0
+    assert w.current() is old
+
+
+# --- under load, through the real server -----------------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_changes_nothing(tmp_path, volume):
+    expected = {"A": injected_terms(POLICY_A), "B": injected_terms(POLICY_B)}
+    seen = {"A": 0, "B": 0}
+    failures: list[str] = []
+    stop = threading.Event()
+    with start_server(tmp_path, "--config", str(volume.path("policy.yaml")), workers=2) as server:
+
+        def client(index: int) -> None:
+            conn, sent = server.connect(), 0
+            deadline = time.monotonic() + 30  # bounded even if the main thread fails to stop us
+            while not stop.is_set() and time.monotonic() < deadline:
+                if sent % 20 == 0:  # new connections now and then, so both workers take part
+                    conn.close()
+                    conn = server.connect()
+                try:
+                    terms = terms_of(decoded_patch(server.review(pod_review(latency_pod(), uid=f"{index}-{sent}"), conn=conn)))
+                except Exception as err:  # noqa: BLE001 - every failure is the test's finding
+                    failures.append(repr(err))
+                    conn = server.connect()
+                else:
+                    match = [name for name, want in expected.items() if terms == want]
+                    if match:
+                        seen[match[0]] += 1
+                    else:
+                        failures.append(f"a mix of policies: {json.dumps(terms)}")
+                sent += 1
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            for document in (POLICY_B, INVALID, POLICY_A, INVALID, POLICY_B, POLICY_A, POLICY_B, INVALID):
+                time.sleep(0.6)
+                volume.update({"policy.yaml": document if isinstance(document, bytes) else as_bytes(document)})
+            time.sleep(2.5)  # every worker has checked the last (invalid) file by now
+            counts_at_end = dict(seen)
+            time.sleep(1.0)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(35)
+        assert failures == []
+        assert seen["A"] > 0 and seen["B"] > 0
+        assert seen["A"] == counts_at_end["A"], "policy A was still served after B was loaded for good"
+
+        ready = [json.loads(server.request("GET", "/readyz", conn=server.connect())[1]) for _ in range(6)]
+        assert {r["policy"]["sha256"] for r in ready} == {hashlib.sha256(as_bytes(POLICY_B)).hexdigest()}
+        exposition = server.metrics()
+        assert metric_value(exposition, "netqos_policy_reloads_total", result="failure") >= 2  # the last file, in each worker
+        assert metric_value(exposition, "netqos_policy_reloads_total", result="success") >= 2
+        assert metric_value(exposition, "netqos_policy_file_rejected") == 1
+        refusals = [r for r in server.log_records() if r["level"] == "ERROR" and "refused" in r["message"]]
+        assert refusals and all("Not_A_DNS_Label" in r["message"] for r in refusals)
