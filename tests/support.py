@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 import shutil
 import subprocess
 import uuid
@@ -75,14 +76,24 @@ def apply_kubectl(obj: dict[str, Any], ops: list[dict[str, Any]], tmp_path: Path
     if kubectl is None:
         pytest.skip("kubectl is not installed: cannot cross-check patches with Go's JSON-patch")
     pod_file = tmp_path / f"pod-{uuid.uuid4().hex}.json"
-    pod_file.write_text(json.dumps(obj))
+    pod_file.write_text(_kubectl_json(obj), encoding="utf-8")
     done = subprocess.run(
-        [kubectl, "patch", "--local", "-f", str(pod_file), "--type=json", "-p", json.dumps(ops), "-o", "json",
+        [kubectl, "patch", "--local", "-f", str(pod_file), "--type=json", "-p", _kubectl_json(ops), "-o", "json",
          "--show-managed-fields"],
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, f"kubectl rejected the patch {ops}: {done.stderr}"
     return json.loads(done.stdout)
+
+
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\ufffe\uffff]")
+
+
+def _kubectl_json(value: Any) -> str:
+    """JSON that kubectl's YAML reader accepts for any string: raw UTF-8 (it rejects the surrogate
+    escapes json.dumps writes beyond U+FFFF), and \\u escapes for what YAML may not hold raw.
+    About kubectl's input only; the API server reads the webhook's patch with a JSON decoder."""
+    return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def assert_patch_agrees(before: dict[str, Any], ops: list[dict[str, Any]], expected: dict[str, Any], tmp_path: Path) -> None:
