@@ -116,6 +116,7 @@ class WebhookServer(BaseApplication):
             self.cfg.set(name, value)
 
     def load(self) -> Any:
+        log.info("worker loaded the app", extra={"worker_pid": os.getpid()})  # it serves right after
         return create_app(
             AppConfig(
                 policy=self.policy,
