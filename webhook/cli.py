@@ -14,6 +14,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any, Callable, Sequence
 
 import yaml
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_serve, _add_review, _add_certs, _add_manifests):
+    for add in (_add_serve, _add_review, _add_certs, _add_manifests, _add_register):
         add(sub)
     return parser
 
@@ -350,3 +351,69 @@ def _read_ca_bundle(path: Path) -> bytes:
         ) from None
     return data
 
+
+# --- register ----------------------------------------------------------------------------------
+
+
+def _add_register(sub: Any) -> None:
+    from webhook.certs import DEFAULT_NAMESPACE
+
+    p = _command(
+        sub, "register",
+        "Create or update the webhook's TLS Secret and its MutatingWebhookConfiguration (with the caBundle) in "
+        "a cluster, by server-side apply: only the fields netqos-webhook owns are changed. Without "
+        "certificates in --certs, new ones are generated there first.",
+        "netqos-webhook register --context minikube --config deploy/base/policy.yaml --certs certs",
+        _register,
+    )
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else the in-cluster service account)")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
+    p.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
+                   help=f"namespace of the webhook (its Service and the TLS Secret; default {DEFAULT_NAMESPACE})")
+    p.add_argument("--certs", type=Path, default=DEV_CERT_DIR, metavar="DIR",
+                   help=f"directory with ca.crt, tls.crt, tls.key from 'netqos-webhook certs' (default {DEV_CERT_DIR}/)")
+    _add_config(p)
+    p.add_argument("--url", metavar="URL",
+                   help="register a webhook served outside the cluster at this https URL (no Secret is sent), "
+                        "e.g. https://host.minikube.internal:8443/mutate")
+    p.add_argument("--dry-run", action="store_true", help="print the objects it would send (YAML) and change nothing")
+
+
+def _register(args: argparse.Namespace) -> int:
+    from webhook.certs import CertFiles, generate
+    from webhook.manifests import ManifestError, check_namespace, check_url
+    from webhook.register import RegisterError, apply, check_certificates, connect, describe, objects
+
+    policy = _policy(args)
+    try:
+        check_namespace(args.namespace)
+        if args.url is not None:
+            check_url(args.url)
+    except ManifestError as err:
+        raise CommandError(str(err)) from None
+    files = CertFiles(args.certs)
+    none_there = not any(p.exists() for p in (files.ca_cert, files.ca_key, files.cert, files.key))
+    try:
+        if none_there and not args.dry_run:
+            hosts = [urlsplit(args.url).hostname] if args.url else []
+            try:
+                generate(files.directory, namespace=args.namespace, hosts=hosts)
+            except OSError as err:
+                raise CommandError(f"cannot write certificates into {files.directory}: {err.strerror}", EXIT_RUNTIME) from None
+            print(f"generated a CA and a server certificate in {files.directory}/", file=sys.stderr)
+        certs = check_certificates(files, args.namespace, args.url)
+        objs = objects(policy, certs, args.namespace, args.url)
+        if args.dry_run:
+            print(yaml.safe_dump_all(objs, sort_keys=False), end="")
+            if any(o["kind"] == "Secret" for o in objs):
+                print(f"(dry run: nothing sent; the Secret above holds the private key from {files.key})", file=sys.stderr)
+            return 0
+        api_client = connect(args.kubeconfig, args.context)
+        with api_client:
+            apply(api_client, objs)
+    except RegisterError as err:
+        raise CommandError(str(err), err.code) from None
+    for obj in objs:
+        if obj["kind"] == "MutatingWebhookConfiguration":
+            print(f"registered {describe(obj)}: webhooks {', '.join(w['name'] for w in obj['webhooks'])}", file=sys.stderr)
+    return 0
