@@ -28,7 +28,7 @@ import yaml
 
 from webhook.affinity import NODE_SELECTOR_OPERATORS, PreferredTerm, Requirement
 from webhook.policy import Policy, Rule
-from webhook.selector import LABEL_SELECTOR_OPERATORS, Expression, LabelSelector
+from webhook.selector import LABEL_SELECTOR_OPERATORS, LabelSelector
 
 API_VERSION = "netqos.io/v1alpha1"
 KIND = "NetQoSPolicy"
@@ -137,11 +137,14 @@ class _Checker:
         return Policy(tuple(rules))
 
     def rule_(self, raw: Any) -> Rule:
-        self.fields(raw, self.rule, ("name", "podSelector", "preferences"), ("name", "podSelector", "preferences"))
-        name = raw["name"]
+        if not isinstance(raw, dict):
+            self.fail("(rule)", raw, "must be a mapping with name, podSelector and preferences")
+        name = raw.get("name")
+        if isinstance(name, str) and _RULE_NAME.match(name):
+            self.rule = f'{self.rule} "{name}"'  # name the rule in every later message
+        self.fields(raw, "", ("name", "podSelector", "preferences"), ("name", "podSelector", "preferences"))
         if not isinstance(name, str) or not _RULE_NAME.match(name):
             self.fail("name", name, "must be a DNS label: lower-case letters, digits and '-', at most 63")
-        self.rule = f'{self.rule} "{name}"'
         selector = self.selector(raw["podSelector"], "podSelector")
         prefs = raw["preferences"]
         if not isinstance(prefs, list) or not prefs:
@@ -163,7 +166,7 @@ class _Checker:
         exprs = []
         for k, e in enumerate(exprs_raw):
             key, op, values = self.expression(e, f"{path}.matchExpressions[{k}]", LABEL_SELECTOR_OPERATORS)
-            exprs.append(Expression(key, op, values))
+            exprs.append(Requirement(key, op, values))
         return LabelSelector(tuple(labels.items()), tuple(exprs))
 
     def term(self, raw: Any, path: str) -> PreferredTerm:
