@@ -256,7 +256,10 @@ def test_register_server_side_applies_the_secret_then_the_configuration(tmp_path
     ]
     for request in api.requests:
         assert request["content_type"] == "application/apply-patch+yaml"
-        assert request["query"] == {"fieldManager": ["netqos-webhook"], "force": ["true"]}
+        assert request["query"]["fieldManager"] == ["netqos-webhook"]
+        # the API server parses it with Go's strconv.ParseBool; older clients send "True"
+        assert request["query"]["force"] in (["true"], ["True"])
+        assert set(request["query"]) == {"fieldManager", "force"}
         assert request["authorization"] == "Bearer test-token"
     assert first.out.splitlines() == [
         "secret/netqos-webhook-tls in namespace netqos-system created (server-side apply)",

@@ -227,13 +227,17 @@ def apply(api_client: Any, objs: list[dict[str, Any]], report: Callable[[str], N
     """Server-side apply each object; report one line per object. Errors raise `RegisterError`."""
     from kubernetes import client
 
+    # Every request of this client is a server-side apply. A default header overrides the content
+    # type the generated PATCH methods pick (the client's own `_content_type` option only exists in
+    # recent versions), in every client version pyproject.toml allows.
+    api_client.set_default_header("Content-Type", APPLY_PATCH)
     core = client.CoreV1Api(api_client)
     admission = client.AdmissionregistrationV1Api(api_client)
     host = api_client.configuration.host
     for obj in objs:
         meta = obj["metadata"]
         options = dict(
-            body=obj, field_manager=FIELD_MANAGER, force=True, _content_type=APPLY_PATCH,
+            body=obj, field_manager=FIELD_MANAGER, force=True,
             _preload_content=False, _request_timeout=REQUEST_TIMEOUT,
         )
         try:
