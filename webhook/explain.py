@@ -1,0 +1,449 @@
+"""`netqos-webhook explain`: what the stock kube-scheduler does with the pod we mutate.
+
+The pod goes through `admission.review` exactly as a `/mutate` request would, and the JSON patch
+in the response is applied to it: the scores below are those of the patched pod, so they prove
+the patch, not only the policy. Each node is then filtered and scored as kube-scheduler does
+(`webhook.scheduling`), beside the NetQoS plugin's score, so a user sees, for their own pod and
+nodes, whether NodeAffinity ranks the nodes as the plugin did.
+
+Nodes come from a file or, with --kubeconfig, from the cluster through `webhook.cluster`, which
+returns the same API data; everything after that is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence, TextIO
+
+import jsonpatch
+import yaml
+
+from webhook import admission, cluster, scheduling
+from webhook.affinity import ShapeError, WeightedTerm
+from webhook.policy import Decision, Policy
+from webhook.policy_file import PolicyError, load_policy
+
+HELP = "show how kube-scheduler ranks nodes for a pod after the webhook mutates it"
+DESCRIPTION = """\
+Run a pod through the webhook's policy exactly as /mutate would, then filter and score the
+nodes as kube-scheduler does: its node selector, required node affinity, taints and
+cordons (resource fit is not evaluated), and the NodeAffinity score of the mutated pod
+(raw, normalised over the feasible nodes, and times NodeAffinity's weight 2), beside the
+score the NetQoS scheduler plugin gave (net=high 100, other or no label 10, net=low 0).
+"""
+EPILOG = """\
+examples:
+  # the seed's experiment: minikube (net=low) and fake-node-1 (net=high, tainted)
+  netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml
+
+  # against the nodes of a live cluster, as JSON
+  netqos-webhook explain --pod pod.yaml --kubeconfig ~/.kube/config --context minikube -o json
+
+  # the nodes file can be any kubectl output
+  kubectl get nodes -o yaml > nodes.yaml
+"""
+
+NodeLister = Callable[[str, "str | None"], list]
+
+
+class ExplainError(ValueError):
+    """An input that cannot be explained; the message names the file, the field and the fix."""
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """What /mutate made of the pod."""
+
+    pod: dict[str, Any]  # the pod with the response's patch applied
+    decision: Decision
+    injected: tuple[str, ...]  # rule names
+    warnings: tuple[str, ...]
+    patch: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Report:
+    pod_name: str
+    namespace: str
+    mutation: Mutation
+    added_terms: tuple[WeightedTerm, ...]  # preferred terms the patch appended
+    added_terms_api: tuple[Any, ...]  # the same, as they appear in the patched pod
+    ranking: scheduling.Ranking
+    notes: tuple[str, ...]
+
+    def choices_match(self) -> bool:
+        return set(self.ranking.affinity_choice) == set(self.ranking.netqos_choice)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Configure `parser` (the CLI's `explain` subparser, or our own) for explain."""
+    parser.description = DESCRIPTION
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--pod", required=True, metavar="FILE", help="the Pod manifest (YAML or JSON) to explain")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--nodes",
+        metavar="FILE",
+        help="Node objects (YAML or JSON): one Node, several documents, or a List as `kubectl get nodes -o yaml` prints",
+    )
+    source.add_argument("--kubeconfig", metavar="FILE", help="read the nodes from the cluster of this kubeconfig")
+    parser.add_argument("--context", metavar="NAME", help="the kubeconfig context to use (default: its current context)")
+    parser.add_argument("--config", metavar="FILE", help="policy file (default: the built-in NetQoS policy)")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Explain as a standalone program (`python -m webhook.explain`), same options as the CLI."""
+    parser = argparse.ArgumentParser(prog="netqos-webhook explain")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(
+    args: argparse.Namespace,
+    *,
+    list_nodes: NodeLister | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run explain for parsed `args`; 0 when the explanation was printed, 1 on bad input.
+
+    `list_nodes(kubeconfig, context)` reads the nodes in live mode; by default
+    `webhook.cluster.list_nodes` (which imports the kubernetes client only when called). Tests
+    pass a fake here: the one seam to the cluster.
+    """
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    if args.context and not args.kubeconfig:
+        print("error: --context selects a kubeconfig context; give --kubeconfig too", file=stderr)
+        return 2
+    try:
+        policy = load_policy(args.config)
+        pod = load_pod(args.pod)
+        nodes = _nodes(args, list_nodes)
+        report = explain(policy, pod, nodes, pod_source=f"pod file {args.pod}")
+    except (ExplainError, PolicyError, cluster.ClusterError) as err:
+        print(f"error: {err}", file=stderr)
+        return 1
+    stdout.write(render_json(report) if args.output == "json" else render_table(report))
+    return 0
+
+
+def _nodes(args: argparse.Namespace, list_nodes: NodeLister | None) -> list[scheduling.Node]:
+    if args.nodes:
+        return load_nodes(args.nodes)
+    list_nodes = list_nodes or cluster.list_nodes
+    where = f"cluster of kubeconfig {args.kubeconfig}" + (f", context {args.context}" if args.context else "")
+    return nodes_from_api(list_nodes(args.kubeconfig, args.context), where)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pure core: mutation through /mutate's code path, then filter and score
+
+
+def explain(policy: Policy, pod: dict[str, Any], nodes: Sequence[scheduling.Node], pod_source: str = "pod") -> Report:
+    mutation = mutate(policy, pod)
+    try:
+        before = scheduling.pod_view(pod)
+        after = scheduling.pod_view(mutation.pod)
+    except ShapeError as err:
+        raise ExplainError(f"{pod_source}: {err}; fix the field (the API server would reject this pod)") from None
+    ranking = scheduling.rank(after, nodes)
+    added = after.preferred[len(before.preferred) :]  # the policy appends after the pod's own terms
+    preferred_api = ((mutation.pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    added_api = tuple((preferred_api.get(PREFERRED) or [])[len(before.preferred) :])
+    return Report(
+        pod_name=before.name or "<unnamed>",
+        namespace=_namespace(pod),
+        mutation=mutation,
+        added_terms=added,
+        added_terms_api=added_api,
+        ranking=ranking,
+        notes=_notes(after, ranking),
+    )
+
+
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def mutate(policy: Policy, pod: dict[str, Any]) -> Mutation:
+    """Send `pod` through `admission.review` as a CREATE, and apply the patch it answers."""
+    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+    gvk = {"group": "", "version": "v1", "kind": "Pod"}
+    gvr = {"group": "", "version": "v1", "resource": "pods"}
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "netqos-webhook-explain",
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
+            "name": meta.get("name") or "",
+            "namespace": _namespace(pod),
+            "operation": "CREATE",
+            "userInfo": {"username": "netqos-webhook-explain"},
+            "object": pod,
+            "oldObject": None,
+            "dryRun": True,  # explain never creates anything; the webhook answers dry runs alike
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        },
+    }
+    result = admission.review(policy, review)
+    response = result.response["response"]
+    patch: list[dict[str, Any]] = []
+    patched = pod
+    if "patch" in response:
+        # Decode the wire form, as the API server does, rather than trusting result.patch.
+        patch = json.loads(base64.b64decode(response["patch"]))
+        patched = jsonpatch.apply_patch(pod, patch)
+    return Mutation(patched, result.decision, result.injected, tuple(response.get("warnings") or ()), tuple(patch))
+
+
+def _namespace(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+def _notes(pod: scheduling.PodView, ranking: scheduling.Ranking) -> tuple[str, ...]:
+    notes = []
+    total, feasible = len(ranking.nodes), len(ranking.feasible)
+    if pod.node_name:
+        notes.append(
+            f"spec.nodeName is {pod.node_name!r}: the scheduler never sees this pod; "
+            "the kubelet of that node runs it (shown as the NodeName filter would judge it)"
+        )
+    if feasible == 0:
+        notes.append("no node is feasible: the pod would stay Pending (FailedScheduling)")
+    elif ranking.scoring_skipped:
+        notes.append(
+            f"only {ranking.feasible[0].name} is feasible: kube-scheduler binds the pod there without "
+            "scoring (no Score plugin runs, the NetQoS plugin's neither); the scores show what scoring would give"
+        )
+    elif len(ranking.affinity_choice) > 1:
+        notes.append("NodeAffinity ties: the other score plugins decide, and among equal totals the scheduler picks at random")
+    sampled = scheduling.nodes_scored_at_most(total)
+    if sampled < total:
+        notes.append(
+            f"{total} nodes: kube-scheduler stops filtering once it has found {sampled} feasible nodes "
+            "(percentageOfNodesToScore), so it normalises over those, not over all the nodes shown"
+        )
+    notes.append(
+        "not evaluated: resource fit (CPU, memory, pods), host ports, volumes, inter-pod affinity, topology "
+        "spread, and the other score plugins (NodeAffinity's weighted score is one term of the node's total)"
+    )
+    return tuple(notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading files
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML as the API server reads it: timestamps stay strings, as they are in JSON."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _documents(path: str, what: str) -> list[Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ExplainError(f"{what} file {path}: cannot read it ({err.strerror}); check the path") from None
+    except UnicodeDecodeError as err:
+        raise ExplainError(f"{what} file {path}: not UTF-8 text ({err.reason}); save it as UTF-8") from None
+    try:
+        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except yaml.YAMLError as err:
+        raise ExplainError(f"{what} file {path}: not valid YAML or JSON: {err}") from None
+
+
+def load_pod(path: str) -> dict[str, Any]:
+    """The single Pod in `path`."""
+    docs = _documents(path, "pod")
+    if len(docs) != 1:
+        raise ExplainError(f"pod file {path}: holds {len(docs)} YAML documents; put exactly one Pod in it")
+    pod = docs[0]
+    if not isinstance(pod, dict):
+        raise ExplainError(f"pod file {path}: the document is {type(pod).__name__}, not a Pod object")
+    kind = pod.get("kind")
+    if kind is not None and kind != "Pod":
+        raise ExplainError(
+            f"pod file {path}: kind is {kind!r}; explain takes a Pod (for a workload, copy its "
+            "spec.template into a Pod manifest: its metadata and spec)"
+        )
+    return pod
+
+
+def load_nodes(path: str) -> list[scheduling.Node]:
+    """The Nodes in `path`: Node documents, or List/NodeList documents holding Nodes."""
+    docs = _documents(path, "nodes")
+    objects: list[tuple[str, Any]] = []
+    for d, doc in enumerate(docs):
+        where = f"document {d + 1}: " if len(docs) > 1 else ""
+        if isinstance(doc, dict) and doc.get("kind") in ("List", "NodeList"):
+            items = doc.get("items")
+            if not isinstance(items, list):
+                raise ExplainError(f"nodes file {path}: {where}items must be a list of Node objects")
+            objects += [(f"{where}items[{i}].", item) for i, item in enumerate(items)]
+        else:
+            objects.append((where, doc))
+    return _nodes_from(objects, f"nodes file {path}")
+
+
+def nodes_from_api(items: Sequence[Any], source: str) -> list[scheduling.Node]:
+    """Nodes from API data (e.g. the cluster's list), checked like a file's."""
+    return _nodes_from([(f"items[{i}].", item) for i, item in enumerate(items)], source)
+
+
+def _nodes_from(objects: Sequence[tuple[str, Any]], source: str) -> list[scheduling.Node]:
+    nodes: list[scheduling.Node] = []
+    seen: set[str] = set()
+    for prefix, obj in objects:
+        kind = obj.get("kind") if isinstance(obj, dict) else None
+        if kind not in (None, "Node"):
+            raise ExplainError(f"{source}: {prefix}kind is {kind!r}; only Node objects belong here")
+        try:
+            node = scheduling.node_from_api(obj)
+        except ShapeError as err:
+            raise ExplainError(f"{source}: {prefix}{err}; fix the field") from None
+        if node.name in seen:
+            raise ExplainError(f"{source}: {prefix}metadata.name {node.name!r} appears twice; node names are unique")
+        seen.add(node.name)
+        nodes.append(node)
+    if not nodes:
+        raise ExplainError(f"{source}: holds no Node objects; give at least one (kubectl get nodes -o yaml)")
+    return nodes
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    ranking = report.ranking
+    return {
+        "pod": report.pod_name,
+        "namespace": report.namespace,
+        "mutated": report.mutation.decision is Decision.MUTATED,
+        "decision": report.mutation.decision.value,
+        "injected_rules": list(report.mutation.injected),
+        "injected_terms": list(report.added_terms_api),
+        "warnings": list(report.mutation.warnings),
+        "nodes": [
+            {
+                "name": n.name,
+                "net": n.net,
+                "feasible": n.feasible,
+                "reasons": [n.reason] if n.reason else [],
+                "netqos_score": n.netqos_score,
+                "affinity_raw": n.affinity_raw,
+                "affinity_normalized": n.affinity_normalized,
+                "affinity_weighted": n.affinity_weighted,
+            }
+            for n in ranking.nodes
+        ],
+        "affinity_choice": list(ranking.affinity_choice),
+        "netqos_choice": list(ranking.netqos_choice),
+        "choices_match": report.choices_match(),
+        "scoring_skipped": ranking.scoring_skipped,
+        "filter_message": ranking.filter_message(),
+        "notes": list(report.notes),
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2) + "\n"
+
+
+HEADERS = ("NODE", "NET", "FEASIBLE", "NETQOS", "AFFINITY RAW", "NORMALIZED", f"WEIGHTED (x{scheduling.NODE_AFFINITY_WEIGHT})", "REASON")
+
+
+def render_table(report: Report) -> str:
+    ranking = report.ranking
+    lines = [_pod_line(report)]
+    lines += [f"  + weight {t.weight:<3} {_describe_term(t)}" for t in report.added_terms]
+    lines.append("")
+    marks = [" "] + ["*" if n.name in ranking.affinity_choice else " " for n in ranking.nodes]
+    rows = [HEADERS] + [_row(n) for n in ranking.nodes]
+    lines += [f"{mark} {row}".rstrip() for mark, row in zip(marks, _aligned(rows))]
+    lines.append("")
+    lines.append(ranking.filter_message())
+    lines.append(_choices_line(report))
+    lines.append("* the feasible node(s) NodeAffinity scores highest")
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _pod_line(report: Report) -> str:
+    m = report.mutation
+    pod = f"Pod {report.namespace}/{report.pod_name}"
+    if m.decision is Decision.MUTATED:
+        rules = ", ".join(m.injected)
+        return f"{pod}: mutated by netqos-webhook (rule{'s' if len(m.injected) > 1 else ''} {rules}), preferred node affinity added:"
+    why = {
+        Decision.UNCHANGED: "it already carries the terms of every rule that selects it",
+        Decision.SKIPPED_OPT_OUT: "it opts out with the annotation netqos.io/inject=false",
+        Decision.NOT_SELECTED: "no rule of the policy selects its labels",
+    }.get(m.decision, "; ".join(m.warnings) or m.decision.value)
+    if m.decision is Decision.SKIPPED_EXPLICIT:
+        why = "; ".join(m.warnings)
+    return f"{pod}: not mutated: {why}"
+
+
+def _describe_term(term: WeightedTerm) -> str:
+    parts = [f"{r.key} {r.operator}" + (f" [{', '.join(r.values)}]" if r.values else "") for r in term.term.expressions]
+    parts += [f"{f.key} {f.operator} [{', '.join(f.values)}]" for f in term.term.fields]
+    return " AND ".join(parts)
+
+
+def _row(node: scheduling.NodeResult) -> tuple[str, ...]:
+    def num(value: int | None) -> str:
+        return "-" if value is None else str(value)
+
+    return (
+        node.name,
+        "<none>" if node.net is None else node.net,
+        "yes" if node.feasible else "no",
+        str(node.netqos_score),
+        str(node.affinity_raw),
+        num(node.affinity_normalized),
+        num(node.affinity_weighted),
+        node.reason or "",
+    )
+
+
+def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    return ["   ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def _choices_line(report: Report) -> str:
+    ranking = report.ranking
+    if not ranking.feasible:
+        return "NodeAffinity picks: none   NetQoS plugin picked: none"
+    verdict = "same" if report.choices_match() else "DIFFERENT"
+    return (
+        f"NodeAffinity picks: {', '.join(ranking.affinity_choice)}   "
+        f"NetQoS plugin picked: {', '.join(ranking.netqos_choice)}   ({verdict})"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
