@@ -137,11 +137,14 @@ class _Checker:
         return Policy(tuple(rules))
 
     def rule_(self, raw: Any) -> Rule:
-        self.fields(raw, self.rule, ("name", "podSelector", "preferences"), ("name", "podSelector", "preferences"))
-        name = raw["name"]
+        if not isinstance(raw, dict):
+            self.fail("(rule)", raw, "must be a mapping with name, podSelector and preferences")
+        name = raw.get("name")
+        if isinstance(name, str) and _RULE_NAME.match(name):
+            self.rule = f'{self.rule} "{name}"'  # name the rule in every later message
+        self.fields(raw, "", ("name", "podSelector", "preferences"), ("name", "podSelector", "preferences"))
         if not isinstance(name, str) or not _RULE_NAME.match(name):
             self.fail("name", name, "must be a DNS label: lower-case letters, digits and '-', at most 63")
-        self.rule = f'{self.rule} "{name}"'
         selector = self.selector(raw["podSelector"], "podSelector")
         prefs = raw["preferences"]
         if not isinstance(prefs, list) or not prefs:
