@@ -66,8 +66,8 @@ def test_an_unreachable_api_server_fails_fast_with_its_address(tmp_path):
 
 def test_explaining_from_files_never_loads_the_kubernetes_client():
     code = (
-        "import sys; from webhook import explain; "
-        "explain.main(['--pod', 'deploy/examples/test-pod.yaml', '--nodes', 'deploy/examples/nodes.yaml']); "
+        "import sys; from webhook import cli; "
+        "assert cli.main(['explain', '--pod', 'deploy/examples/test-pod.yaml', '--nodes', 'deploy/examples/nodes.yaml']) == 0; "
         "assert 'kubernetes' not in sys.modules, 'kubernetes was imported'"
     )
     root = Path(__file__).resolve().parent.parent

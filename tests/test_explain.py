@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import subprocess
@@ -12,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from webhook import explain
+from webhook import cli, explain
 from webhook.cluster import ClusterError
+from webhook.policy_file import default_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "explain"
@@ -21,12 +21,20 @@ TEST_POD = str(ROOT / "deploy/examples/test-pod.yaml")
 SEED_NODES = str(ROOT / "deploy/examples/nodes.yaml")
 
 
-def invoke(*argv: str, list_nodes=None) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="netqos-webhook explain")
-    explain.add_arguments(parser)
-    out, err = io.StringIO(), io.StringIO()
-    code = explain.run(parser.parse_args(argv), list_nodes=list_nodes, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+def explained(*argv: str, list_nodes=None) -> str:
+    """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI; nodes from
+    `list_nodes` in live mode (the seam to the cluster)."""
+    args = cli.build_parser().parse_args(["explain", *argv])
+    out = io.StringIO()
+    assert explain.run(args, default_policy(), list_nodes=list_nodes, stdout=out) == 0
+    return out.getvalue()
+
+
+def command(*argv: str, capsys) -> tuple[int, str, str]:
+    """`netqos-webhook explain ARGV` in process: exit code, stdout, stderr."""
+    code = cli.main(["explain", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
 
 
 SEED_TABLE = """\
@@ -43,17 +51,15 @@ NodeAffinity picks: fake-node-1   NetQoS plugin picked: fake-node-1   (same)
 """
 
 
-def test_the_seed_experiment_prints_both_scores_side_by_side():
-    code, out, err = invoke("--pod", TEST_POD, "--nodes", SEED_NODES)
+def test_the_seed_experiment_prints_both_scores_side_by_side(capsys):
+    code, out, err = command("--pod", TEST_POD, "--nodes", SEED_NODES, capsys=capsys)
     assert (code, err) == (0, "")
     assert out.startswith(SEED_TABLE)
     assert "not evaluated: resource fit (CPU, memory, pods)" in out
 
 
 def test_the_seed_experiment_as_json_has_the_documented_shape():
-    code, out, _ = invoke("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json")
-    assert code == 0
-    document = json.loads(out)
+    document = json.loads(explained("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json"))
     contract = {k: document[k] for k in ("pod", "mutated", "nodes", "affinity_choice", "netqos_choice")}
     assert contract == {
         "pod": "qos-demo-pod",
@@ -73,29 +79,26 @@ def test_the_seed_experiment_as_json_has_the_documented_shape():
 
 def test_the_seeds_first_attempt_finds_one_feasible_node_and_no_scoring():
     pod = str(FIXTURES / "qos-demo-pod-no-tolerations.yaml")
-    code, out, _ = invoke("--pod", pod, "--nodes", SEED_NODES, "-o", "json")
-    document = json.loads(out)
+    document = json.loads(explained("--pod", pod, "--nodes", SEED_NODES, "-o", "json"))
     fake = document["nodes"][1]
     assert (fake["feasible"], fake["reasons"]) == (False, ["node(s) had untolerated taint {node.kubernetes.io/unreachable: }"])
     assert (fake["affinity_normalized"], fake["affinity_weighted"]) == (None, None)
     assert document["scoring_skipped"] is True
     assert document["affinity_choice"] == document["netqos_choice"] == ["minikube"]
     assert document["filter_message"] == "1/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }."
-    _, table, _ = invoke("--pod", pod, "--nodes", SEED_NODES)
+    table = explained("--pod", pod, "--nodes", SEED_NODES)
     assert "only minikube is feasible: kube-scheduler binds the pod there without scoring" in table
 
 
 def test_an_opted_out_pod_is_not_mutated_and_the_choices_part_ways():
-    code, out, _ = invoke("--pod", str(FIXTURES / "qos-demo-pod-opted-out.yaml"), "--nodes", SEED_NODES)
-    assert code == 0
+    out = explained("--pod", str(FIXTURES / "qos-demo-pod-opted-out.yaml"), "--nodes", SEED_NODES)
     assert "Pod default/qos-demo-pod: not mutated: it opts out with the annotation netqos.io/inject=false" in out
     assert "NodeAffinity picks: minikube, fake-node-1   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out
 
 
 @pytest.mark.parametrize("nodes_file", [SEED_NODES, str(FIXTURES / "nodes-documents.yaml"), str(FIXTURES / "nodes.json")])
 def test_a_list_separate_documents_and_json_read_the_same_nodes(nodes_file):
-    code, out, _ = invoke("--pod", TEST_POD, "--nodes", nodes_file, "-o", "json")
-    assert code == 0
+    out = explained("--pod", TEST_POD, "--nodes", nodes_file, "-o", "json")
     assert [(n["name"], n["net"], n["affinity_weighted"]) for n in json.loads(out)["nodes"]] == [
         ("minikube", "low", 0),
         ("fake-node-1", "high", 200),
@@ -104,7 +107,7 @@ def test_a_list_separate_documents_and_json_read_the_same_nodes(nodes_file):
 
 ERRORS = [
     # (arguments, the one-line message on stderr)
-    (["--pod", "no/such/pod.yaml", "--nodes", SEED_NODES], "error: pod file no/such/pod.yaml: cannot read it (No such file or directory); check the path"),
+    (["--pod", "no/such/pod.yaml", "--nodes", SEED_NODES], "netqos-webhook explain: pod file no/such/pod.yaml: cannot read it (No such file or directory); check the path"),
     (["--pod", str(FIXTURES / "deployment.yaml"), "--nodes", SEED_NODES], "kind is 'Deployment'; explain takes a Pod"),
     (["--pod", str(FIXTURES / "two-pods.yaml"), "--nodes", SEED_NODES], "holds 2 YAML documents; put exactly one Pod in it"),
     (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-bad-taint.yaml")], "nodes-bad-taint.yaml: items[0].spec.taints[0].effect must be a string, got a list; fix the field"),
@@ -112,28 +115,24 @@ ERRORS = [
     (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-duplicate.yaml")], "document 2: metadata.name 'n1' appears twice"),
     (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-with-a-pod.yaml")], "items[1].kind is 'Pod'; only Node objects belong here"),
     (["--pod", TEST_POD, "--nodes", str(FIXTURES / "two-pods.yaml")], "document 1: kind is 'Pod'; only Node objects belong here"),
-    (["--pod", TEST_POD, "--nodes", SEED_NODES, "--config", "no/such/policy.yaml"], "error: policy file no/such/policy.yaml: cannot read it"),
+    (["--pod", TEST_POD, "--nodes", SEED_NODES, "--config", "no/such/policy.yaml"], "netqos-webhook explain: policy file no/such/policy.yaml: cannot read it"),
+    (["--pod", TEST_POD, "--nodes", SEED_NODES, "--context", "minikube"], "--context selects a kubeconfig context; give --kubeconfig too"),
 ]
 
 
 @pytest.mark.parametrize("argv, message", ERRORS)
-def test_bad_input_exits_1_with_one_line_naming_the_file_and_field(argv, message):
-    code, out, err = invoke(*argv)
-    assert (code, out) == (1, "")
+def test_unusable_input_exits_2_with_one_line_naming_the_file_and_field(argv, message, capsys):
+    code, out, err = command(*argv, capsys=capsys)
+    assert (code, out) == (2, "")
     assert message in err
-    assert err.startswith("error: ") and err.count("\n") == 1
+    assert err.startswith("netqos-webhook explain: ") and err.count("\n") == 1
 
 
-def test_an_empty_nodes_file_says_what_to_give(tmp_path):
+def test_an_empty_nodes_file_says_what_to_give(tmp_path, capsys):
     empty = tmp_path / "nodes.yaml"
     empty.write_text("apiVersion: v1\nkind: List\nitems: []\n")
-    code, _, err = invoke("--pod", TEST_POD, "--nodes", str(empty))
-    assert code == 1 and "holds no Node objects; give at least one (kubectl get nodes -o yaml)" in err
-
-
-def test_context_without_kubeconfig_is_a_usage_error():
-    code, _, err = invoke("--pod", TEST_POD, "--nodes", SEED_NODES, "--context", "minikube")
-    assert code == 2 and "give --kubeconfig too" in err
+    code, _, err = command("--pod", TEST_POD, "--nodes", str(empty), capsys=capsys)
+    assert code == 2 and "holds no Node objects; give at least one (kubectl get nodes -o yaml)" in err
 
 
 # --- live mode: the same functions, nodes from the cluster seam -------------------------------
@@ -150,31 +149,28 @@ def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mo
         calls.append((kubeconfig, context))
         return seed_items()
 
-    live = invoke("--pod", TEST_POD, "--kubeconfig", "kube.conf", "--context", "minikube", "-o", "json", list_nodes=list_nodes)
-    from_file = invoke("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json")
+    live = explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", "--context", "minikube", "-o", "json", list_nodes=list_nodes)
+    from_file = explained("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json")
     assert calls == [("kube.conf", "minikube")]
     assert live == from_file
 
 
-def test_an_unreachable_cluster_is_one_message_and_exit_1():
+def test_a_cluster_failure_at_the_seam_reaches_the_caller_unchanged():
     def list_nodes(kubeconfig, context):
         raise ClusterError("cannot reach the API server at https://192.168.49.2:8443 (kubeconfig kube.conf): timed out")
 
-    code, out, err = invoke("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=list_nodes)
-    assert (code, out) == (1, "")
-    assert err == "error: cannot reach the API server at https://192.168.49.2:8443 (kubeconfig kube.conf): timed out\n"
+    with pytest.raises(ClusterError, match="cannot reach the API server at https://192.168.49.2:8443"):
+        explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=list_nodes)
 
 
 def test_nodes_from_the_cluster_are_checked_like_a_files():
-    code, _, err = invoke("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=lambda k, c: [{"metadata": {}}])
-    assert code == 1
-    assert "error: cluster of kubeconfig kube.conf: items[0].metadata.name must be a non-empty string, got null" in err
+    with pytest.raises(explain.ExplainError, match=r"^cluster of kubeconfig kube.conf: items\[0\]\.metadata\.name must be a non-empty string, got null"):
+        explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=lambda k, c: [{"metadata": {}}])
 
 
 def test_a_large_cluster_notes_that_the_scheduler_samples_nodes():
     items = [{"metadata": {"name": f"n{i:03}", "labels": {"net": "high" if i % 2 else "low"}}} for i in range(500)]
-    code, out, _ = invoke("--pod", TEST_POD, "--kubeconfig", "k", "-o", "json", list_nodes=lambda k, c: items)
-    notes = json.loads(out)["notes"]
+    notes = json.loads(explained("--pod", TEST_POD, "--kubeconfig", "k", "-o", "json", list_nodes=lambda k, c: items))["notes"]
     assert any("500 nodes: kube-scheduler stops filtering once it has found 230 feasible nodes" in n for n in notes)
 
 
@@ -182,7 +178,7 @@ def test_a_large_cluster_notes_that_the_scheduler_samples_nodes():
 
 
 def run_module(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "webhook.explain", *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    return subprocess.run([sys.executable, "-m", "webhook", "explain", *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
 
 
 def test_the_command_runs_the_seed_experiment():
@@ -197,10 +193,10 @@ def test_help_shows_an_example():
     assert "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml" in done.stdout
 
 
-def test_a_bad_kubeconfig_is_one_line_without_traceback(tmp_path):
+def test_a_bad_kubeconfig_is_one_line_without_traceback_and_exit_1(tmp_path):
     done = run_module("--pod", "deploy/examples/test-pod.yaml", "--kubeconfig", str(tmp_path / "missing.conf"))
     assert done.returncode == 1
-    assert done.stderr.startswith(f"error: cannot use kubeconfig {tmp_path / 'missing.conf'}: ")
+    assert done.stderr.startswith(f"netqos-webhook explain: cannot use kubeconfig {tmp_path / 'missing.conf'}: ")
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
 
 

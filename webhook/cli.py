@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_serve, _add_review, _add_certs):
+    for add in (_add_serve, _add_review, _add_certs, _add_explain):
         add(sub)
     return parser
 
@@ -262,6 +262,29 @@ def _review_for(pod: dict[str, Any]) -> dict[str, Any]:
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
         },
     }
+
+
+# --- explain -----------------------------------------------------------------------------------
+
+
+def _add_explain(sub: Any) -> None:
+    from webhook import explain
+
+    p = _command(sub, "explain", explain.HELP, explain.EXAMPLE, _explain)
+    explain.add_arguments(p)
+    _add_config(p)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from webhook import explain
+    from webhook.cluster import ClusterError
+
+    try:
+        return explain.run(args, _policy(args))
+    except explain.ExplainError as err:
+        raise CommandError(str(err)) from None
+    except ClusterError as err:
+        raise CommandError(str(err), EXIT_RUNTIME) from None
 
 
 def _positive(text: str) -> int:

@@ -25,10 +25,10 @@ import yaml
 
 from webhook import admission, cluster, scheduling
 from webhook.affinity import ShapeError, WeightedTerm
-from webhook.policy import Decision, Policy
-from webhook.policy_file import PolicyError, load_policy
+from webhook.policy import PREFERRED, Decision, Policy
 
-HELP = "show how kube-scheduler ranks nodes for a pod after the webhook mutates it"
+HELP = "Show how the stock kube-scheduler ranks nodes for a pod once the webhook has mutated it."
+EXAMPLE = "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml"
 DESCRIPTION = """\
 Run a pod through the webhook's policy exactly as /mutate would, then filter and score the
 nodes as kube-scheduler does: its node selector, required node affinity, taints and
@@ -36,10 +36,10 @@ cordons (resource fit is not evaluated), and the NodeAffinity score of the mutat
 (raw, normalised over the feasible nodes, and times NodeAffinity's weight 2), beside the
 score the NetQoS scheduler plugin gave (net=high 100, other or no label 10, net=low 0).
 """
-EPILOG = """\
+EPILOG = f"""\
 examples:
   # the seed's experiment: minikube (net=low) and fake-node-1 (net=high, tainted)
-  netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml
+  {EXAMPLE}
 
   # against the nodes of a live cluster, as JSON
   netqos-webhook explain --pod pod.yaml --kubeconfig ~/.kube/config --context minikube -o json
@@ -85,7 +85,7 @@ class Report:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Configure `parser` (the CLI's `explain` subparser, or our own) for explain."""
+    """Configure the CLI's `explain` subparser (which adds --config as for every command)."""
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -98,44 +98,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     source.add_argument("--kubeconfig", metavar="FILE", help="read the nodes from the cluster of this kubeconfig")
     parser.add_argument("--context", metavar="NAME", help="the kubeconfig context to use (default: its current context)")
-    parser.add_argument("--config", metavar="FILE", help="policy file (default: the built-in NetQoS policy)")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Explain as a standalone program (`python -m webhook.explain`), same options as the CLI."""
-    parser = argparse.ArgumentParser(prog="netqos-webhook explain")
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
 
 
 def run(
     args: argparse.Namespace,
+    policy: Policy,
     *,
     list_nodes: NodeLister | None = None,
     stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
 ) -> int:
-    """Run explain for parsed `args`; 0 when the explanation was printed, 1 on bad input.
+    """Explain `args.pod` under `policy` and print it; 0 when done.
 
-    `list_nodes(kubeconfig, context)` reads the nodes in live mode; by default
-    `webhook.cluster.list_nodes` (which imports the kubernetes client only when called). Tests
-    pass a fake here: the one seam to the cluster.
+    Raises ExplainError for unusable input and cluster.ClusterError when the cluster cannot be
+    read; the CLI turns them into its one-line errors. `list_nodes(kubeconfig, context)` reads
+    the nodes in live mode, by default `webhook.cluster.list_nodes` (which imports the
+    kubernetes client only when called). Tests pass a fake here: the one seam to the cluster.
     """
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
     if args.context and not args.kubeconfig:
-        print("error: --context selects a kubeconfig context; give --kubeconfig too", file=stderr)
-        return 2
-    try:
-        policy = load_policy(args.config)
-        pod = load_pod(args.pod)
-        nodes = _nodes(args, list_nodes)
-        report = explain(policy, pod, nodes, pod_source=f"pod file {args.pod}")
-    except (ExplainError, PolicyError, cluster.ClusterError) as err:
-        print(f"error: {err}", file=stderr)
-        return 1
-    stdout.write(render_json(report) if args.output == "json" else render_table(report))
+        raise ExplainError("--context selects a kubeconfig context; give --kubeconfig too")
+    pod = load_pod(args.pod)
+    nodes = _nodes(args, list_nodes)
+    report = explain(policy, pod, nodes, pod_source=f"pod file {args.pod}")
+    (stdout or sys.stdout).write(render_json(report) if args.output == "json" else render_table(report))
     return 0
 
 
@@ -171,9 +156,6 @@ def explain(policy: Policy, pod: dict[str, Any], nodes: Sequence[scheduling.Node
         ranking=ranking,
         notes=_notes(after, ranking),
     )
-
-
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def mutate(policy: Policy, pod: dict[str, Any]) -> Mutation:
@@ -443,7 +425,3 @@ def _choices_line(report: Report) -> str:
         f"NodeAffinity picks: {', '.join(ranking.affinity_choice)}   "
         f"NetQoS plugin picked: {', '.join(ranking.netqos_choice)}   ({verdict})"
     )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
