@@ -206,3 +206,11 @@ def test_the_example_fake_node_is_the_fake_node_of_the_example_nodes():
     strip = lambda taints: [{k: t[k] for k in ("key", "effect")} for t in taints]  # noqa: E731 - timeAdded is the controller's
     assert fake["metadata"]["labels"] == listed["metadata"]["labels"]
     assert strip(fake["spec"]["taints"]) == strip(listed["spec"]["taints"])
+
+
+@pytest.mark.parametrize("pod", ["tests/fixtures/explain/qos-demo-pod-no-tolerations.yaml", "deploy/examples/test-pod.yaml"])
+def test_the_worked_example_in_the_docs_is_what_the_command_prints(pod):
+    docs = (ROOT / "docs/scheduling.md").read_text()
+    transcript = f"$ netqos-webhook explain --pod {pod} --nodes deploy/examples/nodes.yaml\n"
+    transcript += explained("--pod", str(ROOT / pod), "--nodes", SEED_NODES)
+    assert transcript in docs

@@ -61,9 +61,10 @@ MIN_FEASIBLE_NODES_PERCENTAGE = 5
 def untolerated_taint_reason(taint: Taint) -> str:
     """TaintToleration's reason, naming the first untolerated taint.
 
-    This is the wording of kube-scheduler v1.26 to v1.34.1. From v1.35 (and v1.34.2) the
-    scheduler writes "node(s) had untolerated taint(s)" and logs the taint instead, to keep taint
-    values out of pod status; explain reads nodes the user can read anyway, so it names the taint.
+    This is the wording of kube-scheduler up to v1.34. From v1.35 (kubernetes/kubernetes#134740,
+    backported to v1.34 patch releases) the scheduler writes "node(s) had untolerated taint(s)"
+    and logs the taint instead, to keep taint values out of pod status; explain reads nodes the
+    user can read anyway, so it names the taint.
     """
     return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
 
