@@ -115,6 +115,8 @@ ERRORS = [
     (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-duplicate.yaml")], "document 2: metadata.name 'n1' appears twice"),
     (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-with-a-pod.yaml")], "items[1].kind is 'Pod'; only Node objects belong here"),
     (["--pod", TEST_POD, "--nodes", str(FIXTURES / "two-pods.yaml")], "document 1: kind is 'Pod'; only Node objects belong here"),
+    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-strings.yaml")], "nodes-strings.yaml: items[0] is str, not a Node object"),
+    (["--pod", str(FIXTURES / "pod-bad-tolerations.yaml"), "--nodes", SEED_NODES], "pod-bad-tolerations.yaml: spec.tolerations must be a list, got a string; fix the field"),
     (["--pod", TEST_POD, "--nodes", SEED_NODES, "--config", "no/such/policy.yaml"], "netqos-webhook explain: policy file no/such/policy.yaml: cannot read it"),
     (["--pod", TEST_POD, "--nodes", SEED_NODES, "--context", "minikube"], "--context selects a kubeconfig context; give --kubeconfig too"),
 ]
@@ -214,3 +216,18 @@ def test_the_worked_example_in_the_docs_is_what_the_command_prints(pod):
     transcript = f"$ netqos-webhook explain --pod {pod} --nodes deploy/examples/nodes.yaml\n"
     transcript += explained("--pod", str(ROOT / pod), "--nodes", SEED_NODES)
     assert transcript in docs
+
+
+def test_a_rule_skipped_beside_an_applied_one_is_shown_as_a_warning(capsys):
+    code, out, _ = command(
+        "--pod", str(FIXTURES / "pod-own-net-preference.yaml"), "--nodes", SEED_NODES,
+        "--config", str(FIXTURES / "policy-two-rules.yaml"), capsys=capsys,
+    )
+    assert code == 0
+    assert out.startswith(
+        "Pod default/own-net: mutated by netqos-webhook (rule zone-a), preferred node affinity added:\n"
+        "  + weight 20  topology.kubernetes.io/zone In [a]\n"
+        "warning: netqos-webhook: rule \"netqos\" not applied: the pod's own node affinity already uses node label 'net'\n"
+    )
+    # The author's own net=low preference wins where the plugin would have picked net=high.
+    assert "NodeAffinity picks: minikube   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out

@@ -298,7 +298,10 @@ def _nodes_from(objects: Sequence[tuple[str, Any]], source: str) -> list[schedul
     nodes: list[scheduling.Node] = []
     seen: set[str] = set()
     for prefix, obj in objects:
-        kind = obj.get("kind") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict):
+            where = prefix.rstrip(".: ") or "the document"
+            raise ExplainError(f"{source}: {where} is {type(obj).__name__}, not a Node object; give Node objects")
+        kind = obj.get("kind")
         if kind not in (None, "Node"):
             raise ExplainError(f"{source}: {prefix}kind is {kind!r}; only Node objects belong here")
         try:
@@ -361,6 +364,8 @@ def render_table(report: Report) -> str:
     ranking = report.ranking
     lines = [_pod_line(report)]
     lines += [f"  + weight {t.weight:<3} {_describe_term(t)}" for t in report.added_terms]
+    if report.mutation.decision is Decision.MUTATED:  # otherwise the warnings are the pod line
+        lines += [f"warning: {w}" for w in report.mutation.warnings]
     lines.append("")
     marks = [" "] + ["*" if n.name in ranking.affinity_choice else " " for n in ranking.nodes]
     rows = [HEADERS] + [_row(n) for n in ranking.nodes]
