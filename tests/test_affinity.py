@@ -3,7 +3,7 @@
 import pytest
 
 from webhook.affinity import PreferredTerm, Requirement, raw_score
-from webhook.selector import Expression, LabelSelector
+from webhook.selector import LabelSelector
 
 
 @pytest.mark.parametrize(
@@ -66,11 +66,11 @@ def test_term_identity_ignores_order_but_not_meaning(a, b, equal):
         (LabelSelector(), {}, True),  # the empty selector matches everything
         (LabelSelector((("qos", "latency-sensitive"),)), {"qos": "latency-sensitive", "x": "y"}, True),
         (LabelSelector((("qos", "latency-sensitive"),)), {"qos": "batch"}, False),
-        (LabelSelector((), (Expression("tier", "NotIn", ("batch",)),)), {}, True),
-        (LabelSelector((), (Expression("tier", "In", ("a", "b")),)), {"tier": "b"}, True),
-        (LabelSelector((), (Expression("gpu", "Exists"),)), {"gpu": ""}, True),
-        (LabelSelector((), (Expression("gpu", "DoesNotExist"),)), {"gpu": ""}, False),
-        (LabelSelector((("a", "1"),), (Expression("b", "Exists"),)), {"a": "1"}, False),  # ANDed
+        (LabelSelector((), (Requirement("tier", "NotIn", ("batch",)),)), {}, True),
+        (LabelSelector((), (Requirement("tier", "In", ("a", "b")),)), {"tier": "b"}, True),
+        (LabelSelector((), (Requirement("gpu", "Exists"),)), {"gpu": ""}, True),
+        (LabelSelector((), (Requirement("gpu", "DoesNotExist"),)), {"gpu": ""}, False),
+        (LabelSelector((("a", "1"),), (Requirement("b", "Exists"),)), {"a": "1"}, False),  # ANDed
     ],
 )
 def test_label_selectors_follow_kubernetes(selector, labels, match):

@@ -28,7 +28,7 @@ import yaml
 
 from webhook.affinity import NODE_SELECTOR_OPERATORS, PreferredTerm, Requirement
 from webhook.policy import Policy, Rule
-from webhook.selector import LABEL_SELECTOR_OPERATORS, Expression, LabelSelector
+from webhook.selector import LABEL_SELECTOR_OPERATORS, LabelSelector
 
 API_VERSION = "netqos.io/v1alpha1"
 KIND = "NetQoSPolicy"
@@ -166,7 +166,7 @@ class _Checker:
         exprs = []
         for k, e in enumerate(exprs_raw):
             key, op, values = self.expression(e, f"{path}.matchExpressions[{k}]", LABEL_SELECTOR_OPERATORS)
-            exprs.append(Expression(key, op, values))
+            exprs.append(Requirement(key, op, values))
         return LabelSelector(tuple(labels.items()), tuple(exprs))
 
     def term(self, raw: Any, path: str) -> PreferredTerm:
