@@ -7,12 +7,10 @@ invalid policy); 1 a failure at run time.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import logging
 import os
 import sys
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -199,12 +197,12 @@ def _add_review(sub: Any) -> None:
 def _review(args: argparse.Namespace) -> int:
     import jsonpatch
 
-    from webhook.admission import BadReview, review
+    from webhook.admission import BadReview, create_review, review, wire_patch
 
     document = _read_manifest(args.file)
     policy = _policy(args)
     if isinstance(document, dict) and document.get("kind") == "Pod":
-        document = _review_for(document)
+        document = create_review(document, "netqos-webhook-review")
     elif not (isinstance(document, dict) and document.get("kind") == "AdmissionReview"):
         kind = document.get("kind") if isinstance(document, dict) else type(document).__name__
         raise CommandError(f"{args.file}: expected a Pod or an AdmissionReview, got kind {kind!r}")
@@ -215,8 +213,7 @@ def _review(args: argparse.Namespace) -> int:
     if args.output == "response":
         print(json.dumps(result.response, indent=2))
     else:
-        encoded = result.response["response"].get("patch")
-        ops = json.loads(base64.b64decode(encoded)) if encoded else []
+        ops = wire_patch(result.response)
         if args.output == "patch":
             print(json.dumps(ops, indent=2))
         else:  # apply what we would send, so the output proves the patch and not just the policy
@@ -237,31 +234,6 @@ def _read_manifest(name: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise CommandError(f"{name} is neither YAML nor JSON: {err}") from None
-
-
-def _review_for(pod: dict[str, Any]) -> dict[str, Any]:
-    """An AdmissionReview shaped like the one the API server sends for `kubectl apply` of `pod`."""
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    namespace = meta.get("namespace") or "default"
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "name": meta.get("name", ""),
-            "namespace": namespace,
-            "operation": "CREATE",
-            "userInfo": {"username": "netqos-webhook-review"},
-            "object": pod,
-            "oldObject": None,
-            "dryRun": True,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-        },
-    }
 
 
 # --- explain -----------------------------------------------------------------------------------

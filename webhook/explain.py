@@ -13,7 +13,6 @@ returns the same API data; everything after that is shared.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import sys
 from dataclasses import dataclass
@@ -160,37 +159,12 @@ def explain(policy: Policy, pod: dict[str, Any], nodes: Sequence[scheduling.Node
 
 def mutate(policy: Policy, pod: dict[str, Any]) -> Mutation:
     """Send `pod` through `admission.review` as a CREATE, and apply the patch it answers."""
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    gvk = {"group": "", "version": "v1", "kind": "Pod"}
-    gvr = {"group": "", "version": "v1", "resource": "pods"}
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "netqos-webhook-explain",
-            "kind": gvk,
-            "resource": gvr,
-            "requestKind": gvk,
-            "requestResource": gvr,
-            "name": meta.get("name") or "",
-            "namespace": _namespace(pod),
-            "operation": "CREATE",
-            "userInfo": {"username": "netqos-webhook-explain"},
-            "object": pod,
-            "oldObject": None,
-            "dryRun": True,  # explain never creates anything; the webhook answers dry runs alike
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-        },
-    }
+    review = admission.create_review(pod, "netqos-webhook-explain")
     result = admission.review(policy, review)
-    response = result.response["response"]
-    patch: list[dict[str, Any]] = []
-    patched = pod
-    if "patch" in response:
-        # Decode the wire form, as the API server does, rather than trusting result.patch.
-        patch = json.loads(base64.b64decode(response["patch"]))
-        patched = jsonpatch.apply_patch(pod, patch)
-    return Mutation(patched, result.decision, result.injected, tuple(response.get("warnings") or ()), tuple(patch))
+    patch = admission.wire_patch(result.response)
+    patched = jsonpatch.apply_patch(pod, patch) if patch else pod
+    warnings = tuple(result.response["response"].get("warnings") or ())
+    return Mutation(patched, result.decision, result.injected, warnings, tuple(patch))
 
 
 def _namespace(pod: dict[str, Any]) -> str:
