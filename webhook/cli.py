@@ -89,7 +89,12 @@ def _policy(args: argparse.Namespace):
 
 
 def _add_serve(sub: Any) -> None:
-    from webhook.server import DEFAULT_BIND, DEFAULT_KEEPALIVE_SECONDS, DEFAULT_WORKERS, WORKER_CLASSES
+    from webhook.server import (
+        DEFAULT_BIND,
+        DEFAULT_KEEPALIVE_SECONDS,
+        DEFAULT_WORKERS,
+        WORKER_CLASSES,
+    )
 
     p = _command(
         sub, "serve", "Serve the webhook over HTTPS (gunicorn, TLS 1.2+).",
@@ -225,15 +230,12 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _read_manifest(name: str) -> Any:
+    from webhook.documents import DocumentError, read_document
+
     try:
-        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise CommandError(f"cannot read {name}: {reason}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise CommandError(f"{name} is neither YAML nor JSON: {err}") from None
+        return read_document(name, "input")
+    except DocumentError as err:
+        raise CommandError(str(err)) from None
 
 
 # --- explain -----------------------------------------------------------------------------------

@@ -16,14 +16,13 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 import jsonpatch
-import yaml
 
 from webhook import admission, cluster, scheduling
 from webhook.affinity import ShapeError, WeightedTerm
+from webhook.documents import read_documents
 from webhook.policy import PREFERRED, Decision, Policy
 
 HELP = "Show how the stock kube-scheduler ranks nodes for a pod once the webhook has mutated it."
@@ -207,32 +206,9 @@ def _notes(pod: scheduling.PodView, ranking: scheduling.Ranking) -> tuple[str, .
 # Reading files
 
 
-class _Loader(yaml.SafeLoader):
-    """YAML as the API server reads it: timestamps stay strings, as they are in JSON."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _documents(path: str, what: str) -> list[Any]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise ExplainError(f"{what} file {path}: cannot read it ({err.strerror}); check the path") from None
-    except UnicodeDecodeError as err:
-        raise ExplainError(f"{what} file {path}: not UTF-8 text ({err.reason}); save it as UTF-8") from None
-    try:
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
-    except yaml.YAMLError as err:
-        raise ExplainError(f"{what} file {path}: not valid YAML or JSON: {err}") from None
-
-
 def load_pod(path: str) -> dict[str, Any]:
     """The single Pod in `path`."""
-    docs = _documents(path, "pod")
+    docs = read_documents(path, "pod", ExplainError)
     if len(docs) != 1:
         raise ExplainError(f"pod file {path}: holds {len(docs)} YAML documents; put exactly one Pod in it")
     pod = docs[0]
@@ -249,7 +225,7 @@ def load_pod(path: str) -> dict[str, Any]:
 
 def load_nodes(path: str) -> list[scheduling.Node]:
     """The Nodes in `path`: Node documents, or List/NodeList documents holding Nodes."""
-    docs = _documents(path, "nodes")
+    docs = read_documents(path, "nodes", ExplainError)
     objects: list[tuple[str, Any]] = []
     for d, doc in enumerate(docs):
         where = f"document {d + 1}: " if len(docs) > 1 else ""
