@@ -102,11 +102,18 @@ def test_the_schema_check_catches_a_misspelt_field() -> None:
         validate(deployment, K8S_VERSIONS[-1])
 
 
-@pytest.mark.parametrize("example", sorted(p.name for p in (DEPLOY / "examples").glob("*.yaml")))
+# Not for kubectl apply: nodes.yaml is `netqos-webhook explain` input, a `kubectl get nodes -o yaml`
+# print-out with status trimmed (status.nodeInfo lacks fields the schema requires of a real node).
+NOT_APPLIED = {"nodes.yaml"}
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (DEPLOY / "examples").glob("*.yaml") if p.name not in NOT_APPLIED))
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 def test_examples_are_valid_against_the_kubernetes_schema(example: str, version: str) -> None:
     for obj in yaml.safe_load_all((DEPLOY / "examples" / example).read_text()):
-        validate(obj, version)
+        # a kubectl-style List (as `kubectl get -o yaml` prints) has no schema: check its items
+        for item in obj["items"] if obj["kind"] == "List" else [obj]:
+            validate(item, version)
 
 
 def test_base_is_a_complete_installation(rendered) -> None:
