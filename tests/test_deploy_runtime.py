@@ -1,13 +1,17 @@
-"""The server runs under the Deployment's restrictions: a read-only root filesystem with only a
-memory-backed /tmp writable, no capabilities, no privilege escalation, the Deployment's own
-command line.
+"""The server runs under the Deployment's restrictions: a read-only root filesystem with only
+its emptyDir writable, no capabilities, no privilege escalation, the Deployment's own command
+line and environment.
 
 Without Docker, a private mount namespace stands in for the container: / is remounted read-only
-inside it (the host is untouched), a tmpfs goes on /tmp as the emptyDir does, the mounted Secret
-and ConfigMap are a directory bound at /mnt, and the server drops every capability with
-no_new_privs set. It keeps uid 0 only because this machine's Python lives under /root (mode 0700);
-without capabilities, file permissions and the read-only mounts still bind it. Needs root and
-`unshare`; skipped elsewhere. It listens on loopback only.
+inside it (the host is untouched), and each volume of the Deployment becomes a directory under the
+test's temporary directory: the Secret and the ConfigMap as files (read-only with the rest of /),
+each emptyDir as a fresh tmpfs mounted there. Every path in the container's arguments and
+environment that lies under a volume's mountPath is moved to that directory, so TMPDIR=/tmp
+becomes the tmpfs (the host's own /tmp stays where it is, read-only, because this repository and
+its virtual environment may live under it). The server drops every capability with no_new_privs
+set. It keeps uid 0 only because this machine's Python may live under /root (mode 0700); without
+capabilities, file permissions and the read-only mounts still bind it. Needs root and `unshare`;
+skipped elsewhere. It listens on loopback only.
 """
 
 from __future__ import annotations
@@ -35,7 +39,6 @@ from webhook.certs import generate
 pytestmark = pytest.mark.e2e
 
 DEPLOYMENT = REPO / "deploy/base/deployment.yaml"
-MOUNTS = {"/tls/": "/mnt/tls/", "/config/": "/mnt/config/"}
 
 
 def _can_unshare() -> str | None:
@@ -44,8 +47,6 @@ def _can_unshare() -> str | None:
     for tool in ("unshare", "setpriv", "mount"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed"
-    if not Path("/mnt").is_dir():
-        return "/mnt does not exist to bind the volumes at"
     probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "mount", "-o", "remount,bind,ro", "/"],
                            capture_output=True, text=True, timeout=30)
     if probe.returncode != 0:
@@ -59,28 +60,38 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _container() -> dict:
-    (container,) = yaml.safe_load(DEPLOYMENT.read_text())["spec"]["template"]["spec"]["containers"]
-    return container
+def _pod() -> tuple[dict, dict]:
+    spec = yaml.safe_load(DEPLOYMENT.read_text())["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    return spec, container
 
 
-def _start(volumes: Path, port: int, with_tmp: bool) -> subprocess.Popen:
-    container = _container()
-    args = []
-    for arg in container["args"]:
-        for path, moved in MOUNTS.items():
-            arg = arg.replace(path, moved)
-        if arg.startswith("--bind="):
-            arg = f"--bind=127.0.0.1:{port}"
-        args.append(arg)
-    env = {e["name"]: e["value"] for e in container.get("env", [])}
+def _start(volumes: Path, port: int, with_empty_dirs: bool) -> subprocess.Popen:
+    spec, container = _pod()
+    empty_dirs = {v["name"] for v in spec["volumes"] if "emptyDir" in v}
+    moves = {m["mountPath"].rstrip("/"): str(volumes / m["name"]) for m in container["volumeMounts"]}
+
+    def moved(value: str) -> str:
+        """`value` (or the value of `--flag=value`) with its mountPath prefix moved, once."""
+        flag, eq, path = value.partition("=") if value.startswith("--") else ("", "", value)
+        for mount, there in moves.items():
+            if path == mount or path.startswith(mount + "/"):
+                return flag + eq + there + path[len(mount):]
+        return value
+
+    args = [moved(a) for a in container["args"]]
+    args = [f"--bind=127.0.0.1:{port}" if a.startswith("--bind=") else a for a in args]
+    env = {e["name"]: moved(e["value"]) for e in container.get("env", [])}
     env.update(PATH="/usr/bin:/bin", HOME="/nonexistent", PYTHONDONTWRITEBYTECODE="1")
+    mounts = [
+        f"mount -t tmpfs -o size=16m,mode=1777 tmpfs {shlex.quote(str(volumes / m['name']))}"
+        for m in container["volumeMounts"] if m["name"] in empty_dirs and with_empty_dirs
+    ]
     command = [sys.executable, "-m", "webhook", *container["command"][1:], *args]
     script = "\n".join([
         "set -e",
-        f"mount --bind {shlex.quote(str(volumes))} /mnt",
         "mount -o remount,bind,ro /",
-        "mount -t tmpfs -o size=16m,mode=1777 tmpfs /tmp" if with_tmp else ":",
+        *mounts,
         "cd /",
         "exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs env -i "
         + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(command),
@@ -95,10 +106,11 @@ def _stop(proc: subprocess.Popen) -> str:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
     try:
-        out, _ = proc.communicate(timeout=30)
+        # A worker still booting when SIGTERM arrives misses it and lingers (see tests/serving.py).
+        out, _ = proc.communicate(timeout=5)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
+        out, _ = proc.communicate(timeout=15)
     return out
 
 
@@ -113,16 +125,20 @@ def volumes(tmp_path: Path) -> Path:
     reason = _can_unshare()
     if reason:
         pytest.skip(reason)
-    generate(tmp_path / "tls", hosts=["127.0.0.1"])
-    (tmp_path / "config").mkdir()
-    shutil.copy(REPO / "deploy/base/policy.yaml", tmp_path / "config/policy.yaml")
+    spec, container = _pod()
+    for volume in spec["volumes"]:
+        (tmp_path / volume["name"]).mkdir()
+        if volume.get("secret", {}).get("secretName") == "netqos-webhook-tls":
+            generate(tmp_path / volume["name"], hosts=["127.0.0.1"])
+        elif "configMap" in volume:
+            shutil.copy(REPO / "deploy/base/policy.yaml", tmp_path / volume["name"] / "policy.yaml")
     return tmp_path
 
 
-def test_server_serves_with_a_read_only_root_and_only_tmp_writable(volumes: Path) -> None:
+def test_server_serves_with_a_read_only_root_and_only_its_empty_dir_writable(volumes: Path) -> None:
     port = _free_port()
     context = ssl.create_default_context(cafile=str(volumes / "tls/ca.crt"))
-    proc = _start(volumes, port, with_tmp=True)
+    proc = _start(volumes, port, with_empty_dirs=True)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -146,7 +162,7 @@ def test_server_serves_with_a_read_only_root_and_only_tmp_writable(volumes: Path
 
 def test_without_the_tmp_volume_the_server_cannot_start_a_worker(volumes: Path) -> None:
     # Why the Deployment mounts an emptyDir at /tmp: gunicorn's worker heartbeat file.
-    proc = _start(volumes, _free_port(), with_tmp=False)
+    proc = _start(volumes, _free_port(), with_empty_dirs=False)
     try:
         proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
