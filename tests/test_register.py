@@ -328,7 +328,7 @@ def test_unreachable_cluster_is_one_clear_message_and_exit_1(tmp_path: Path, cer
     [
         (["--kubeconfig", "{tmp}/absent"], "cannot read kubeconfig {tmp}/absent"),
         (["--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"], "cannot use kubeconfig {tmp}/kubeconfig: "),
-        ([], "no kubeconfig: $KUBECONFIG is unset and ~/.kube/config does not exist"),
+        ([], "no kubeconfig: ~/.kube/config does not exist, and this is not a pod in a cluster"),
     ],
 )
 def test_unusable_kubeconfig_is_exit_2(tmp_path: Path, certs: CertFiles, capsys, monkeypatch, args: list[str], message: str) -> None:
@@ -340,6 +340,22 @@ def test_unusable_kubeconfig_is_exit_2(tmp_path: Path, certs: CertFiles, capsys,
     assert code == 2
     assert message.format(tmp=tmp_path) in captured.err
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_a_kubeconfig_that_is_not_yaml_is_exit_2(tmp_path: Path, certs: CertFiles, capsys) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("clusters: [unclosed\n")
+    code = main(["register", "--kubeconfig", str(bad), "--certs", str(certs.directory)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.startswith(f"netqos-webhook register: cannot use kubeconfig {bad}: ")
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_kubeconfig_variable_naming_a_missing_file_is_named(certs: CertFiles, capsys, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nowhere"))
+    assert main(["register", "--certs", str(certs.directory)]) == 2
+    assert f"no kubeconfig: $KUBECONFIG ({tmp_path / 'nowhere'}) does not exist" in capsys.readouterr().err
 
 
 def test_in_a_pod_without_a_kubeconfig_it_uses_the_service_account(certs: CertFiles, capsys, monkeypatch, tmp_path: Path) -> None:

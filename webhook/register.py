@@ -190,29 +190,31 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """An `ApiClient` from the kubeconfig (`--kubeconfig`, else $KUBECONFIG or ~/.kube/config),
     or, when there is none and we run in a pod, from the pod's service account."""
     from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
 
     configuration = client.Configuration()
-    in_cluster = (
+    in_cluster = bool(
         kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST")
         and not _default_kubeconfig_exists()
     )
+    if not in_cluster:
+        if kubeconfig is None and not _default_kubeconfig_exists():
+            looked = f"$KUBECONFIG ({os.environ['KUBECONFIG']})" if os.environ.get("KUBECONFIG") else "~/.kube/config"
+            raise RegisterError(
+                f"no kubeconfig: {looked} does not exist, and this is not a pod in a cluster; pass --kubeconfig FILE",
+                EXIT_USAGE,
+            )
+        if kubeconfig is not None and not os.access(kubeconfig, os.R_OK):
+            raise RegisterError(f"cannot read kubeconfig {kubeconfig}; check the path", EXIT_USAGE)
     try:
         if in_cluster:
             config.load_incluster_config(client_configuration=configuration)
         else:
-            if kubeconfig is None and not _default_kubeconfig_exists():
-                raise RegisterError(
-                    "no kubeconfig: $KUBECONFIG is unset and ~/.kube/config does not exist, and this is "
-                    "not a pod in a cluster; pass --kubeconfig FILE", EXIT_USAGE,
-                )
-            if kubeconfig is not None and not os.access(kubeconfig, os.R_OK):
-                raise RegisterError(f"cannot read kubeconfig {kubeconfig}; check the path", EXIT_USAGE)
             config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
-    except ConfigException as err:
+    except Exception as err:  # ConfigException, YAML errors, unreadable certificate files...
         source = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         where = "the in-cluster service account" if in_cluster else f"kubeconfig {source}"
-        raise RegisterError(f"cannot use {where}: {err}", EXIT_USAGE) from None
+        reason = (str(err).strip() or type(err).__name__).splitlines()[0]
+        raise RegisterError(f"cannot use {where}: {reason}", EXIT_USAGE) from None
     return client.ApiClient(configuration)
 
 
