@@ -1,9 +1,10 @@
-"""`netqos-webhook serve` as a real process (gunicorn, gevent workers, TLS) on a loopback port.
+"""The real server for the operations tests and scripts/soak, on top of the e2e harness.
 
-Reusable by tests and by scripts/soak. The server binds 127.0.0.1:0 and the port is read from
-gunicorn's "Listening at" log line, so servers never race for a port. Logs go to a file (JSON
-lines), which `log_records()` parses. Everything is bounded in time: start-up waits at most
-`timeout` seconds, `stop()` escalates from SIGTERM to SIGKILL.
+`serving.running_server` (the lead's e2e harness) starts and stops `netqos-webhook serve`; this
+module adds what load and fault tests need: several workers and their pids, JSON log records,
+keep-alive connections with or without SNI (the API server sends the Service name; a client
+dialling an IP address sends none), client certificates, RSS and which worker holds which client
+connection (from /proc), and metric values. Start-up waits for every worker; all bounded in time.
 """
 
 from __future__ import annotations
@@ -11,21 +12,16 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
-import signal
 import ssl
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from serving import ServiceConnection, running_server
 from webhook.certs import CertFiles, generate
 
-REPO = Path(__file__).resolve().parent.parent
 HOSTS = ("localhost", "127.0.0.1")
-_LISTENING = re.compile(r"Listening at: https://127\.0\.0\.1:(\d+)")
 
 
 def make_certs(directory: Path, days: int = 365, ca_days: int = 3650) -> CertFiles:
@@ -34,12 +30,23 @@ def make_certs(directory: Path, days: int = 365, ca_days: int = 3650) -> CertFil
 
 @dataclass
 class Server:
-    proc: subprocess.Popen
-    port: int
+    base: Any  # serving.Server
     certs: CertFiles
-    log_path: Path
-    client_cert: tuple[str, str] | None = None  # (cert, key) for --client-ca servers
+    client_cert: tuple[str, str] | None
+    _context_manager: Any
     _conns: list[http.client.HTTPSConnection] = field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        return self.base.port
+
+    @property
+    def proc(self):
+        return self.base.process
+
+    @property
+    def log_path(self) -> Path:
+        return self.base.log
 
     # --- clients -------------------------------------------------------------------------------
     def client_context(self, cafile: Path | None = None, client_cert: tuple[str, str] | None = None) -> ssl.SSLContext:
@@ -49,8 +56,11 @@ class Server:
             context.load_cert_chain(*cert)
         return context
 
-    def connect(self, timeout: float = 10, **context_args: Any) -> http.client.HTTPSConnection:
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.client_context(**context_args), timeout=timeout)
+    def connect(self, timeout: float = 10, service_name: bool = False, **context_args: Any) -> http.client.HTTPSConnection:
+        """A keep-alive connection to 127.0.0.1: without SNI, or (service_name) as the API server
+        connects, with the Service DNS name as SNI and verified name."""
+        kind = ServiceConnection if service_name else http.client.HTTPSConnection
+        conn = kind("127.0.0.1", self.port, context=self.client_context(**context_args), timeout=timeout)
         self._conns.append(conn)
         return conn
 
@@ -103,16 +113,10 @@ class Server:
     def log_tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
-    def stop(self, timeout: float = 15) -> int:
+    def stop(self) -> int:
         for conn in self._conns:
             conn.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        self._context_manager.__exit__(None, None, None)
         return self.proc.returncode
 
     def __enter__(self) -> "Server":
@@ -130,37 +134,20 @@ def start_server(
     timeout: float = 30,
     client_cert: tuple[str, str] | None = None,
 ) -> Server:
-    """Start `netqos-webhook serve` on 127.0.0.1 with JSON logs; return once /healthz answers."""
+    """`netqos-webhook serve` on 127.0.0.1 with JSON logs and `workers` workers, all booted."""
     workdir.mkdir(parents=True, exist_ok=True)
     certs = certs or make_certs(workdir / "certs")
-    log_path = workdir / f"server-{time.monotonic_ns()}.log"
-    command = [
-        sys.executable, "-m", "webhook", "serve", "--bind", "127.0.0.1:0",
-        "--certfile", str(certs.cert), "--keyfile", str(certs.key), "--workers", str(workers),
-        "--log-format", "json", *args,
-    ]
-    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
-    with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir, env=env)
-    server = Server(proc, 0, certs, log_path, client_cert)
-    deadline = time.monotonic() + timeout
+    env = {"PROMETHEUS_MULTIPROC_DIR": ""}  # "": each test server gets its own temporary directory
+    manager = running_server(workdir, "--workers", str(workers), "--log-format", "json", *args,
+                             certs=certs.directory, env=env, ready_timeout=timeout, client_cert=client_cert)
+    base = manager.__enter__()
+    server = Server(base, certs, client_cert, manager)
     try:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(f"serve exited with {proc.returncode}:\n{server.log_tail()}")
-            found = _LISTENING.search(log_path.read_text(errors="replace"))
-            if found and len(server.workers()) >= workers:
-                server.port = int(found.group(1))
-                try:
-                    if server.request("GET", "/healthz")[0] == 200:
-                        return server
-                except (OSError, http.client.HTTPException):
-                    pass
-            time.sleep(0.05)
-        raise AssertionError(f"serve did not answer /healthz within {timeout} s:\n{server.log_tail()}")
+        server.wait_for_workers(workers, timeout=timeout)
     except BaseException:
         server.stop()
         raise
+    return server
 
 
 def children(pid: int) -> list[int]:

@@ -210,18 +210,19 @@ def test_certificate_rotation_under_load_fails_no_request(tmp_path):
         assert peer_serial(old_conn.sock) == old_serial
 
         def client(index: int) -> None:
-            conn, sent = server.connect(), 0
+            sni = index % 2 == 0  # half as the API server (SNI = Service name), half by IP (no SNI)
+            conn, sent = server.connect(service_name=sni), 0
             deadline = time.monotonic() + 30
             while not stop.is_set() and time.monotonic() < deadline:
                 if sent % 5 == 0:  # many fresh handshakes, some of them during the swap
                     conn.close()
-                    conn = server.connect()
+                    conn = server.connect(service_name=sni)
                 try:
                     server.review(pod_review(POD, uid=f"{index}-{sent}"), conn=conn)
                     answered[0] += 1
                 except Exception as err:  # noqa: BLE001
                     failures.append(repr(err))
-                    conn = server.connect()
+                    conn = server.connect(service_name=sni)
                 sent += 1
 
         threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
@@ -242,8 +243,8 @@ def test_certificate_rotation_under_load_fails_no_request(tmp_path):
         assert failures == [] and answered[0] > 50
 
         new_serial = serial_of(mounted.cert)
-        for _ in range(4):  # new connections, whichever worker takes them
-            conn = server.connect()
+        for sni in (True, False, True, False):  # new connections, whichever worker takes them
+            conn = server.connect(service_name=sni)
             server.review(pod_review(POD), conn=conn)
             assert peer_serial(conn.sock) == new_serial
         assert new_serial != old_serial

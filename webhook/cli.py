@@ -7,13 +7,12 @@ invalid policy); 1 a failure at run time.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import logging
 import os
 import sys
-import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any, Callable, Sequence
 
 import yaml
@@ -57,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_serve, _add_review, _add_certs):
+    for add in (_add_serve, _add_review, _add_certs, _add_explain, _add_manifests, _add_register):
         add(sub)
     return parser
 
@@ -91,7 +90,12 @@ def _policy(args: argparse.Namespace):
 
 
 def _add_serve(sub: Any) -> None:
-    from webhook.server import DEFAULT_BIND, DEFAULT_KEEPALIVE_SECONDS, DEFAULT_WORKERS, WORKER_CLASSES
+    from webhook.server import (
+        DEFAULT_BIND,
+        DEFAULT_KEEPALIVE_SECONDS,
+        DEFAULT_WORKERS,
+        WORKER_CLASSES,
+    )
 
     p = _command(
         sub, "serve", "Serve the webhook over HTTPS (gunicorn, TLS 1.2+).",
@@ -247,12 +251,12 @@ def _add_review(sub: Any) -> None:
 def _review(args: argparse.Namespace) -> int:
     import jsonpatch
 
-    from webhook.admission import BadReview, review
+    from webhook.admission import BadReview, create_review, review, wire_patch
 
     document = _read_manifest(args.file)
     policy = _policy(args)
     if isinstance(document, dict) and document.get("kind") == "Pod":
-        document = _review_for(document)
+        document = create_review(document, "netqos-webhook-review")
     elif not (isinstance(document, dict) and document.get("kind") == "AdmissionReview"):
         kind = document.get("kind") if isinstance(document, dict) else type(document).__name__
         raise CommandError(f"{args.file}: expected a Pod or an AdmissionReview, got kind {kind!r}")
@@ -263,8 +267,7 @@ def _review(args: argparse.Namespace) -> int:
     if args.output == "response":
         print(json.dumps(result.response, indent=2))
     else:
-        encoded = result.response["response"].get("patch")
-        ops = json.loads(base64.b64decode(encoded)) if encoded else []
+        ops = wire_patch(result.response)
         if args.output == "patch":
             print(json.dumps(ops, indent=2))
         else:  # apply what we would send, so the output proves the patch and not just the policy
@@ -276,40 +279,35 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _read_manifest(name: str) -> Any:
+    from webhook.documents import DocumentError, read_document
+
     try:
-        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise CommandError(f"cannot read {name}: {reason}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise CommandError(f"{name} is neither YAML nor JSON: {err}") from None
+        return read_document(name, "input")
+    except DocumentError as err:
+        raise CommandError(str(err)) from None
 
 
-def _review_for(pod: dict[str, Any]) -> dict[str, Any]:
-    """An AdmissionReview shaped like the one the API server sends for `kubectl apply` of `pod`."""
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    namespace = meta.get("namespace") or "default"
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "name": meta.get("name", ""),
-            "namespace": namespace,
-            "operation": "CREATE",
-            "userInfo": {"username": "netqos-webhook-review"},
-            "object": pod,
-            "oldObject": None,
-            "dryRun": True,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-        },
-    }
+# --- explain -----------------------------------------------------------------------------------
+
+
+def _add_explain(sub: Any) -> None:
+    from webhook import explain
+
+    p = _command(sub, "explain", explain.HELP, explain.EXAMPLE, _explain)
+    explain.add_arguments(p)
+    _add_config(p)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from webhook import explain
+    from webhook.cluster import ClusterError
+
+    try:
+        return explain.run(args, _policy(args))
+    except explain.ExplainError as err:
+        raise CommandError(str(err)) from None
+    except ClusterError as err:
+        raise CommandError(str(err), EXIT_RUNTIME) from None
 
 
 def _positive(text: str) -> int:
@@ -320,3 +318,147 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+# --- manifests ---------------------------------------------------------------------------------
+
+
+def _add_manifests(sub: Any) -> None:
+    from webhook.certs import DEFAULT_NAMESPACE
+
+    p = _command(
+        sub, "manifests",
+        "Print the MutatingWebhookConfiguration for a policy: one webhook entry per rule, each with that "
+        "rule's podSelector as objectSelector. deploy/base/mutatingwebhookconfiguration.yaml is this "
+        "output for deploy/base/policy.yaml.",
+        "netqos-webhook manifests --config deploy/base/policy.yaml --ca-bundle certs/ca.crt | kubectl apply -f -",
+        _manifests,
+    )
+    _add_config(p)
+    p.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
+                   help=f"namespace of the webhook's Service, also excluded from mutation (default {DEFAULT_NAMESPACE})")
+    p.add_argument("--url", metavar="URL",
+                   help="call the webhook at this https URL instead of the in-cluster Service (out-of-cluster "
+                        "development), e.g. https://host.minikube.internal:8443/mutate")
+    p.add_argument("--ca-bundle", type=Path, metavar="FILE",
+                   help="PEM CA certificate(s) the API server trusts for the webhook (e.g. certs/ca.crt); "
+                        "without it caBundle is left out, for 'register' or cert-manager to fill in")
+    p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml", help="output format (default yaml)")
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    from webhook.manifests import ManifestError, webhook_configuration
+
+    policy = _policy(args)
+    ca_bundle = _read_ca_bundle(args.ca_bundle) if args.ca_bundle is not None else None
+    try:
+        config = webhook_configuration(policy, namespace=args.namespace, url=args.url, ca_bundle=ca_bundle)
+    except ManifestError as err:
+        raise CommandError(str(err)) from None
+    if args.output == "json":
+        print(json.dumps(config, indent=2))
+    else:
+        print(f"# Generated by: {_manifests_command(args)}")
+        print("# Do not edit by hand: change the policy and run that command again.")
+        print(yaml.safe_dump(config, sort_keys=False), end="")
+    return 0
+
+
+def _manifests_command(args: argparse.Namespace) -> str:
+    """The command line that reproduces this output, for the header of generated files."""
+    from webhook.certs import DEFAULT_NAMESPACE
+
+    words = ["netqos-webhook", "manifests"]
+    if args.config:
+        words += ["--config", str(args.config)]
+    if args.namespace != DEFAULT_NAMESPACE:
+        words += ["--namespace", args.namespace]
+    if args.url:
+        words += ["--url", args.url]
+    if args.ca_bundle is not None:
+        words += ["--ca-bundle", str(args.ca_bundle)]
+    return " ".join(words)
+
+
+def _read_ca_bundle(path: Path) -> bytes:
+    from cryptography import x509
+
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise CommandError(f"cannot read --ca-bundle {path}: {err.strerror}") from None
+    try:
+        x509.load_pem_x509_certificates(data)
+    except ValueError:
+        raise CommandError(
+            f"--ca-bundle {path} holds no PEM certificate; give the CA certificate, e.g. certs/ca.crt "
+            "from 'netqos-webhook certs'"
+        ) from None
+    return data
+
+
+# --- register ----------------------------------------------------------------------------------
+
+
+def _add_register(sub: Any) -> None:
+    from webhook.certs import DEFAULT_NAMESPACE
+
+    p = _command(
+        sub, "register",
+        "Create or update the webhook's TLS Secret and its MutatingWebhookConfiguration (with the caBundle) in "
+        "a cluster, by server-side apply: only the fields netqos-webhook owns are changed. Without "
+        "certificates in --certs, new ones are generated there first.",
+        "netqos-webhook register --context minikube --config deploy/base/policy.yaml --certs certs",
+        _register,
+    )
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else the in-cluster service account)")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
+    p.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
+                   help=f"namespace of the webhook (its Service and the TLS Secret; default {DEFAULT_NAMESPACE})")
+    p.add_argument("--certs", type=Path, default=DEV_CERT_DIR, metavar="DIR",
+                   help=f"directory with ca.crt, tls.crt, tls.key from 'netqos-webhook certs' (default {DEV_CERT_DIR}/)")
+    _add_config(p)
+    p.add_argument("--url", metavar="URL",
+                   help="register a webhook served outside the cluster at this https URL (no Secret is sent), "
+                        "e.g. https://host.minikube.internal:8443/mutate")
+    p.add_argument("--dry-run", action="store_true", help="print the objects it would send (YAML) and change nothing")
+
+
+def _register(args: argparse.Namespace) -> int:
+    from webhook.certs import CertFiles, generate
+    from webhook.manifests import ManifestError, check_namespace, check_url
+    from webhook.register import RegisterError, apply, check_certificates, connect, describe, objects
+
+    policy = _policy(args)
+    try:
+        check_namespace(args.namespace)
+        if args.url is not None:
+            check_url(args.url)
+    except ManifestError as err:
+        raise CommandError(str(err)) from None
+    files = CertFiles(args.certs)
+    none_there = not any(p.exists() for p in (files.ca_cert, files.ca_key, files.cert, files.key))
+    try:
+        if none_there and not args.dry_run:
+            hosts = [urlsplit(args.url).hostname] if args.url else []
+            try:
+                generate(files.directory, namespace=args.namespace, hosts=hosts)
+            except OSError as err:
+                raise CommandError(f"cannot write certificates into {files.directory}: {err.strerror}", EXIT_RUNTIME) from None
+            print(f"generated a CA and a server certificate in {files.directory}/", file=sys.stderr)
+        certs = check_certificates(files, args.namespace, args.url)
+        objs = objects(policy, certs, args.namespace, args.url)
+        if args.dry_run:
+            print(yaml.safe_dump_all(objs, sort_keys=False), end="")
+            if any(o["kind"] == "Secret" for o in objs):
+                print(f"(dry run: nothing sent; the Secret above holds the private key from {files.key})", file=sys.stderr)
+            return 0
+        api_client = connect(args.kubeconfig, args.context)
+        with api_client:
+            apply(api_client, objs)
+    except RegisterError as err:
+        raise CommandError(str(err), err.code) from None
+    for obj in objs:
+        if obj["kind"] == "MutatingWebhookConfiguration":
+            print(f"registered {describe(obj)}: webhooks {', '.join(w['name'] for w in obj['webhooks'])}", file=sys.stderr)
+    return 0

@@ -24,11 +24,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from webhook.affinity import NODE_SELECTOR_OPERATORS, PreferredTerm, Requirement
+from webhook.documents import document_from_bytes, read_document
 from webhook.policy import Policy, Rule
-from webhook.selector import LABEL_SELECTOR_OPERATORS, Expression, LabelSelector
+from webhook.selector import LABEL_SELECTOR_OPERATORS, LabelSelector
 
 API_VERSION = "netqos.io/v1alpha1"
 KIND = "NetQoSPolicy"
@@ -71,24 +70,14 @@ def load_policy(path: str | Path | None) -> Policy:
     if path is None:
         return default_policy()
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise PolicyError(f"policy file {source}: cannot read it ({err.strerror}); check the path") from err
-    return policy_from_bytes(data, source)
+    document = read_document(path, "policy", PolicyError)
+    return compile_policy(document, source)
 
 
 def policy_from_bytes(data: bytes, source: str) -> Policy:
-    """The policy in the file content `data`; `source` names the file in errors."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise PolicyError(f"policy file {source}: not UTF-8 text ({err.reason}); save it as UTF-8") from err
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise PolicyError(f"policy file {source}: not valid YAML: {err}") from err
-    return compile_policy(document, source)
+    """The policy in the file content `data` (read once, so it can be hashed too); `source`
+    names the file in errors. Parsed exactly as `load_policy` parses a file."""
+    return compile_policy(document_from_bytes(data, source, "policy", PolicyError), source)
 
 
 def compile_policy(document: Any, source: str) -> Policy:
@@ -144,11 +133,14 @@ class _Checker:
         return Policy(tuple(rules))
 
     def rule_(self, raw: Any) -> Rule:
-        self.fields(raw, self.rule, ("name", "podSelector", "preferences"), ("name", "podSelector", "preferences"))
-        name = raw["name"]
+        if not isinstance(raw, dict):
+            self.fail("(rule)", raw, "must be a mapping with name, podSelector and preferences")
+        name = raw.get("name")
+        if isinstance(name, str) and _RULE_NAME.match(name):
+            self.rule = f'{self.rule} "{name}"'  # name the rule in every later message
+        self.fields(raw, "", ("name", "podSelector", "preferences"), ("name", "podSelector", "preferences"))
         if not isinstance(name, str) or not _RULE_NAME.match(name):
             self.fail("name", name, "must be a DNS label: lower-case letters, digits and '-', at most 63")
-        self.rule = f'{self.rule} "{name}"'
         selector = self.selector(raw["podSelector"], "podSelector")
         prefs = raw["preferences"]
         if not isinstance(prefs, list) or not prefs:
@@ -170,7 +162,7 @@ class _Checker:
         exprs = []
         for k, e in enumerate(exprs_raw):
             key, op, values = self.expression(e, f"{path}.matchExpressions[{k}]", LABEL_SELECTOR_OPERATORS)
-            exprs.append(Expression(key, op, values))
+            exprs.append(Requirement(key, op, values))
         return LabelSelector(tuple(labels.items()), tuple(exprs))
 
     def term(self, raw: Any, path: str) -> PreferredTerm:
