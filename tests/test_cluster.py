@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -149,3 +150,12 @@ def test_a_connection_failure_is_said_without_urllib3s_wrapping(failure, expecte
         f"cannot reach the Kubernetes API server at https://10.0.0.1:6443 (kubeconfig k): {expected}; "
         "check that the cluster is running and that --kubeconfig/--context point at it"
     )
+
+
+def test_only_the_cluster_module_imports_the_kubernetes_client():
+    package = Path(__file__).resolve().parent.parent / "webhook"
+    importers = sorted(
+        path.name for path in package.glob("*.py")
+        if re.search(r"^\s*(from|import) kubernetes\b", path.read_text(), re.MULTILINE)
+    )
+    assert importers == ["cluster.py"]

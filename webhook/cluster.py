@@ -5,6 +5,11 @@
 - `list_nodes` (for `explain`) reads every Node as the API's JSON, the data
   `kubectl get nodes -o json` prints, so parsing, filtering and scoring stay in pure code that the
   file mode shares.
+- `apply` (for `register`) sends each object by server-side apply under the field manager
+  `netqos-webhook`. Server-side apply creates what is missing and changes only the fields in the
+  object we send: labels, annotations or other webhook entries added by anyone else stay as they
+  are, and a webhook entry of a rule that was removed from the policy is removed, because we
+  owned it.
 
 Every failure is a `ClusterError`: one line that names the kubeconfig and context (or the service
 account) and the API server, and says what went wrong and what to check. Its `code` is the exit
@@ -25,6 +30,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 REQUEST_TIMEOUT = (5, 30)  # seconds: connect, read. An unreachable cluster fails fast.
+FIELD_MANAGER = "netqos-webhook"
+APPLY_PATCH = "application/apply-patch+yaml"
 IN_CLUSTER = "the in-cluster service account"
 
 
@@ -106,7 +113,7 @@ def _default_kubeconfig_exists() -> bool:
     return Path("~/.kube/config").expanduser().exists()
 
 
-# --- what we do with a cluster -----------------------------------------------------------------
+# --- the two things we do with a cluster -------------------------------------------------------
 
 
 def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
@@ -128,6 +135,51 @@ def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> lis
             "check that --kubeconfig/--context point at a Kubernetes API server"
         ) from None
     return (node_list.get("items") if isinstance(node_list, dict) else None) or []
+
+
+def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:
+    """Server-side apply each object (Secrets and MutatingWebhookConfigurations) in order; report
+    one line per object. Stops at the first failure with a `ClusterError`."""
+    from kubernetes import client  # noqa: PLC0415
+
+    with client.ApiClient(cluster.configuration) as api:
+        # Every request of this client is a server-side apply. A default header overrides the
+        # content type the generated PATCH methods pick (the client's own `_content_type` option
+        # only exists in recent versions), in every client version pyproject.toml allows.
+        api.set_default_header("Content-Type", APPLY_PATCH)
+        core = client.CoreV1Api(api)
+        admission = client.AdmissionregistrationV1Api(api)
+        for obj in objs:
+            name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
+            if obj["kind"] == "Secret":
+                patch, args = core.patch_namespaced_secret, (name, namespace)
+                scope, can_i = f"secrets in namespace {namespace}", f"secrets -n {namespace}"
+            else:
+                patch, args = admission.patch_mutating_webhook_configuration, (name,)
+                scope, can_i = "cluster-scoped mutatingwebhookconfigurations", "mutatingwebhookconfigurations"
+            response = _request(
+                cluster, f"apply {describe(obj)}",
+                lambda: patch(
+                    *args, body=obj, field_manager=FIELD_MANAGER, force=True,
+                    _preload_content=False, _request_timeout=REQUEST_TIMEOUT,
+                ),
+                forbidden=(
+                    f"applying it needs the verbs create and patch on {scope} (kubectl auth can-i patch {can_i}); "
+                    "run as a cluster administrator or grant them with RBAC"
+                ),
+                missing=(
+                    f"create the namespace first: 'kubectl apply -k deploy/base' (or 'kubectl create namespace "
+                    f"{namespace}'), or pass --namespace"
+                ) if namespace else None,
+            )
+            report(f"{describe(obj)} {'created' if response.status == 201 else 'configured'} (server-side apply)")
+
+
+def describe(obj: dict[str, Any]) -> str:
+    """An API object as a person reads it: `secret/NAME in namespace NS`."""
+    meta = obj["metadata"]
+    where = f" in namespace {meta['namespace']}" if meta.get("namespace") else ""
+    return f"{obj['kind'].lower()}/{meta['name']}{where}"
 
 
 # --- one request, and what its failures say ----------------------------------------------------
