@@ -258,8 +258,8 @@ def _explain(args: argparse.Namespace) -> int:
         return explain.run(args, _policy(args))
     except explain.ExplainError as err:
         raise CommandError(str(err)) from None
-    except ClusterError as err:  # every cluster failure, an unusable kubeconfig included, is exit 1 here
-        raise CommandError(str(err), EXIT_RUNTIME) from None
+    except ClusterError as err:  # 2 for a kubeconfig that cannot be used, else 1 (as register)
+        raise CommandError(str(err), err.code) from None
 
 
 def _positive(text: str) -> int:
