@@ -189,8 +189,13 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
         for t in threads:
             t.start()
         try:
-            for document in (POLICY_B, INVALID, POLICY_A, INVALID, POLICY_B, POLICY_A, POLICY_B, INVALID):
-                time.sleep(0.6)
+            # Versions 0.6 s apart (quicker than a worker's 1 s check, so some are skipped), but the
+            # last valid one stays 1.5 s: every worker must have taken it before the invalid file
+            # lands. (A worker that skipped a valid version and then met an invalid file would keep
+            # the version before: docs/operations.md, "Policy reload".)
+            for pause, document in ((0.6, POLICY_B), (0.6, INVALID), (0.6, POLICY_A), (0.6, INVALID),
+                                    (0.6, POLICY_B), (0.6, POLICY_A), (0.6, POLICY_B), (1.5, INVALID)):
+                time.sleep(pause)
                 volume.update({"policy.yaml": document if isinstance(document, bytes) else as_bytes(document)})
             time.sleep(2.5)  # every worker has checked the last (invalid) file by now
             counts_at_end = dict(seen)
