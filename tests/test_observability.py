@@ -201,6 +201,8 @@ def test_metrics_add_up_across_workers_and_survive_a_worker_death(tmp_path):
             server.review(pod_review(pod(LS), uid=f"w{i}"), conn=server.connect())
         served_by = {r["process"] for r in server.log_records() if r.get("message") == "review"}
         assert len(served_by) == 2, "the reviews did not reach both workers; the test proves nothing"
+        status, body = server.request("GET", "/metrics", headers={"Accept": "application/openmetrics-text"})
+        assert status == 200 and body.endswith(b"# EOF\n"), "OpenMetrics when asked for it"
         scrapes = [server.metrics() for _ in range(6)]  # answered by either worker
         for exposition in scrapes:
             assert metric_value(exposition, "netqos_admission_requests_total", decision="mutated") == sent
@@ -239,3 +241,16 @@ def test_serve_empties_a_given_metrics_directory_at_start_and_leaves_it(tmp_path
         assert metric_value(server.metrics(), "netqos_admission_requests_total") == 1
         assert not (given / "counter_12345.db").exists()
     assert (given / "notes.txt").exists(), "only *.db files are prometheus_client's to delete"
+
+
+def test_a_bug_escaping_the_review_is_a_500_counted_as_error(client, monkeypatch):
+    from webhook import admission
+
+    def broken(policy, body):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(admission, "handle", broken)
+    before = metric_value(scrape(client), "netqos_admission_requests_total", decision="error")
+    response = client.post("/mutate", json=pod_review(pod(LS)))
+    assert response.status_code == 500 and response.get_json()["error"].startswith("internal error")
+    assert metric_value(scrape(client), "netqos_admission_requests_total", decision="error") - before == 1
