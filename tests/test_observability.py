@@ -199,7 +199,10 @@ def test_metrics_add_up_across_workers_and_survive_a_worker_death(tmp_path):
         sent = 60
         for i in range(sent):  # a new connection each time, so both workers answer some
             server.review(pod_review(pod(LS), uid=f"w{i}"), conn=server.connect())
-        served_by = {r["process"] for r in server.log_records() if r.get("message") == "review"}
+        records = server.log_records()
+        assert any(r["logger"] == "gunicorn.error" and r["message"].startswith("Booting worker") for r in records), \
+            "gunicorn's own lines must come through the same JSON formatter"
+        served_by = {r["process"] for r in records if r.get("message") == "review"}
         assert len(served_by) == 2, "the reviews did not reach both workers; the test proves nothing"
         status, body = server.request("GET", "/metrics", headers={"Accept": "application/openmetrics-text"})
         assert status == 200 and body.endswith(b"# EOF\n"), "OpenMetrics when asked for it"
