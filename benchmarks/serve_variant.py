@@ -1,0 +1,87 @@
+"""Serve a WSGI app under gunicorn with explicit serving settings, for the serving experiments.
+
+    python benchmarks/serve_variant.py --app benchmarks.baseline_app:app --bind 127.0.0.1:8443 \
+        --certfile tls.crt --keyfile tls.key --worker-class gthread --workers 2 --threads 4 \
+        --keepalive 2 [--reuse-port] [--reuse-ssl-context]
+
+The benchmark uses it to measure one setting at a time (docs/performance.md, "Serving choices").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import ssl
+import sys
+
+from gunicorn.app.base import BaseApplication
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class _App(BaseApplication):
+    def __init__(self, app_spec: str, options: dict) -> None:
+        self.app_spec = app_spec
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self):
+        module, _, attr = self.app_spec.partition(":")
+        __import__(module)
+        return getattr(sys.modules[module], attr)
+
+
+_CONTEXTS: dict[int, ssl.SSLContext] = {}
+
+
+def _reused_context(conf, default_factory):
+    """One SSLContext per worker process instead of one per connection (gthread, sync)."""
+    ctx = _CONTEXTS.get(os.getpid())
+    if ctx is None:
+        ctx = _CONTEXTS[os.getpid()] = default_factory()
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+def _fresh_context(conf, default_factory):
+    ctx = default_factory()
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--app", default="benchmarks.baseline_app:app")
+    p.add_argument("--bind", required=True)
+    p.add_argument("--certfile", required=True)
+    p.add_argument("--keyfile", required=True)
+    p.add_argument("--worker-class", default="gevent")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--keepalive", type=int, default=120)
+    p.add_argument("--reuse-port", action="store_true")
+    p.add_argument("--reuse-ssl-context", action="store_true")
+    args = p.parse_args(argv)
+    sys.path.insert(0, ROOT)
+    options = {
+        "bind": [args.bind],
+        "certfile": args.certfile,
+        "keyfile": args.keyfile,
+        "worker_class": args.worker_class,
+        "workers": args.workers,
+        "threads": args.threads,
+        "keepalive": args.keepalive,
+        "reuse_port": args.reuse_port,
+        "ssl_context": _reused_context if args.reuse_ssl_context else _fresh_context,
+        "control_socket_disable": True,
+        "loglevel": "warning",
+    }
+    _App(args.app, options).run()
+
+
+if __name__ == "__main__":
+    main()
