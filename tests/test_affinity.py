@@ -1,0 +1,77 @@
+"""Node-selector semantics shared by mutation and explain."""
+
+import pytest
+
+from webhook.affinity import PreferredTerm, Requirement, raw_score
+from webhook.selector import LabelSelector
+
+
+@pytest.mark.parametrize(
+    "op, values, labels, match",
+    [
+        ("In", ("high",), {"net": "high"}, True),
+        ("In", ("high",), {"net": "low"}, False),
+        ("In", ("high",), {}, False),
+        ("NotIn", ("low",), {"net": "low"}, False),
+        ("NotIn", ("low",), {"net": "high"}, True),
+        ("NotIn", ("low",), {}, True),  # a node without the key matches NotIn
+        ("Exists", (), {"net": ""}, True),
+        ("Exists", (), {}, False),
+        ("DoesNotExist", (), {}, True),
+        ("DoesNotExist", (), {"net": "x"}, False),
+        ("Gt", ("5",), {"net": "6"}, True),
+        ("Gt", ("5",), {"net": "5"}, False),
+        ("Gt", ("5",), {"net": "high"}, False),  # not an integer: no match
+        ("Gt", ("5",), {}, False),
+        ("Lt", ("5",), {"net": "-3"}, True),
+        ("Lt", ("5",), {"net": "5"}, False),
+    ],
+)
+def test_node_selector_operators_follow_kubernetes(op, values, labels, match):
+    assert Requirement("net", op, values).matches(labels) is match
+
+
+@pytest.mark.parametrize(
+    "net, score",
+    [("high", 100), ("low", 0), (None, 10), ("medium", 10), ("", 10)],
+)
+def test_the_default_terms_score_the_netqos_table(net, score):
+    terms = [PreferredTerm(90, (Requirement("net", "In", ("high",)),)), PreferredTerm(10, (Requirement("net", "NotIn", ("low",)),))]
+    labels = {} if net is None else {"net": net}
+    assert raw_score(terms, labels) == score
+
+
+def test_a_term_without_requirements_matches_nothing():
+    assert PreferredTerm(50, ()).matches({"any": "label"}) is False
+
+
+@pytest.mark.parametrize(
+    "a, b, equal",
+    [
+        ((90, [("net", "In", ("high",))]), (90, [("net", "In", ("high",))]), True),
+        ((90, [("k", "In", ("a", "b"))]), (90, [("k", "In", ("b", "a", "a"))]), True),
+        ((90, [("a", "Exists", ()), ("b", "Exists", ())]), (90, [("b", "Exists", ()), ("a", "Exists", ())]), True),
+        ((90, [("net", "In", ("high",))]), (80, [("net", "In", ("high",))]), False),
+        ((90, [("net", "In", ("high",))]), (90, [("net", "NotIn", ("high",))]), False),
+    ],
+)
+def test_term_identity_ignores_order_but_not_meaning(a, b, equal):
+    make = lambda w, reqs: PreferredTerm(w, tuple(Requirement(*r) for r in reqs))  # noqa: E731
+    assert (make(*a).identity() == make(*b).identity()) is equal
+
+
+@pytest.mark.parametrize(
+    "selector, labels, match",
+    [
+        (LabelSelector(), {}, True),  # the empty selector matches everything
+        (LabelSelector((("qos", "latency-sensitive"),)), {"qos": "latency-sensitive", "x": "y"}, True),
+        (LabelSelector((("qos", "latency-sensitive"),)), {"qos": "batch"}, False),
+        (LabelSelector((), (Requirement("tier", "NotIn", ("batch",)),)), {}, True),
+        (LabelSelector((), (Requirement("tier", "In", ("a", "b")),)), {"tier": "b"}, True),
+        (LabelSelector((), (Requirement("gpu", "Exists"),)), {"gpu": ""}, True),
+        (LabelSelector((), (Requirement("gpu", "DoesNotExist"),)), {"gpu": ""}, False),
+        (LabelSelector((("a", "1"),), (Requirement("b", "Exists"),)), {"a": "1"}, False),  # ANDed
+    ],
+)
+def test_label_selectors_follow_kubernetes(selector, labels, match):
+    assert selector.matches(labels) is match

@@ -1,0 +1,99 @@
+"""The `netqos-webhook` command line, run as users run it."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from support import NETQOS_TERMS, PREFERRED, REPO, fixture
+
+TEST_POD = REPO / "deploy" / "examples" / "test-pod.yaml"
+
+
+def run(*args, stdin=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "webhook", *args], input=stdin, capture_output=True,
+                          text=True, timeout=60, cwd=cwd)
+
+
+def test_review_of_the_example_pod_prints_the_admission_response():
+    done = run("review", str(TEST_POD))
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)["response"]
+    assert answer["allowed"] is True and answer["patchType"] == "JSONPatch"
+
+
+def test_review_dash_o_pod_prints_the_mutated_pod_as_yaml():
+    done = run("review", str(TEST_POD), "-o", "pod")
+    assert done.returncode == 0, done.stderr
+    pod = yaml.safe_load(done.stdout)
+    original = yaml.safe_load(TEST_POD.read_text())
+    assert pod["spec"]["affinity"]["nodeAffinity"][PREFERRED] == NETQOS_TERMS
+    assert pod["metadata"]["annotations"] == {"netqos.io/injected": "netqos"}
+    assert pod["spec"]["tolerations"] == original["spec"]["tolerations"]
+    assert list(pod["spec"]) == list(original["spec"]) + ["affinity"]  # nothing reordered
+
+
+def test_review_dash_o_patch_reads_an_admission_review_from_stdin():
+    done = run("review", "-", "-o", "patch", stdin=json.dumps(fixture("review-create-existing-affinity.json")))
+    assert done.returncode == 0, done.stderr
+    ops = json.loads(done.stdout)
+    assert [op["path"] for op in ops] == [
+        "/metadata/annotations/netqos.io~1injected",
+        f"/spec/affinity/nodeAffinity/{PREFERRED}/1",
+        f"/spec/affinity/nodeAffinity/{PREFERRED}/2",
+    ]
+
+
+def test_review_prints_warnings_on_stderr_as_kubectl_would():
+    done = run("review", "-", stdin=json.dumps(fixture("review-create-explicit-net.json")))
+    assert done.returncode == 0 and done.stderr.startswith('Warning: netqos-webhook: rule "netqos" not applied')
+
+
+@pytest.mark.parametrize(
+    "case, args, stdin, fragment",
+    [
+        ("missing file", ["review", "no/such/pod.yaml"], None, "cannot read no/such/pod.yaml"),
+        ("not YAML", ["review", "-"], "a: [", "neither YAML nor JSON"),
+        ("not a pod", ["review", "-"], "kind: Service\n", "expected a Pod or an AdmissionReview, got kind 'Service'"),
+        ("a list", ["review", "-"], "- 1\n", "got kind 'list'"),
+        ("broken review", ["review", "-"], '{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}', "request must be an object"),
+        ("bad policy", ["review", str(TEST_POD), "--config", "-"], None, "policy file -: cannot read it"),
+    ],
+)
+def test_unusable_input_is_one_clear_line_and_exit_code_2(case, args, stdin, fragment):
+    done = run(*args, stdin=stdin)
+    assert done.returncode == 2, case
+    assert fragment in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_serve_refuses_to_start_with_an_invalid_policy_and_says_where(tmp_path):
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("rules:\n- name: netqos\n  podSelector: {}\n  preferences:\n  - weight: 500\n    matchExpressions: [{key: net, operator: In, values: [high]}]\n")
+    done = run("serve", "--config", str(bad), cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"policy file {bad}: rules[0] \"netqos\": preferences[0].weight: must be an integer from 1 to 100 (got 500)" in done.stderr
+
+
+def test_serve_reads_the_policy_path_from_the_environment(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "webhook", "serve"], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env={"NETQOS_CONFIG": str(tmp_path / "missing.yaml"), "PATH": ""})
+    assert done.returncode == 2 and "missing.yaml: cannot read it" in done.stderr
+
+
+def test_serve_wants_both_certificate_flags_or_neither(tmp_path):
+    done = run("serve", "--certfile", "x.crt", cwd=tmp_path)
+    assert done.returncode == 2 and "--certfile and --keyfile go together" in done.stderr
+
+
+def test_certs_writes_the_four_files(tmp_path):
+    done = run("certs", "--out", str(tmp_path / "c"), "--service", "netqos-webhook", "--namespace", "netqos-system", "--host", "127.0.0.1")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
+
+
+@pytest.mark.parametrize("command", ["serve", "review", "certs"])
+def test_every_command_has_help_with_an_example(command):
+    done = run(command, "--help")
+    assert done.returncode == 0 and "example:" in done.stdout and "netqos-webhook " + command in done.stdout

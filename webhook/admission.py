@@ -1,0 +1,155 @@
+"""The AdmissionReview wire contract, and the patch derived from the policy's decision.
+
+`handle` takes the raw request body and returns the response document plus what happened (for
+logs and metrics). Only `admission.k8s.io/v1` and `v1beta1` reviews are understood; the response
+uses the request's version. Two families of failure:
+
+- the body is not a usable AdmissionReview (not JSON, wrong kind, no uid): `BadReview`, which the
+  HTTP layer answers with 400 and a JSON message;
+- anything about the pod itself: always `allowed: true`. A malformed pod or an internal error
+  leaves the pod unchanged and says why in `response.warnings`. The webhook never blocks a pod.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.patch import diff
+from webhook.policy import Decision, Outcome, Policy, evaluate
+
+API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+# The API server prefixes audit annotation keys with the webhook's name ("<webhook>/<key>"), so the
+# key must be a bare name: "netqos.io/injected" here would be an invalid key and be dropped.
+AUDIT_ANNOTATION = "injected-rules"
+
+log = logging.getLogger(__name__)
+
+
+class BadReview(ValueError):
+    """The request body is not an AdmissionReview we can answer (HTTP 400)."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """The response document and a summary of the review, for logs and metrics."""
+
+    response: dict[str, Any]
+    decision: Decision
+    injected: tuple[str, ...]
+    patch: list[dict[str, Any]]
+    uid: str
+    operation: str
+    dry_run: bool
+    namespace: str
+    name: str
+
+
+def handle(policy: Policy, body: bytes) -> Result:
+    return review(policy, decode(body))
+
+
+def decode(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise BadReview("request body is nested too deeply to be an AdmissionReview") from None
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, oversize int literals
+        raise BadReview(f"request body is not valid JSON: {err}") from None
+
+
+def encode(document: Any) -> bytes:
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def review(policy: Policy, document: Any) -> Result:
+    request, api_version = _request(document)
+    uid = request["uid"]
+    operation = request.get("operation") if isinstance(request.get("operation"), str) else ""
+    dry_run = request.get("dryRun") is True  # dry runs are answered exactly like real requests
+    obj = request.get("object")
+
+    if _is_pod_create(request):
+        outcome = _evaluate(policy, obj, uid)
+    else:
+        # Affinity is immutable after creation: patching on UPDATE would break every update.
+        outcome = Outcome(Decision.NOT_SELECTED, obj)
+    ops = diff(obj, outcome.pod) if outcome.decision is Decision.MUTATED else []
+
+    response: dict[str, Any] = {"uid": uid, "allowed": True}
+    if ops:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(encode(ops)).decode("ascii")
+    if outcome.warnings:
+        response["warnings"] = list(outcome.warnings)
+    if outcome.injected:
+        response["auditAnnotations"] = {AUDIT_ANNOTATION: ",".join(outcome.injected)}
+    return Result(
+        response={"apiVersion": api_version, "kind": "AdmissionReview", "response": response},
+        decision=outcome.decision,
+        injected=outcome.injected,
+        patch=ops,
+        uid=uid,
+        operation=operation,
+        dry_run=dry_run,
+        namespace=_text(request.get("namespace")),
+        name=_object_name(request, obj),
+    )
+
+
+def _request(document: Any) -> tuple[dict[str, Any], str]:
+    if not isinstance(document, dict):
+        raise BadReview("request body must be a JSON object (an AdmissionReview)")
+    api_version, kind = document.get("apiVersion"), document.get("kind")
+    if kind != "AdmissionReview" or api_version not in API_VERSIONS:
+        raise BadReview(
+            f"not an AdmissionReview: expected kind AdmissionReview and apiVersion "
+            f"{' or '.join(API_VERSIONS)}, got kind {kind!r} and apiVersion {api_version!r}"
+        )
+    request = document.get("request")
+    if not isinstance(request, dict):
+        raise BadReview("AdmissionReview.request must be an object")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise BadReview("AdmissionReview.request.uid must be a non-empty string")
+    return request, api_version
+
+
+def _is_pod_create(request: dict[str, Any]) -> bool:
+    resource, kind = request.get("resource"), request.get("kind")
+    return (
+        request.get("operation") == "CREATE"
+        and isinstance(resource, dict)
+        and resource.get("group", "") == ""
+        and resource.get("resource") == "pods"
+        and not request.get("subResource")
+        and isinstance(kind, dict)
+        and kind.get("group", "") == ""
+        and kind.get("kind") == "Pod"
+    )
+
+
+def _evaluate(policy: Policy, obj: Any, uid: str) -> Outcome:
+    try:
+        return evaluate(policy, obj)
+    except Exception:  # a bug of ours must not block or break pod creation
+        log.exception("policy evaluation failed for review %s; admitting the pod unchanged", uid)
+        return Outcome(
+            Decision.ERROR, obj, warnings=("netqos-webhook: internal error; pod admitted unchanged (see webhook logs)",)
+        )
+
+
+def _object_name(request: dict[str, Any], obj: Any) -> str:
+    name = _text(request.get("name"))
+    if name or not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+        return name
+    meta = obj["metadata"]
+    # Pods of a ReplicaSet arrive with an empty request.name and only metadata.generateName.
+    return _text(meta.get("name")) or _text(meta.get("generateName"))
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""

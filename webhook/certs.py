@@ -1,0 +1,170 @@
+"""Certificates for serving the webhook: a private CA and a server certificate it signs.
+
+The API server verifies the webhook against `caBundle` (our `ca.crt`) with the Service DNS name
+(`NAME.NS.svc`) as the TLS server name, so the server certificate carries every name a client may
+use: `NAME`, `NAME.NS`, `NAME.NS.svc`, `NAME.NS.svc.cluster.local`, plus extra hosts (DNS names or
+IP addresses) for out-of-cluster use. ECDSA P-256 by default: smaller and a faster handshake than
+RSA. Files are written atomically (write, then rename) so a running server never reads half a key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+DEFAULT_SERVICE = "netqos-webhook"
+DEFAULT_NAMESPACE = "netqos-system"
+DEV_HOSTS = ("localhost", "127.0.0.1", "::1")
+KEY_TYPES = ("ecdsa", "rsa")
+_CLOCK_SKEW = dt.timedelta(minutes=5)  # accept clients whose clock runs a little behind
+
+
+@dataclass(frozen=True)
+class CertFiles:
+    """The four files `netqos-webhook certs` writes into one directory."""
+
+    directory: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.directory / "ca.crt"
+
+    @property
+    def ca_key(self) -> Path:
+        return self.directory / "ca.key"
+
+    @property
+    def cert(self) -> Path:
+        return self.directory / "tls.crt"
+
+    @property
+    def key(self) -> Path:
+        return self.directory / "tls.key"
+
+
+def service_names(service: str, namespace: str) -> list[str]:
+    return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
+
+
+def generate(
+    out: Path,
+    service: str = DEFAULT_SERVICE,
+    namespace: str = DEFAULT_NAMESPACE,
+    hosts: Iterable[str] = (),
+    days: int = 365,
+    key_type: str = "ecdsa",
+) -> CertFiles:
+    """Write a new CA and a server certificate for the Service (and `hosts`) into `out`."""
+    files = CertFiles(Path(out))
+    files.directory.mkdir(parents=True, exist_ok=True)
+    ca_key = _new_key(key_type)
+    ca_cert = _ca_certificate(ca_key, days)
+    key = _new_key(key_type)
+    names = service_names(service, namespace)
+    names += [h for h in hosts if h not in names]
+    cert = _server_certificate(key, names, ca_cert, ca_key, days)
+    _write(files.ca_key, _key_pem(ca_key), 0o600)
+    _write(files.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    _write(files.key, _key_pem(key), 0o600)
+    _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    return files
+
+
+def _new_key(key_type: str) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey:
+    if key_type == "ecdsa":
+        return ec.generate_private_key(ec.SECP256R1())
+    if key_type == "rsa":
+        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    raise ValueError(f"key type {key_type!r} is not supported; use one of {', '.join(KEY_TYPES)}")
+
+
+def _validity(days: int) -> tuple[dt.datetime, dt.datetime]:
+    if days < 1:
+        raise ValueError(f"--days must be at least 1, got {days}")
+    now = dt.datetime.now(dt.timezone.utc)
+    return now - _CLOCK_SKEW, now + dt.timedelta(days=days)
+
+
+def _ca_certificate(key, days: int) -> x509.Certificate:
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "netqos-webhook CA")])
+    not_before, not_after = _validity(days)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+                encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+
+
+def _server_certificate(key, names: list[str], ca_cert: x509.Certificate, ca_key, days: int) -> x509.Certificate:
+    not_before, not_after = _validity(days)
+    rsa_key = isinstance(key, rsa.RSAPrivateKey)
+    ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    return (
+        x509.CertificateBuilder()
+        # Clients match the SANs; the CN is for people reading the certificate: NAME.NS.svc.
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[2])]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(min(not_after, ca_cert.not_valid_after_utc))
+        .add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=rsa_key,
+                data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
+                encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+
+def _general_name(host: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
+
+
+def _key_pem(key) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    os.fchmod(fd, mode)  # O_CREAT's mode is masked by the umask; keys must be 0600 regardless
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)

@@ -1,0 +1,274 @@
+"""The `netqos-webhook` command: argument parsing and wiring, nothing else.
+
+Exit codes: 0 success; 2 bad usage or unusable input (a file that cannot be read or parsed, an
+invalid policy); 1 a failure at run time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import yaml
+
+from webhook import __version__
+
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+CONFIG_ENV = "NETQOS_CONFIG"
+DEV_CERT_DIR = Path("certs")
+
+
+class CommandError(Exception):
+    """A failure to report as one line on stderr, with an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args) or 0
+    except CommandError as err:
+        print(f"netqos-webhook {args.command}: {err}", file=sys.stderr)
+        return err.code
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="netqos-webhook",
+        description="A mutating admission webhook that turns the pod label qos=latency-sensitive into "
+        "preferred node affinity for net=high nodes, so the stock kube-scheduler scores nodes as the "
+        "NetQoS plugin did (net=high 100, unlabelled 10, net=low 0).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run 'netqos-webhook COMMAND --help' for a command's options and an example.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_serve, _add_review, _add_certs):
+        add(sub)
+    return parser
+
+
+def _command(sub: Any, name: str, help: str, example: str, handler: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        name, help=help, description=help, epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", metavar="FILE", default=os.environ.get(CONFIG_ENV) or None,
+        help=f"policy file (YAML); default: ${CONFIG_ENV}, else the built-in NetQoS rule",
+    )
+
+
+def _policy(args: argparse.Namespace):
+    from webhook.policy_file import PolicyError, load_policy
+
+    try:
+        return load_policy(args.config)
+    except PolicyError as err:
+        raise CommandError(str(err)) from None
+
+
+# --- serve -------------------------------------------------------------------------------------
+
+
+def _add_serve(sub: Any) -> None:
+    from webhook.server import DEFAULT_BIND, DEFAULT_KEEPALIVE_SECONDS, DEFAULT_WORKERS, WORKER_CLASSES
+
+    p = _command(
+        sub, "serve", "Serve the webhook over HTTPS (gunicorn, TLS 1.2+).",
+        "netqos-webhook serve --bind 0.0.0.0:8443 --certfile /tls/tls.crt --keyfile /tls/tls.key",
+        _serve,
+    )
+    p.add_argument("--bind", default=DEFAULT_BIND, metavar="HOST:PORT", help=f"address to listen on (default {DEFAULT_BIND})")
+    p.add_argument("--certfile", type=Path, metavar="FILE", help="server certificate (PEM); default certs/tls.crt")
+    p.add_argument("--keyfile", type=Path, metavar="FILE", help="server private key (PEM); default certs/tls.key")
+    _add_config(p)
+    p.add_argument("--workers", type=_positive, default=DEFAULT_WORKERS, metavar="N", help=f"worker processes (default {DEFAULT_WORKERS})")
+    p.add_argument("--worker-class", choices=WORKER_CLASSES, default="gevent", help="gunicorn worker class (default gevent; see docs/performance.md)")
+    p.add_argument("--threads", type=_positive, default=1, metavar="N", help="threads per worker, for --worker-class gthread only")
+    p.add_argument("--keepalive", type=_positive, default=DEFAULT_KEEPALIVE_SECONDS, metavar="SECONDS", help=f"keep idle connections this long (default {DEFAULT_KEEPALIVE_SECONDS}; the API server keeps them 90 s)")
+    p.add_argument("--max-body-bytes", type=_positive, default=None, metavar="N", help="larger request bodies get 413 (default 8 MiB)")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log level (default info)")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from webhook.app import DEFAULT_MAX_BODY_BYTES
+    from webhook.server import ServeOptions, serve
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if (args.certfile is None) != (args.keyfile is None):
+        raise CommandError("--certfile and --keyfile go together: give both, or neither to use certs/")
+    policy = _policy(args)
+    certfile, keyfile = args.certfile, args.keyfile
+    if certfile is None:
+        certfile, keyfile = _dev_certificate()
+    for path in (certfile, keyfile):
+        if not os.access(path, os.R_OK):
+            raise CommandError(f"cannot read {path}; create it with 'netqos-webhook certs' or fix the path")
+    options = ServeOptions(
+        certfile=certfile, keyfile=keyfile, bind=args.bind, workers=args.workers,
+        worker_class=args.worker_class, threads=args.threads, keepalive=args.keepalive,
+        max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES, log_level=args.log_level,
+    )
+    source = args.config or "the built-in default"
+    logging.getLogger("webhook").info("policy from %s: rules %s", source, ", ".join(r.name for r in policy.rules))
+    serve(options, policy)
+    return 0
+
+
+def _dev_certificate() -> tuple[Path, Path]:
+    from webhook.certs import DEV_HOSTS, CertFiles, generate
+
+    files = CertFiles(DEV_CERT_DIR)
+    if not (files.cert.exists() and files.key.exists()):
+        generate(DEV_CERT_DIR, hosts=DEV_HOSTS)
+        logging.getLogger("webhook").warning(
+            "no --certfile/--keyfile and no %s: generated a development CA and certificate for %s "
+            "and the in-cluster Service names in %s/ (trust %s)",
+            files.cert, ", ".join(DEV_HOSTS), DEV_CERT_DIR, files.ca_cert,
+        )
+    return files.cert, files.key
+
+
+# --- certs -------------------------------------------------------------------------------------
+
+
+def _add_certs(sub: Any) -> None:
+    from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
+
+    p = _command(
+        sub, "certs", "Write a CA and a server certificate for the webhook's Service: ca.crt, ca.key, tls.crt, tls.key.",
+        "netqos-webhook certs --out certs --service netqos-webhook --namespace netqos-system --host 127.0.0.1",
+        _certs,
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory to write the four files into")
+    p.add_argument("--service", default=DEFAULT_SERVICE, metavar="NAME", help=f"Service name (default {DEFAULT_SERVICE})")
+    p.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS", help=f"Service namespace (default {DEFAULT_NAMESPACE})")
+    p.add_argument("--host", action="append", default=[], metavar="H", help="extra DNS name or IP address for the certificate (repeatable)")
+    p.add_argument("--days", type=_positive, default=365, metavar="N", help="validity in days (default 365)")
+    p.add_argument("--key-type", choices=KEY_TYPES, default="ecdsa", help="ecdsa (P-256, default) or rsa (2048)")
+
+
+def _certs(args: argparse.Namespace) -> int:
+    from webhook.certs import generate
+
+    try:
+        files = generate(args.out, args.service, args.namespace, args.host, args.days, args.key_type)
+    except OSError as err:
+        raise CommandError(f"cannot write certificates into {args.out}: {err.strerror}", EXIT_RUNTIME) from None
+    for path in (files.ca_cert, files.ca_key, files.cert, files.key):
+        print(path)
+    return 0
+
+
+# --- review ------------------------------------------------------------------------------------
+
+
+def _add_review(sub: Any) -> None:
+    p = _command(
+        sub, "review",
+        "Dry-run the webhook offline: FILE is a Pod manifest or a whole AdmissionReview (YAML or JSON; - reads stdin).",
+        "netqos-webhook review deploy/examples/test-pod.yaml -o pod",
+        _review,
+    )
+    p.add_argument("file", metavar="FILE|-", help="Pod manifest or AdmissionReview")
+    p.add_argument("-o", "--output", choices=("response", "patch", "pod"), default="response",
+                   help="response: the AdmissionReview answer (default); patch: the decoded JSON patch; pod: the mutated pod as YAML")
+    _add_config(p)
+
+
+def _review(args: argparse.Namespace) -> int:
+    import jsonpatch
+
+    from webhook.admission import BadReview, review
+
+    document = _read_manifest(args.file)
+    policy = _policy(args)
+    if isinstance(document, dict) and document.get("kind") == "Pod":
+        document = _review_for(document)
+    elif not (isinstance(document, dict) and document.get("kind") == "AdmissionReview"):
+        kind = document.get("kind") if isinstance(document, dict) else type(document).__name__
+        raise CommandError(f"{args.file}: expected a Pod or an AdmissionReview, got kind {kind!r}")
+    try:
+        result = review(policy, document)
+    except BadReview as err:
+        raise CommandError(f"{args.file}: {err}") from None
+    if args.output == "response":
+        print(json.dumps(result.response, indent=2))
+    else:
+        encoded = result.response["response"].get("patch")
+        ops = json.loads(base64.b64decode(encoded)) if encoded else []
+        if args.output == "patch":
+            print(json.dumps(ops, indent=2))
+        else:  # apply what we would send, so the output proves the patch and not just the policy
+            pod = jsonpatch.apply_patch(document["request"].get("object"), ops)
+            print(yaml.safe_dump(pod, sort_keys=False), end="")
+    for warning in result.response["response"].get("warnings", ()):
+        print(f"Warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _read_manifest(name: str) -> Any:
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise CommandError(f"cannot read {name}: {reason}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise CommandError(f"{name} is neither YAML nor JSON: {err}") from None
+
+
+def _review_for(pod: dict[str, Any]) -> dict[str, Any]:
+    """An AdmissionReview shaped like the one the API server sends for `kubectl apply` of `pod`."""
+    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+    namespace = meta.get("namespace") or "default"
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": meta.get("name", ""),
+            "namespace": namespace,
+            "operation": "CREATE",
+            "userInfo": {"username": "netqos-webhook-review"},
+            "object": pod,
+            "oldObject": None,
+            "dryRun": True,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        },
+    }
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

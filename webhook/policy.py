@@ -1,0 +1,201 @@
+"""What a pod should become: the NetQoS rules, compiled, and their evaluation.
+
+Pure: a pod (plain JSON data) goes in, an `Outcome` comes out holding the pod as it should be.
+The JSON patch is derived elsewhere (`patch.diff`) from the difference, so the patch can never
+disagree with the intended result. Unchanged parts of the pod are shared, not copied, which
+keeps evaluation and diffing cheap for large pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Mapping
+
+from webhook.affinity import (
+    PreferredTerm,
+    ShapeError,
+    expect,
+    preferred_term_from_api,
+    requirements_from_api,
+)
+from webhook.selector import LabelSelector
+
+OPT_OUT_ANNOTATION = "netqos.io/inject"  # "false" skips every rule
+INJECTED_ANNOTATION = "netqos.io/injected"  # comma-separated names of the rules applied
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+class Decision(str, Enum):
+    MUTATED = "mutated"
+    UNCHANGED = "unchanged"  # selected, but every rule's terms are already there
+    SKIPPED_EXPLICIT = "skipped_explicit"  # the pod's own affinity already uses the keys
+    SKIPPED_OPT_OUT = "skipped_opt_out"
+    NOT_SELECTED = "not_selected"
+    INVALID = "invalid"  # the object is not shaped like a pod; left alone
+    ERROR = "error"  # a bug of ours; the pod is admitted unchanged
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pod_selector: LabelSelector
+    preferences: tuple[PreferredTerm, ...]
+    keys: frozenset[str] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", frozenset().union(*(t.keys() for t in self.preferences)))
+
+
+@dataclass(frozen=True)
+class Policy:
+    rules: tuple[Rule, ...]
+    # Identities of every term any rule injects: such terms in a pod are ours (or identical to
+    # ours), never the user's explicit choice.
+    term_ids: frozenset = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        ids = frozenset(t.identity() for r in self.rules for t in r.preferences)
+        object.__setattr__(self, "term_ids", ids)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    decision: Decision
+    pod: Any  # what the object should become; the input itself when nothing changes
+    injected: tuple[str, ...] = ()  # rules applied in this evaluation
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _PodView:
+    """The few pod fields the policy reads, type-checked once."""
+
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    required_keys: frozenset[str]
+    preferred: tuple[tuple[PreferredTerm, bool], ...]  # (term, has matchFields)
+
+
+def evaluate(policy: Policy, pod: Any) -> Outcome:
+    """Decide what `pod` (a Pod object as JSON data) should become under `policy`."""
+    try:
+        view = _read(pod)
+    except ShapeError as err:
+        return Outcome(Decision.INVALID, pod, warnings=(f"netqos-webhook left the pod unchanged: {err}",))
+
+    selected = [r for r in policy.rules if r.pod_selector.matches(view.labels)]
+    if not selected:
+        return Outcome(Decision.NOT_SELECTED, pod)
+    if view.annotations.get(OPT_OUT_ANNOTATION) == "false":
+        return Outcome(Decision.SKIPPED_OPT_OUT, pod)
+
+    present = {term.identity() for term, _ in view.preferred}
+    explicit = _explicit_keys(view, policy.term_ids)
+    to_add: list[PreferredTerm] = []
+    applied: list[str] = []
+    warnings: list[str] = []
+    for rule in selected:
+        missing = [t for t in rule.preferences if t.identity() not in present]
+        if not missing:
+            continue  # already carried: a re-invocation, or the user wrote our exact terms
+        clash = sorted(rule.keys & explicit)
+        if clash:
+            warnings.append(
+                f'netqos-webhook: rule "{rule.name}" not applied: the pod\'s own node affinity '
+                f"already uses node label {', '.join(map(repr, clash))}"
+            )
+            continue
+        for term in missing:
+            present.add(term.identity())
+            to_add.append(term)
+        applied.append(rule.name)
+
+    if not applied:
+        decision = Decision.SKIPPED_EXPLICIT if warnings else Decision.UNCHANGED
+        return Outcome(decision, pod, warnings=tuple(warnings))
+    names = _merge_names(view.annotations.get(INJECTED_ANNOTATION), applied)
+    return Outcome(Decision.MUTATED, _with_terms(pod, to_add, names), tuple(applied), tuple(warnings))
+
+
+def _explicit_keys(view: _PodView, policy_term_ids: frozenset) -> frozenset[str]:
+    """Node-label keys the pod's author chose: required terms, and preferred terms that are
+    not policy terms (those were injected by us, or say exactly what we would)."""
+    keys = set(view.required_keys)
+    for term, has_fields in view.preferred:
+        if has_fields or term.identity() not in policy_term_ids:
+            keys |= term.keys()
+    return frozenset(keys)
+
+
+def _merge_names(existing: str | None, applied: list[str]) -> str:
+    names = [n for n in (existing or "").split(",") if n]
+    names += [n for n in applied if n not in names]
+    return ",".join(names)
+
+
+def _with_terms(pod: Mapping[str, Any], terms: list[PreferredTerm], injected: str) -> dict[str, Any]:
+    """A new pod with `terms` appended after the pod's own preferred terms and the annotation set.
+
+    Copies only the dicts on the two paths it changes; every other subtree is the same object
+    as in the input, which `patch.diff` recognises without comparing it.
+    """
+    new = dict(pod)
+    meta = new["metadata"] = dict(_get(pod, "metadata"))
+    annotations = meta["annotations"] = dict(_get(meta, "annotations"))
+    annotations[INJECTED_ANNOTATION] = injected
+    spec = new["spec"] = dict(_get(pod, "spec"))
+    affinity = spec["affinity"] = dict(_get(spec, "affinity"))
+    node_affinity = affinity["nodeAffinity"] = dict(_get(affinity, "nodeAffinity"))
+    preferred = node_affinity[PREFERRED] = list(node_affinity.get(PREFERRED) or ())
+    preferred.extend(t.to_api() for t in terms)
+    return new
+
+
+def _get(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return {} if value is None else value
+
+
+def _read(pod: Any) -> _PodView:
+    expect(pod, dict, "object", "a Pod object")
+    meta = _obj(pod, "metadata", "metadata")
+    labels = _string_map(meta, "labels", "metadata.labels")
+    annotations = _string_map(meta, "annotations", "metadata.annotations")
+    spec = _obj(pod, "spec", "spec")
+    affinity = _obj(spec, "affinity", "spec.affinity")
+    node_affinity = _obj(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+    base = "spec.affinity.nodeAffinity"
+    required_keys: set[str] = set()
+    required = _obj(node_affinity, REQUIRED, f"{base}.{REQUIRED}")
+    terms = required.get("nodeSelectorTerms")
+    if terms is not None:
+        expect(terms, list, f"{base}.{REQUIRED}.nodeSelectorTerms", "a list")
+        for i, term in enumerate(terms):
+            path = f"{base}.{REQUIRED}.nodeSelectorTerms[{i}]"
+            expect(term, dict, path, "an object")
+            reqs = requirements_from_api(term.get("matchExpressions"), f"{path}.matchExpressions")
+            required_keys.update(r.key for r in reqs)
+    raw_preferred = node_affinity.get(PREFERRED)
+    if raw_preferred is None:
+        raw_preferred = []
+    expect(raw_preferred, list, f"{base}.{PREFERRED}", "a list")
+    preferred = tuple(
+        preferred_term_from_api(t, f"{base}.{PREFERRED}[{i}]") for i, t in enumerate(raw_preferred)
+    )
+    return _PodView(labels, annotations, frozenset(required_keys), preferred)
+
+
+def _obj(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+    value = parent.get(key)
+    if value is None:
+        return {}
+    return expect(value, dict, path, "an object")
+
+
+def _string_map(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, str]:
+    value = _obj(parent, key, path)
+    for k, v in value.items():
+        expect(v, str, f"{path}[{k!r}]", "a string")
+    return value

@@ -1,0 +1,229 @@
+"""Reading and validating a policy file into a compiled `Policy`.
+
+Everything is checked here, once, at start-up: a bad file stops the server with a message that
+names the file, the rule, the field and the offending value. Nothing is validated at request time.
+
+File format (YAML or JSON):
+
+    apiVersion: netqos.io/v1alpha1      # optional; checked when present
+    kind: NetQoSPolicy                  # optional; checked when present
+    rules:
+    - name: netqos                      # DNS label: a-z, 0-9, '-'
+      podSelector:                      # a Kubernetes LabelSelector
+        matchLabels: {qos: latency-sensitive}
+      preferences:                      # PreferredSchedulingTerms to append
+      - weight: 90                      # 1..100
+        matchExpressions:               # NodeSelectorRequirements
+        - {key: net, operator: In, values: [high]}
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from webhook.affinity import NODE_SELECTOR_OPERATORS, PreferredTerm, Requirement
+from webhook.policy import Policy, Rule
+from webhook.selector import LABEL_SELECTOR_OPERATORS, LabelSelector
+
+API_VERSION = "netqos.io/v1alpha1"
+KIND = "NetQoSPolicy"
+BUILTIN_SOURCE = "<built-in default policy>"
+
+# The NetQoS plugin's table as node affinity: 90 + 10 on net=high, 10 on unlabelled or any other
+# value, 0 on net=low; normalised by the best node that is 100 / 10 / 0. deploy/base/policy.yaml
+# holds the same document, and a test keeps them identical.
+DEFAULT_DOCUMENT: dict[str, Any] = {
+    "apiVersion": API_VERSION,
+    "kind": KIND,
+    "rules": [
+        {
+            "name": "netqos",
+            "podSelector": {"matchLabels": {"qos": "latency-sensitive"}},
+            "preferences": [
+                {"weight": 90, "matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]},
+                {"weight": 10, "matchExpressions": [{"key": "net", "operator": "NotIn", "values": ["low"]}]},
+            ],
+        }
+    ],
+}
+
+_RULE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used; the message says where and what to do."""
+
+
+def default_policy() -> Policy:
+    return compile_policy(DEFAULT_DOCUMENT, BUILTIN_SOURCE)
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """The policy in `path`, or the built-in default when `path` is None."""
+    if path is None:
+        return default_policy()
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise PolicyError(f"policy file {source}: cannot read it ({err.strerror}); check the path") from err
+    except UnicodeDecodeError as err:
+        raise PolicyError(f"policy file {source}: not UTF-8 text ({err.reason}); save it as UTF-8") from err
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise PolicyError(f"policy file {source}: not valid YAML: {err}") from err
+    return compile_policy(document, source)
+
+
+def compile_policy(document: Any, source: str) -> Policy:
+    return _Checker(source).policy(document)
+
+
+class _Checker:
+    """Walks the document; `fail` raises with the file, rule, field and value."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.rule = ""
+
+    def fail(self, path: str, value: Any, problem: str) -> None:
+        where = f"policy file {self.source}: "
+        if self.rule:
+            where += f"{self.rule}: "
+        raise PolicyError(f"{where}{path}: {problem} (got {_show(value)})")
+
+    def fields(self, obj: Any, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
+        if not isinstance(obj, dict):
+            self.fail(path, obj, "must be a mapping")
+        for key in obj:
+            if key not in allowed:
+                hint = difflib.get_close_matches(str(key), allowed, n=1)
+                extra = f"; did you mean {hint[0]!r}?" if hint else f"; allowed fields: {', '.join(allowed)}"
+                self.fail(f"{path}.{key}" if path else str(key), key, f"unknown field{extra}")
+        for key in required:
+            if key not in obj:
+                self.fail(f"{path}.{key}" if path else key, None, "is required")
+        return obj
+
+    def policy(self, doc: Any) -> Policy:
+        if doc is None:
+            self.fail("(document)", doc, "the file is empty; it must hold a mapping with 'rules'")
+        self.fields(doc, "", ("apiVersion", "kind", "rules"), ("rules",))
+        if "apiVersion" in doc and doc["apiVersion"] != API_VERSION:
+            self.fail("apiVersion", doc["apiVersion"], f"must be {API_VERSION}")
+        if "kind" in doc and doc["kind"] != KIND:
+            self.fail("kind", doc["kind"], f"must be {KIND}")
+        rules_raw = doc["rules"]
+        if not isinstance(rules_raw, list) or not rules_raw:
+            self.fail("rules", rules_raw, "must be a non-empty list of rules")
+        rules: list[Rule] = []
+        seen: set[str] = set()
+        for i, raw in enumerate(rules_raw):
+            self.rule = f"rules[{i}]"
+            rule = self.rule_(raw)
+            if rule.name in seen:
+                self.fail("name", rule.name, "is used by an earlier rule; rule names must be unique")
+            seen.add(rule.name)
+            rules.append(rule)
+        return Policy(tuple(rules))
+
+    def rule_(self, raw: Any) -> Rule:
+        if not isinstance(raw, dict):
+            self.fail("(rule)", raw, "must be a mapping with name, podSelector and preferences")
+        name = raw.get("name")
+        if isinstance(name, str) and _RULE_NAME.match(name):
+            self.rule = f'{self.rule} "{name}"'  # name the rule in every later message
+        self.fields(raw, "", ("name", "podSelector", "preferences"), ("name", "podSelector", "preferences"))
+        if not isinstance(name, str) or not _RULE_NAME.match(name):
+            self.fail("name", name, "must be a DNS label: lower-case letters, digits and '-', at most 63")
+        selector = self.selector(raw["podSelector"], "podSelector")
+        prefs = raw["preferences"]
+        if not isinstance(prefs, list) or not prefs:
+            self.fail("preferences", prefs, "must be a non-empty list of {weight, matchExpressions}")
+        terms = tuple(self.term(p, f"preferences[{j}]") for j, p in enumerate(prefs))
+        return Rule(name, selector, terms)
+
+    def selector(self, raw: Any, path: str) -> LabelSelector:
+        self.fields(raw, path, ("matchLabels", "matchExpressions"))
+        labels = raw.get("matchLabels") or {}
+        if not isinstance(labels, dict):
+            self.fail(f"{path}.matchLabels", labels, "must be a mapping of label key to value")
+        for key, value in labels.items():
+            self.label_key(key, f"{path}.matchLabels")
+            self.label_value(value, f"{path}.matchLabels[{key!r}]")
+        exprs_raw = raw.get("matchExpressions") or []
+        if not isinstance(exprs_raw, list):
+            self.fail(f"{path}.matchExpressions", exprs_raw, "must be a list")
+        exprs = []
+        for k, e in enumerate(exprs_raw):
+            key, op, values = self.expression(e, f"{path}.matchExpressions[{k}]", LABEL_SELECTOR_OPERATORS)
+            exprs.append(Requirement(key, op, values))
+        return LabelSelector(tuple(labels.items()), tuple(exprs))
+
+    def term(self, raw: Any, path: str) -> PreferredTerm:
+        self.fields(raw, path, ("weight", "matchExpressions"), ("weight", "matchExpressions"))
+        weight = raw["weight"]
+        if type(weight) is not int or not 1 <= weight <= 100:
+            self.fail(f"{path}.weight", weight, "must be an integer from 1 to 100")
+        exprs = raw["matchExpressions"]
+        if not isinstance(exprs, list) or not exprs:
+            # A preference with no expressions matches no node: it would do nothing.
+            self.fail(f"{path}.matchExpressions", exprs, "must be a non-empty list of node selector requirements")
+        reqs = tuple(
+            Requirement(*self.expression(e, f"{path}.matchExpressions[{k}]", NODE_SELECTOR_OPERATORS))
+            for k, e in enumerate(exprs)
+        )
+        return PreferredTerm(weight, reqs)
+
+    def expression(self, raw: Any, path: str, operators: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
+        self.fields(raw, path, ("key", "operator", "values"), ("key", "operator"))
+        self.label_key(raw["key"], f"{path}.key")
+        op = raw["operator"]
+        if op not in operators:
+            self.fail(f"{path}.operator", op, f"must be one of {', '.join(operators)}")
+        values = raw.get("values")
+        if values is None:
+            values = []
+        if not isinstance(values, list):
+            self.fail(f"{path}.values", values, "must be a list of strings")
+        if op in ("In", "NotIn") and not values:
+            self.fail(f"{path}.values", values, f"must not be empty for operator {op}")
+        if op in ("In", "NotIn"):
+            for v_i, v in enumerate(values):
+                self.label_value(v, f"{path}.values[{v_i}]")
+        if op in ("Exists", "DoesNotExist") and values:
+            self.fail(f"{path}.values", values, f"must be empty for operator {op}")
+        if op in ("Gt", "Lt"):
+            if len(values) != 1 or not re.fullmatch(r"-?\d+", values[0]):
+                self.fail(f"{path}.values", values, f"must be exactly one integer for operator {op}")
+        return raw["key"], op, tuple(values)
+
+    def label_key(self, key: Any, path: str) -> None:
+        ok = isinstance(key, str) and _valid_label_key(key)
+        if not ok:
+            self.fail(path, key, "must be a label key: [prefix/]name, name at most 63 of [A-Za-z0-9-_.]")
+
+    def label_value(self, value: Any, path: str) -> None:
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            self.fail(path, value, "must be a label value string: at most 63 of [A-Za-z0-9-_.], quoted in YAML if it looks like a number or boolean")
+
+
+def _valid_label_key(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(_NAME_PART.match(name))
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
