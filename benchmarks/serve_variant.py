@@ -53,6 +53,13 @@ def _fresh_context(conf, default_factory):
     return ctx
 
 
+def _yield_after_request(worker, req, environ, resp):
+    """Let the event loop poll before this greenlet reads its connection's next request."""
+    import gevent
+
+    gevent.sleep(0.000001)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--app", default="benchmarks.baseline_app:app")
@@ -65,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--keepalive", type=int, default=120)
     p.add_argument("--reuse-port", action="store_true")
     p.add_argument("--reuse-ssl-context", action="store_true")
+    p.add_argument("--yield-after-request", action="store_true")
     args = p.parse_args(argv)
     sys.path.insert(0, ROOT)
     options = {
@@ -80,6 +88,8 @@ def main(argv: list[str] | None = None) -> None:
         "control_socket_disable": True,
         "loglevel": "warning",
     }
+    if args.yield_after_request:
+        options["post_request"] = _yield_after_request
     _App(args.app, options).run()
 
 

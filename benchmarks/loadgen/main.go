@@ -69,6 +69,7 @@ type options struct {
 	idleConns     int
 	requests      int
 	seed          int64
+	dump          string
 }
 
 type outcome int
@@ -83,6 +84,8 @@ const (
 type recorder struct {
 	mu        sync.Mutex
 	latencies []time.Duration
+	starts    []time.Time
+	reusedAt  []bool
 	ok        int
 	errs      int
 	timeouts  int
@@ -95,10 +98,12 @@ func newRecorder() *recorder {
 	return &recorder{samples: map[string]int{}}
 }
 
-func (r *recorder) add(lat time.Duration, o outcome, msg string, reused bool) {
+func (r *recorder) add(start time.Time, lat time.Duration, o outcome, msg string, reused bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.latencies = append(r.latencies, lat)
+	r.starts = append(r.starts, start)
+	r.reusedAt = append(r.reusedAt, reused)
 	switch o {
 	case outcomeOK:
 		r.ok++
@@ -249,7 +254,7 @@ func (g *generator) review(client *http.Client, rec *recorder, start time.Time) 
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
 		http.MethodPost, g.opt.url, bytes.NewReader(body))
 	if err != nil {
-		rec.add(time.Since(start), outcomeError, err.Error(), false)
+		rec.add(start, time.Since(start), outcomeError, err.Error(), false)
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -260,9 +265,9 @@ func (g *generator) review(client *http.Client, rec *recorder, start time.Time) 
 		lat := time.Since(start)
 		var ne net.Error
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-			rec.add(lat, outcomeTimeout, "timeout", reused)
+			rec.add(start, lat, outcomeTimeout, "timeout", reused)
 		} else {
-			rec.add(lat, outcomeError, err.Error(), reused)
+			rec.add(start, lat, outcomeError, err.Error(), reused)
 		}
 		return
 	}
@@ -272,17 +277,17 @@ func (g *generator) review(client *http.Client, rec *recorder, start time.Time) 
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			rec.add(lat, outcomeTimeout, "timeout reading body", reused)
+			rec.add(start, lat, outcomeTimeout, "timeout reading body", reused)
 		} else {
-			rec.add(lat, outcomeError, "reading body: "+err.Error(), reused)
+			rec.add(start, lat, outcomeError, "reading body: "+err.Error(), reused)
 		}
 		return
 	}
 	if msg := g.check(resp.StatusCode, data, uid); msg != "" {
-		rec.add(lat, outcomeError, msg, reused)
+		rec.add(start, lat, outcomeError, msg, reused)
 		return
 	}
-	rec.add(lat, outcomeOK, "", reused)
+	rec.add(start, lat, outcomeOK, "", reused)
 }
 
 func (g *generator) runKeepalive(rec *recorder) time.Duration {
@@ -461,6 +466,7 @@ func main() {
 	flag.IntVar(&o.idleConns, "idle-conns", 50, "idle: handshaken connections held open without a request")
 	flag.IntVar(&o.requests, "requests", 20, "idle: sequential reviews sent while the idle connections are open")
 	flag.Int64Var(&o.seed, "seed", 1, "poisson: random seed for the arrival times")
+	flag.StringVar(&o.dump, "dump", "", "write every request's start offset (ms), latency (ms) and connection reuse to this file")
 	flag.Parse()
 	if o.url == "" || o.caFile == "" || o.bodyFile == "" {
 		fail(errors.New("-url, -ca and -body are required"))
@@ -514,6 +520,9 @@ func main() {
 		fail(fmt.Errorf("unknown scenario %q", o.scenario))
 	}
 
+	if o.dump != "" {
+		dumpRequests(o.dump, rec)
+	}
 	sort.Slice(rec.latencies, func(a, b int) bool { return rec.latencies[a] < rec.latencies[b] })
 	var sum time.Duration
 	for _, l := range rec.latencies {
@@ -547,5 +556,25 @@ func main() {
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(res); err != nil {
 		fail(err)
+	}
+}
+
+func dumpRequests(path string, rec *recorder) {
+	f, err := os.Create(path)
+	if err != nil {
+		fail(err)
+	}
+	defer f.Close()
+	if len(rec.starts) == 0 {
+		return
+	}
+	first := rec.starts[0]
+	for _, t := range rec.starts {
+		if t.Before(first) {
+			first = t
+		}
+	}
+	for i, t := range rec.starts {
+		fmt.Fprintf(f, "%.3f %.3f %t\n", float64(t.Sub(first))/1e6, float64(rec.latencies[i])/1e6, rec.reusedAt[i])
 	}
 }
