@@ -158,6 +158,11 @@ SERVERS: dict[str, ServerSpec] = {
         "socket per worker, loop yield after each request",
         _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port",
                  "--yield-after-request")),
+    "flask-gevent-2-reuseport-yield-coalesce": ServerSpec(
+        "flask-gevent-2-reuseport-yield-coalesce", "as flask-gevent-2-reuseport-yield, and the response head "
+        "sent in the same TLS record as the body",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port",
+                 "--yield-after-request", "--coalesce-writes")),
     "flask-gevent-2-reuseport": ServerSpec(
         "flask-gevent-2-reuseport", "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT socket per worker",
         _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port")),
@@ -590,6 +595,8 @@ def main(argv: list[str] | None = None) -> int:
             "repeat": args.repeat,
         }
         report = render(merged, servers, meta)
+        if args.repeat > 1 and len(servers) == 2:
+            report += "\n" + render_paired(results, servers)
         (out / "report.md").write_text(report)
         (out / "results.json").write_text(json.dumps({"meta": meta, "servers": servers,
                                                       "results": results}, indent=2))
@@ -599,6 +606,28 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if failed else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def render_paired(results: list[dict[str, Any]], servers: list[str]) -> str:
+    """Ratios of the two servers within each repeat (run back to back, so under similar load
+    from the rest of the machine), and their median: steadier than a ratio of two medians."""
+    import statistics
+
+    a, b = servers
+    lines = [f"Paired ratios {a}/{b}, median over repeats (min–max):", "",
+             "| scenario | req/s | p99 ms | CPU ms/req |", "|---|---:|---:|---:|"]
+    for sc in SCENARIOS:
+        runs = {(r["server"], r["repeat"]): r for r in results if r["scenario"] == sc.name}
+        reps = sorted({rep for (_, rep) in runs})
+        pairs = [(runs[(a, rep)], runs[(b, rep)]) for rep in reps if (a, rep) in runs and (b, rep) in runs]
+        if not pairs:
+            continue
+        cells = []
+        for get in (lambda r: r["load"]["rps"], lambda r: r["load"]["p99_ms"], lambda r: r["cpu_ms_per_req"]):
+            ratios = [get(x) / get(y) for x, y in pairs if get(x) and get(y)]
+            cells.append(f"{statistics.median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f})" if ratios else "–")
+        lines.append(f"| {sc.name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _median_over_repeats(results: list[dict[str, Any]]) -> list[dict[str, Any]]:

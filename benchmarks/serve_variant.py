@@ -60,6 +60,50 @@ def _yield_after_request(worker, req, environ, resp):
     gevent.sleep(0.000001)
 
 
+def _install_coalescing_response():
+    from gunicorn.http import wsgi
+
+    class _Buffer:
+        def __init__(self):
+            self.data = b""
+
+        def sendall(self, data):
+            self.data += data
+
+    class CoalescingResponse(wsgi.Response):
+        _pending = b""
+
+        def send_headers(self):
+            if self.headers_sent:
+                return
+            real, buf = self.sock, _Buffer()
+            self.sock = buf
+            try:
+                super().send_headers()
+            finally:
+                self.sock = real
+            self._pending = buf.data
+
+        def _emit_body(self, data):
+            pending, self._pending = self._pending, b""
+            if pending:
+                if self.chunked:
+                    self.sock.sendall(pending + b"%X\r\n%s\r\n" % (len(data), data))
+                    return
+                data = pending + data
+            super()._emit_body(data)
+
+        def close(self):
+            if not self.headers_sent:
+                self.send_headers()
+            pending, self._pending = self._pending, b""
+            if pending:
+                self.sock.sendall(pending)
+            super().close()
+
+    wsgi.Response = CoalescingResponse
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--app", default="benchmarks.baseline_app:app")
@@ -73,6 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--reuse-port", action="store_true")
     p.add_argument("--reuse-ssl-context", action="store_true")
     p.add_argument("--yield-after-request", action="store_true")
+    p.add_argument("--coalesce-writes", action="store_true")
     args = p.parse_args(argv)
     sys.path.insert(0, ROOT)
     options = {
@@ -88,6 +133,8 @@ def main(argv: list[str] | None = None) -> None:
         "control_socket_disable": True,
         "loglevel": "warning",
     }
+    if args.coalesce_writes:
+        _install_coalescing_response()
     if args.yield_after_request:
         options["post_request"] = _yield_after_request
     _App(args.app, options).run()
