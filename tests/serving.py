@@ -94,12 +94,17 @@ class ServiceConnection(http.client.HTTPSConnection):
 
 @contextmanager
 def running_server(tmp_path: Path, *args: str, certs: Path | None = None, env: dict[str, str] | None = None,
-                   ready_timeout: float = 30) -> Iterator[Server]:
-    certs = certs or make_certs(tmp_path / "certs")
+                   ready_timeout: float = 30, dev_certs: bool = False) -> Iterator[Server]:
+    """`netqos-webhook serve` in `tmp_path`; with `dev_certs`, no certificate flags, so the
+    server generates its development pair into `tmp_path/certs` itself."""
     port = free_port()
     log = tmp_path / f"server-{port}.log"
-    command = [sys.executable, "-m", "webhook", "serve", "--bind", f"127.0.0.1:{port}",
-               "--certfile", str(certs / "tls.crt"), "--keyfile", str(certs / "tls.key"), *args]
+    command = [sys.executable, "-m", "webhook", "serve", "--bind", f"127.0.0.1:{port}", *args]
+    if dev_certs:
+        certs = tmp_path / "certs"
+    else:
+        certs = certs or make_certs(tmp_path / "certs")
+        command += ["--certfile", str(certs / "tls.crt"), "--keyfile", str(certs / "tls.key")]
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
                                    env={**os.environ, **(env or {})}, start_new_session=True)
@@ -130,7 +135,10 @@ def _stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         try:
-            process.wait(timeout=15)
+            # A worker still booting when SIGTERM arrives misses it (gunicorn installs the worker's
+            # handlers only once it has booted) and lingers until it notices its parent is gone;
+            # tests that stop a server right after start do not wait for that.
+            process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=15)

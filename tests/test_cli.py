@@ -46,6 +46,13 @@ def test_review_dash_o_patch_reads_an_admission_review_from_stdin():
     ]
 
 
+def test_review_keeps_yaml_timestamps_as_the_strings_the_api_server_sends():
+    pod = TEST_POD.read_text().replace("  name: qos-demo-pod\n", "  name: qos-demo-pod\n  creationTimestamp: 2026-12-02T09:58:38Z\n")
+    done = run("review", "-", "-o", "pod", stdin=pod)
+    assert done.returncode == 0, done.stderr
+    assert yaml.safe_load(done.stdout)["metadata"]["creationTimestamp"] == "2026-12-02T09:58:38Z"
+
+
 def test_review_prints_warnings_on_stderr_as_kubectl_would():
     done = run("review", "-", stdin=json.dumps(fixture("review-create-explicit-net.json")))
     assert done.returncode == 0 and done.stderr.startswith('Warning: netqos-webhook: rule "netqos" not applied')
@@ -54,12 +61,13 @@ def test_review_prints_warnings_on_stderr_as_kubectl_would():
 @pytest.mark.parametrize(
     "case, args, stdin, fragment",
     [
-        ("missing file", ["review", "no/such/pod.yaml"], None, "cannot read no/such/pod.yaml"),
-        ("not YAML", ["review", "-"], "a: [", "neither YAML nor JSON"),
+        ("missing file", ["review", "no/such/pod.yaml"], None, "input file no/such/pod.yaml: cannot read it"),
+        ("not YAML", ["review", "-"], "a: [", "input file -: not valid YAML or JSON"),
+        ("two documents", ["review", "-"], "kind: Pod\n---\nkind: Pod\n", "holds 2 YAML documents"),
         ("not a pod", ["review", "-"], "kind: Service\n", "expected a Pod or an AdmissionReview, got kind 'Service'"),
         ("a list", ["review", "-"], "- 1\n", "got kind 'list'"),
         ("broken review", ["review", "-"], '{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}', "request must be an object"),
-        ("bad policy", ["review", str(TEST_POD), "--config", "-"], None, "policy file -: cannot read it"),
+        ("missing policy", ["review", str(TEST_POD), "--config", "no/such/policy.yaml"], None, "policy file no/such/policy.yaml: cannot read it"),
     ],
 )
 def test_unusable_input_is_one_clear_line_and_exit_code_2(case, args, stdin, fragment):

@@ -120,6 +120,14 @@ def test_bad_requests_get_a_json_4xx_and_the_server_keeps_serving(server, case, 
     assert ok == 200 and body_after["response"]["allowed"] is True
 
 
+def test_serve_without_certificates_generates_a_development_pair_and_says_so(tmp_path):
+    with running_server(tmp_path, dev_certs=True) as srv:
+        assert sorted(p.name for p in (tmp_path / "certs").iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
+        status, body = srv.post_review(fixture("review-create-defaulted-pod.json"))
+        assert status == 200 and body["response"]["patchType"] == "JSONPatch"
+        assert "generated a development CA and certificate" in srv.logs()
+
+
 def test_health_and_readiness(server):
     assert server.request("GET", "/healthz")[0] == 200
     status, body, _ = server.request("GET", "/readyz")

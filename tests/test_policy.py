@@ -80,6 +80,7 @@ def test_terms_are_appended_after_the_pods_own_and_everything_else_is_kept(case,
         ("own preferred term on net", {"nodeAffinity": {PREFERRED: [{"weight": 5, "preference": {"matchExpressions": [{"key": "net", "operator": "Exists"}]}}]}}, "net"),
         ("own required term on net", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "net", "operator": "In", "values": ["low"]}]}]}}}, "net"),
         ("only one of our terms, with another weight", {"nodeAffinity": {PREFERRED: [{"weight": 50, "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]}}]}}, "net"),
+        ("our exact expressions, narrowed by matchFields", {"nodeAffinity": {PREFERRED: [{**NETQOS_TERMS[0], "preference": {**NETQOS_TERMS[0]["preference"], "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}}]}}, "net"),
         ("net in a second requirement of a term", {"nodeAffinity": {PREFERRED: [{"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}, {"key": "net", "operator": "DoesNotExist"}]}}]}}, "net"),
     ],
 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +99,41 @@ def review(policy: Policy, document: Any) -> Result:
         namespace=_text(request.get("namespace")),
         name=_object_name(request, obj),
     )
+
+
+def create_review(pod: Any, username: str) -> dict[str, Any]:
+    """The AdmissionReview the API server would send for creating `pod`, as a dry run: the
+    offline commands (review, explain) put a pod through exactly the `/mutate` code path."""
+    meta = pod.get("metadata") if isinstance(pod, dict) and isinstance(pod.get("metadata"), dict) else {}
+    namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) and meta["namespace"] else "default"
+    gvk = {"group": "", "version": "v1", "kind": "Pod"}
+    gvr = {"group": "", "version": "v1", "resource": "pods"}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
+            "name": _text(meta.get("name")),
+            "namespace": namespace,
+            "operation": "CREATE",
+            "userInfo": {"username": username},
+            "object": pod,
+            "oldObject": None,
+            "dryRun": True,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        },
+    }
+
+
+def wire_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON patch an AdmissionReview response carries, decoded from base64 as the API server
+    decodes it (callers that apply it check the wire form, not our in-memory list)."""
+    encoded = response["response"].get("patch")
+    return json.loads(base64.b64decode(encoded)) if encoded else []
 
 
 def _request(document: Any) -> tuple[dict[str, Any], str]:

@@ -6,18 +6,42 @@ code that decides what we inject. Plain data in, plain data out; no I/O.
 Semantics follow k8s.io/component-helpers/scheduling/corev1/nodeaffinity:
 - In / NotIn / Exists / DoesNotExist compare node labels; NotIn and DoesNotExist match a node
   that lacks the key.
-- Gt / Lt parse the node's label value and the single requirement value as integers; a missing or
-  non-integer label does not match.
-- The requirements of one term are ANDed; a term with no requirements matches nothing.
+- Gt / Lt parse the node's label value and the single requirement value as base-10 int64 (Go's
+  strconv.ParseInt: optional sign, digits only); a missing or non-integer label does not match.
+- A requirement the API server would reject (In/NotIn without values, Exists/DoesNotExist with
+  values, Gt/Lt without exactly one integer, an unknown operator) matches nothing, as a term that
+  fails to parse matches nothing in the scheduler.
+- matchFields compare node fields; the only one is `metadata.name` (operators In/NotIn with exactly
+  one value). A node without a name has no fields, and then matchFields are not checked.
+- The requirements of one term are ANDed; a term with neither expressions nor fields matches
+  nothing. The terms of a required NodeSelector are ORed.
 - A preferred term contributes its weight when it matches; the raw score is the sum.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+FIELD_SELECTOR_OPERATORS = ("In", "NotIn")
+NODE_NAME_FIELD = "metadata.name"
+
+_GO_INT = re.compile(r"^[+-]?[0-9]+$")  # what strconv.ParseInt(s, 10, 64) accepts, range aside
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def parse_int64(text: str) -> int | None:
+    """`text` as Go's strconv.ParseInt(text, 10, 64) reads it, or None where Go fails.
+
+    Python's int() is laxer (" 7", "1_0", "٣" all parse), which would make Gt/Lt match nodes
+    the scheduler does not match.
+    """
+    if not _GO_INT.match(text):
+        return None
+    value = int(text)
+    return value if _INT64[0] <= value <= _INT64[1] else None
 
 
 @dataclass(frozen=True)
@@ -28,7 +52,22 @@ class Requirement:
     operator: str
     values: tuple[str, ...] = ()
 
+    def problem(self) -> str | None:
+        """Why labels.NewRequirement would refuse this requirement, or None if it is valid."""
+        op, n = self.operator, len(self.values)
+        if op in ("In", "NotIn") and n == 0:
+            return f"operator {op} needs at least one value"
+        if op in ("Exists", "DoesNotExist") and n:
+            return f"operator {op} takes no values"
+        if op in ("Gt", "Lt") and (n != 1 or parse_int64(self.values[0]) is None):
+            return f"operator {op} needs exactly one integer value"
+        if op not in NODE_SELECTOR_OPERATORS:
+            return f"unknown operator {op!r}; use one of {', '.join(NODE_SELECTOR_OPERATORS)}"
+        return None
+
     def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.problem() is not None:
+            return False
         present = self.key in labels
         op = self.operator
         if op == "In":
@@ -39,15 +78,12 @@ class Requirement:
             return present
         if op == "DoesNotExist":
             return not present
-        if op in ("Gt", "Lt"):
-            if not present:
-                return False
-            try:
-                have, want = int(labels[self.key]), int(self.values[0])
-            except (ValueError, IndexError):
-                return False
-            return have > want if op == "Gt" else have < want
-        return False  # unknown operator: the API server would have rejected it
+        # Gt / Lt
+        have = parse_int64(labels[self.key]) if present else None
+        if have is None:
+            return False
+        want = parse_int64(self.values[0])
+        return have > want if op == "Gt" else have < want
 
     def canonical(self) -> tuple[str, str, tuple[str, ...]]:
         """Order-insensitive identity: `In [a, b]` and `In [b, a]` are the same requirement."""
@@ -81,6 +117,10 @@ class PreferredTerm:
             "weight": self.weight,
             "preference": {"matchExpressions": [r.to_api() for r in self.requirements]},
         }
+
+    def weighted(self) -> WeightedTerm:
+        """The term as the scheduler scores it (policy terms never carry matchFields)."""
+        return WeightedTerm(self.weight, NodeSelectorTerm(self.requirements))
 
 
 class ShapeError(ValueError):
@@ -150,3 +190,85 @@ def preferred_term_from_api(raw: Any, path: str) -> tuple[PreferredTerm, bool]:
 def raw_score(terms: Iterable[PreferredTerm], labels: Mapping[str, str]) -> int:
     """NodeAffinity's raw score: the sum of the weights of the matching preferred terms."""
     return sum(t.weight for t in terms if t.weight and t.matches(labels))
+
+
+def field_problem(req: Requirement) -> str | None:
+    """Why a matchFields requirement would not parse (nodeSelectorRequirementsAsFieldSelector)."""
+    if req.operator not in FIELD_SELECTOR_OPERATORS:
+        return f"matchFields operator {req.operator!r} is not supported; use In or NotIn"
+    if len(req.values) != 1:
+        return f"matchFields operator {req.operator} needs exactly one value"
+    return None
+
+
+def _field_matches(req: Requirement, fields: Mapping[str, str]) -> bool:
+    # A fields.Set answers "" for a field it does not have, as Go's selector does.
+    have = fields.get(req.key, "")
+    return have == req.values[0] if req.operator == "In" else have != req.values[0]
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """One NodeSelectorTerm: `matchExpressions` on node labels AND `matchFields` on node fields."""
+
+    expressions: tuple[Requirement, ...] = ()
+    fields: tuple[Requirement, ...] = ()
+
+    def is_empty(self) -> bool:
+        return not self.expressions and not self.fields
+
+    def problems(self) -> tuple[str, ...]:
+        found = [p for p in (r.problem() for r in self.expressions) if p]
+        found += [p for p in (field_problem(f) for f in self.fields) if p]
+        return tuple(found)
+
+    def matches(self, labels: Mapping[str, str], name: str = "") -> bool:
+        if self.is_empty() or self.problems():
+            return False
+        if not all(r.matches(labels) for r in self.expressions):
+            return False
+        # extractNodeFields: a node with an empty name has no fields, and the scheduler then
+        # skips matchFields entirely (`len(nodeFields) > 0`).
+        node_fields = {NODE_NAME_FIELD: name} if name else {}
+        if self.fields and node_fields:
+            return all(_field_matches(f, node_fields) for f in self.fields)
+        return True
+
+
+def node_selector_matches(terms: Sequence[NodeSelectorTerm], labels: Mapping[str, str], name: str = "") -> bool:
+    """A required NodeSelector: its terms ORed; empty terms are skipped; no terms match nothing."""
+    return any(t.matches(labels, name) for t in terms if not t.is_empty())
+
+
+@dataclass(frozen=True)
+class WeightedTerm:
+    """A PreferredSchedulingTerm as the scheduler reads it, matchFields included."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+
+def preferred_score(terms: Iterable[WeightedTerm], labels: Mapping[str, str], name: str = "") -> int:
+    """NodeAffinity's Score for one node: the sum of the weights of the matching terms.
+
+    Terms of weight 0 and empty terms are skipped (NewPreferredSchedulingTerms).
+    """
+    return sum(t.weight for t in terms if t.weight and t.term.matches(labels, name))
+
+
+def node_selector_term_from_api(raw: Any, path: str) -> NodeSelectorTerm:
+    """A NodeSelectorTerm (`{matchExpressions, matchFields}`) from API data, shape-checked."""
+    if raw is None:
+        return NodeSelectorTerm()
+    expect(raw, dict, path, "an object")
+    return NodeSelectorTerm(
+        requirements_from_api(raw.get("matchExpressions"), f"{path}.matchExpressions"),
+        requirements_from_api(raw.get("matchFields"), f"{path}.matchFields"),
+    )
+
+
+def weighted_term_from_api(raw: Any, path: str) -> WeightedTerm:
+    """A PreferredSchedulingTerm (`{weight, preference}`) from API data, shape-checked."""
+    expect(raw, dict, path, "an object")
+    weight = expect(raw.get("weight"), int, f"{path}.weight", "an integer")
+    return WeightedTerm(weight, node_selector_term_from_api(raw.get("preference"), f"{path}.preference"))

@@ -7,12 +7,10 @@ invalid policy); 1 a failure at run time.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import logging
 import os
 import sys
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -57,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_serve, _add_review, _add_certs):
+    for add in (_add_serve, _add_review, _add_certs, _add_explain):
         add(sub)
     return parser
 
@@ -91,7 +89,12 @@ def _policy(args: argparse.Namespace):
 
 
 def _add_serve(sub: Any) -> None:
-    from webhook.server import DEFAULT_BIND, DEFAULT_KEEPALIVE_SECONDS, DEFAULT_WORKERS, WORKER_CLASSES
+    from webhook.server import (
+        DEFAULT_BIND,
+        DEFAULT_KEEPALIVE_SECONDS,
+        DEFAULT_WORKERS,
+        WORKER_CLASSES,
+    )
 
     p = _command(
         sub, "serve", "Serve the webhook over HTTPS (gunicorn, TLS 1.2+).",
@@ -199,12 +202,12 @@ def _add_review(sub: Any) -> None:
 def _review(args: argparse.Namespace) -> int:
     import jsonpatch
 
-    from webhook.admission import BadReview, review
+    from webhook.admission import BadReview, create_review, review, wire_patch
 
     document = _read_manifest(args.file)
     policy = _policy(args)
     if isinstance(document, dict) and document.get("kind") == "Pod":
-        document = _review_for(document)
+        document = create_review(document, "netqos-webhook-review")
     elif not (isinstance(document, dict) and document.get("kind") == "AdmissionReview"):
         kind = document.get("kind") if isinstance(document, dict) else type(document).__name__
         raise CommandError(f"{args.file}: expected a Pod or an AdmissionReview, got kind {kind!r}")
@@ -215,8 +218,7 @@ def _review(args: argparse.Namespace) -> int:
     if args.output == "response":
         print(json.dumps(result.response, indent=2))
     else:
-        encoded = result.response["response"].get("patch")
-        ops = json.loads(base64.b64decode(encoded)) if encoded else []
+        ops = wire_patch(result.response)
         if args.output == "patch":
             print(json.dumps(ops, indent=2))
         else:  # apply what we would send, so the output proves the patch and not just the policy
@@ -228,40 +230,35 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _read_manifest(name: str) -> Any:
+    from webhook.documents import DocumentError, read_document
+
     try:
-        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise CommandError(f"cannot read {name}: {reason}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise CommandError(f"{name} is neither YAML nor JSON: {err}") from None
+        return read_document(name, "input")
+    except DocumentError as err:
+        raise CommandError(str(err)) from None
 
 
-def _review_for(pod: dict[str, Any]) -> dict[str, Any]:
-    """An AdmissionReview shaped like the one the API server sends for `kubectl apply` of `pod`."""
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    namespace = meta.get("namespace") or "default"
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "name": meta.get("name", ""),
-            "namespace": namespace,
-            "operation": "CREATE",
-            "userInfo": {"username": "netqos-webhook-review"},
-            "object": pod,
-            "oldObject": None,
-            "dryRun": True,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-        },
-    }
+# --- explain -----------------------------------------------------------------------------------
+
+
+def _add_explain(sub: Any) -> None:
+    from webhook import explain
+
+    p = _command(sub, "explain", explain.HELP, explain.EXAMPLE, _explain)
+    explain.add_arguments(p)
+    _add_config(p)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from webhook import explain
+    from webhook.cluster import ClusterError
+
+    try:
+        return explain.run(args, _policy(args))
+    except explain.ExplainError as err:
+        raise CommandError(str(err)) from None
+    except ClusterError as err:
+        raise CommandError(str(err), EXIT_RUNTIME) from None
 
 
 def _positive(text: str) -> int:

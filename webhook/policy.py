@@ -91,7 +91,8 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     if view.annotations.get(OPT_OUT_ANNOTATION) == "false":
         return Outcome(Decision.SKIPPED_OPT_OUT, pod)
 
-    present = {term.identity() for term, _ in view.preferred}
+    # A term that also has matchFields says more than ours does, so it is never "already ours".
+    present = {term.identity() for term, has_fields in view.preferred if not has_fields}
     explicit = _explicit_keys(view, policy.term_ids)
     to_add: list[PreferredTerm] = []
     applied: list[str] = []

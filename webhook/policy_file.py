@@ -24,9 +24,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from webhook.affinity import NODE_SELECTOR_OPERATORS, PreferredTerm, Requirement
+from webhook.documents import read_document
 from webhook.policy import Policy, Rule
 from webhook.selector import LABEL_SELECTOR_OPERATORS, LabelSelector
 
@@ -71,16 +70,7 @@ def load_policy(path: str | Path | None) -> Policy:
     if path is None:
         return default_policy()
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise PolicyError(f"policy file {source}: cannot read it ({err.strerror}); check the path") from err
-    except UnicodeDecodeError as err:
-        raise PolicyError(f"policy file {source}: not UTF-8 text ({err.reason}); save it as UTF-8") from err
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise PolicyError(f"policy file {source}: not valid YAML: {err}") from err
+    document = read_document(path, "policy", PolicyError)
     return compile_policy(document, source)
 
 

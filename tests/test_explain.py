@@ -1,0 +1,233 @@
+"""`netqos-webhook explain` as a user meets it: files in, a table or JSON out, one-line errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from webhook import cli, explain
+from webhook.cluster import ClusterError
+from webhook.policy_file import default_policy
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "explain"
+TEST_POD = str(ROOT / "deploy/examples/test-pod.yaml")
+SEED_NODES = str(ROOT / "deploy/examples/nodes.yaml")
+
+
+def explained(*argv: str, list_nodes=None) -> str:
+    """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI; nodes from
+    `list_nodes` in live mode (the seam to the cluster)."""
+    args = cli.build_parser().parse_args(["explain", *argv])
+    out = io.StringIO()
+    assert explain.run(args, default_policy(), list_nodes=list_nodes, stdout=out) == 0
+    return out.getvalue()
+
+
+def command(*argv: str, capsys) -> tuple[int, str, str]:
+    """`netqos-webhook explain ARGV` in process: exit code, stdout, stderr."""
+    code = cli.main(["explain", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+SEED_TABLE = """\
+Pod default/qos-demo-pod: mutated by netqos-webhook (rule netqos), preferred node affinity added:
+  + weight 90  net In [high]
+  + weight 10  net NotIn [low]
+
+  NODE          NET    FEASIBLE   NETQOS   AFFINITY RAW   NORMALIZED   WEIGHTED (x2)   REASON
+  minikube      low    yes        0        0              0            0
+* fake-node-1   high   yes        100      100            100          200
+
+2/2 nodes are available.
+NodeAffinity picks: fake-node-1   NetQoS plugin picked: fake-node-1   (same)
+"""
+
+
+def test_the_seed_experiment_prints_both_scores_side_by_side(capsys):
+    code, out, err = command("--pod", TEST_POD, "--nodes", SEED_NODES, capsys=capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith(SEED_TABLE)
+    assert "not evaluated: resource fit (CPU, memory, pods)" in out
+
+
+def test_the_seed_experiment_as_json_has_the_documented_shape():
+    document = json.loads(explained("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json"))
+    contract = {k: document[k] for k in ("pod", "mutated", "nodes", "affinity_choice", "netqos_choice")}
+    assert contract == {
+        "pod": "qos-demo-pod",
+        "mutated": True,
+        "nodes": [
+            {"name": "minikube", "net": "low", "feasible": True, "reasons": [], "netqos_score": 0,
+             "affinity_raw": 0, "affinity_normalized": 0, "affinity_weighted": 0},
+            {"name": "fake-node-1", "net": "high", "feasible": True, "reasons": [], "netqos_score": 100,
+             "affinity_raw": 100, "affinity_normalized": 100, "affinity_weighted": 200},
+        ],
+        "affinity_choice": ["fake-node-1"],
+        "netqos_choice": ["fake-node-1"],
+    }
+    assert document["choices_match"] is True and document["scoring_skipped"] is False
+    assert [t["weight"] for t in document["injected_terms"]] == [90, 10]
+
+
+def test_the_seeds_first_attempt_finds_one_feasible_node_and_no_scoring():
+    pod = str(FIXTURES / "qos-demo-pod-no-tolerations.yaml")
+    document = json.loads(explained("--pod", pod, "--nodes", SEED_NODES, "-o", "json"))
+    fake = document["nodes"][1]
+    assert (fake["feasible"], fake["reasons"]) == (False, ["node(s) had untolerated taint {node.kubernetes.io/unreachable: }"])
+    assert (fake["affinity_normalized"], fake["affinity_weighted"]) == (None, None)
+    assert document["scoring_skipped"] is True
+    assert document["affinity_choice"] == document["netqos_choice"] == ["minikube"]
+    assert document["filter_message"] == "1/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }."
+    table = explained("--pod", pod, "--nodes", SEED_NODES)
+    assert "only minikube is feasible: kube-scheduler binds the pod there without scoring" in table
+
+
+def test_an_opted_out_pod_is_not_mutated_and_the_choices_part_ways():
+    out = explained("--pod", str(FIXTURES / "qos-demo-pod-opted-out.yaml"), "--nodes", SEED_NODES)
+    assert "Pod default/qos-demo-pod: not mutated: it opts out with the annotation netqos.io/inject=false" in out
+    assert "NodeAffinity picks: minikube, fake-node-1   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out
+
+
+@pytest.mark.parametrize("nodes_file", [SEED_NODES, str(FIXTURES / "nodes-documents.yaml"), str(FIXTURES / "nodes.json")])
+def test_a_list_separate_documents_and_json_read_the_same_nodes(nodes_file):
+    out = explained("--pod", TEST_POD, "--nodes", nodes_file, "-o", "json")
+    assert [(n["name"], n["net"], n["affinity_weighted"]) for n in json.loads(out)["nodes"]] == [
+        ("minikube", "low", 0),
+        ("fake-node-1", "high", 200),
+    ]
+
+
+ERRORS = [
+    # (arguments, the one-line message on stderr)
+    (["--pod", "no/such/pod.yaml", "--nodes", SEED_NODES], "netqos-webhook explain: pod file no/such/pod.yaml: cannot read it (No such file or directory); check the path"),
+    (["--pod", str(FIXTURES / "deployment.yaml"), "--nodes", SEED_NODES], "kind is 'Deployment'; explain takes a Pod"),
+    (["--pod", str(FIXTURES / "two-pods.yaml"), "--nodes", SEED_NODES], "holds 2 YAML documents; put exactly one Pod in it"),
+    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-bad-taint.yaml")], "nodes-bad-taint.yaml: items[0].spec.taints[0].effect must be a string, got a list; fix the field"),
+    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-numeric-label.yaml")], "metadata.labels['generation'] must be a string (quote numbers and booleans in YAML), got int"),
+    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-duplicate.yaml")], "document 2: metadata.name 'n1' appears twice"),
+    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-with-a-pod.yaml")], "items[1].kind is 'Pod'; only Node objects belong here"),
+    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "two-pods.yaml")], "document 1: kind is 'Pod'; only Node objects belong here"),
+    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-strings.yaml")], "nodes-strings.yaml: items[0] is str, not a Node object"),
+    (["--pod", str(FIXTURES / "pod-bad-tolerations.yaml"), "--nodes", SEED_NODES], "pod-bad-tolerations.yaml: spec.tolerations must be a list, got a string; fix the field"),
+    (["--pod", TEST_POD, "--nodes", SEED_NODES, "--config", "no/such/policy.yaml"], "netqos-webhook explain: policy file no/such/policy.yaml: cannot read it"),
+    (["--pod", TEST_POD, "--nodes", SEED_NODES, "--context", "minikube"], "--context selects a kubeconfig context; give --kubeconfig too"),
+]
+
+
+@pytest.mark.parametrize("argv, message", ERRORS)
+def test_unusable_input_exits_2_with_one_line_naming_the_file_and_field(argv, message, capsys):
+    code, out, err = command(*argv, capsys=capsys)
+    assert (code, out) == (2, "")
+    assert message in err
+    assert err.startswith("netqos-webhook explain: ") and err.count("\n") == 1
+
+
+def test_an_empty_nodes_file_says_what_to_give(tmp_path, capsys):
+    empty = tmp_path / "nodes.yaml"
+    empty.write_text("apiVersion: v1\nkind: List\nitems: []\n")
+    code, _, err = command("--pod", TEST_POD, "--nodes", str(empty), capsys=capsys)
+    assert code == 2 and "holds no Node objects; give at least one (kubectl get nodes -o yaml)" in err
+
+
+# --- live mode: the same functions, nodes from the cluster seam -------------------------------
+
+
+def seed_items() -> list[dict]:
+    return yaml.safe_load(Path(SEED_NODES).read_text())["items"]
+
+
+def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mode_does():
+    calls = []
+
+    def list_nodes(kubeconfig, context):
+        calls.append((kubeconfig, context))
+        return seed_items()
+
+    live = explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", "--context", "minikube", "-o", "json", list_nodes=list_nodes)
+    from_file = explained("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json")
+    assert calls == [("kube.conf", "minikube")]
+    assert live == from_file
+
+
+def test_a_cluster_failure_at_the_seam_reaches_the_caller_unchanged():
+    def list_nodes(kubeconfig, context):
+        raise ClusterError("cannot reach the API server at https://192.168.49.2:8443 (kubeconfig kube.conf): timed out")
+
+    with pytest.raises(ClusterError, match="cannot reach the API server at https://192.168.49.2:8443"):
+        explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=list_nodes)
+
+
+def test_nodes_from_the_cluster_are_checked_like_a_files():
+    with pytest.raises(explain.ExplainError, match=r"^cluster of kubeconfig kube.conf: items\[0\]\.metadata\.name must be a non-empty string, got null"):
+        explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=lambda k, c: [{"metadata": {}}])
+
+
+def test_a_large_cluster_notes_that_the_scheduler_samples_nodes():
+    items = [{"metadata": {"name": f"n{i:03}", "labels": {"net": "high" if i % 2 else "low"}}} for i in range(500)]
+    notes = json.loads(explained("--pod", TEST_POD, "--kubeconfig", "k", "-o", "json", list_nodes=lambda k, c: items))["notes"]
+    assert any("500 nodes: kube-scheduler stops filtering once it has found 230 feasible nodes" in n for n in notes)
+
+
+# --- the program and its edges ----------------------------------------------------------------
+
+
+def run_module(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "webhook", "explain", *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
+def test_the_command_runs_the_seed_experiment():
+    done = run_module("--pod", "deploy/examples/test-pod.yaml", "--nodes", "deploy/examples/nodes.yaml")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(SEED_TABLE)
+
+
+def test_help_shows_an_example():
+    done = run_module("--help")
+    assert done.returncode == 0
+    assert "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml" in done.stdout
+
+
+def test_a_bad_kubeconfig_is_one_line_without_traceback_and_exit_1(tmp_path):
+    done = run_module("--pod", "deploy/examples/test-pod.yaml", "--kubeconfig", str(tmp_path / "missing.conf"))
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"netqos-webhook explain: cannot use kubeconfig {tmp_path / 'missing.conf'}: ")
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_the_example_fake_node_is_the_fake_node_of_the_example_nodes():
+    fake = yaml.safe_load((ROOT / "deploy/examples/fake-node.yaml").read_text())
+    listed = next(n for n in seed_items() if n["metadata"]["name"] == "fake-node-1")
+    strip = lambda taints: [{k: t[k] for k in ("key", "effect")} for t in taints]  # noqa: E731 - timeAdded is the controller's
+    assert fake["metadata"]["labels"] == listed["metadata"]["labels"]
+    assert strip(fake["spec"]["taints"]) == strip(listed["spec"]["taints"])
+
+
+@pytest.mark.parametrize("pod", ["tests/fixtures/explain/qos-demo-pod-no-tolerations.yaml", "deploy/examples/test-pod.yaml"])
+def test_the_worked_example_in_the_docs_is_what_the_command_prints(pod):
+    docs = (ROOT / "docs/scheduling.md").read_text()
+    transcript = f"$ netqos-webhook explain --pod {pod} --nodes deploy/examples/nodes.yaml\n"
+    transcript += explained("--pod", str(ROOT / pod), "--nodes", SEED_NODES)
+    assert transcript in docs
+
+
+def test_a_rule_skipped_beside_an_applied_one_is_shown_as_a_warning(capsys):
+    code, out, _ = command(
+        "--pod", str(FIXTURES / "pod-own-net-preference.yaml"), "--nodes", SEED_NODES,
+        "--config", str(FIXTURES / "policy-two-rules.yaml"), capsys=capsys,
+    )
+    assert code == 0
+    assert out.startswith(
+        "Pod default/own-net: mutated by netqos-webhook (rule zone-a), preferred node affinity added:\n"
+        "  + weight 20  topology.kubernetes.io/zone In [a]\n"
+        "warning: netqos-webhook: rule \"netqos\" not applied: the pod's own node affinity already uses node label 'net'\n"
+    )
+    # The author's own net=low preference wins where the plugin would have picked net=high.
+    assert "NodeAffinity picks: minikube   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out
