@@ -115,7 +115,7 @@ def _add_serve(sub: Any) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from webhook.app import DEFAULT_MAX_BODY_BYTES
-    from webhook.server import ServeOptions, serve
+    from webhook.server import BindError, ServeOptions, serve
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if (args.certfile is None) != (args.keyfile is None):
@@ -134,7 +134,10 @@ def _serve(args: argparse.Namespace) -> int:
     )
     source = args.config or "the built-in default"
     logging.getLogger("webhook").info("policy from %s: rules %s", source, ", ".join(r.name for r in policy.rules))
-    serve(options, policy)
+    try:
+        serve(options, policy)
+    except BindError as err:
+        raise CommandError(str(err), EXIT_RUNTIME) from None
     return 0
 
 
