@@ -543,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results/<time>)")
     p.add_argument("--seconds", type=float, default=None,
                    help="override every scenario's load duration (for quick experiments)")
+    p.add_argument("--no-micro", action="store_true", help="skip the in-process micro-benchmark")
     p.add_argument("--repeat", type=int, default=1, help="run every scenario this many times per server")
     args = p.parse_args(argv)
 
@@ -597,9 +598,17 @@ def main(argv: list[str] | None = None) -> int:
         report = render(merged, servers, meta)
         if args.repeat > 1 and len(servers) == 2:
             report += "\n" + render_paired(results, servers)
+        if not args.no_micro:
+            micro = subprocess.run([_python(), "-m", "benchmarks.micro", "--json", *(["--smoke"] if args.smoke else [])],
+                                   cwd=ROOT, capture_output=True, text=True, check=True)
+            micro_rows = json.loads(micro.stdout)
+            from benchmarks.micro import render as render_micro
+
+            report += "\nIn process (`benchmarks/micro.py`), µs per call, median of rounds:\n\n" + render_micro(micro_rows)
         (out / "report.md").write_text(report)
-        (out / "results.json").write_text(json.dumps({"meta": meta, "servers": servers,
-                                                      "results": results}, indent=2))
+        (out / "results.json").write_text(json.dumps({"meta": meta, "servers": servers, "results": results,
+                                                      "micro": micro_rows if not args.no_micro else None},
+                                                     indent=2))
         print(report)
         print(f"written to {out}/report.md and results.json", file=sys.stderr)
         failed = [r for r in results if r["load"]["errors"] or r["load"]["timeouts"] or r["worker_restarts"]]

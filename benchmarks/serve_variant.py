@@ -50,6 +50,8 @@ def _reused_context(conf, default_factory):
 def _fresh_context(conf, default_factory):
     ctx = default_factory()
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if os.environ.get("NETQOS_BENCH_NO_TICKETS"):
+        ctx.num_tickets = 0
     return ctx
 
 
