@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The seed's NetQoS experiment, with netqos-webhook and the stock kube-scheduler instead of a
+# custom scheduler plugin:
+#
+#   1. add a fake node (deploy/examples/fake-node.yaml), so the scheduler has two nodes to score;
+#   2. label the real node net=low and the fake node net=high;
+#   3. install and register the webhook (in the cluster, or served from this machine with --dev);
+#   4. apply the seed's test pod (qos=latency-sensitive, tolerating the fake node's taints);
+#   5. show the node it was bound to and the node affinity the webhook injected.
+#
+# Expected, as in the seed: the pod is bound to fake-node-1 (net=high). It stays Pending there,
+# because no kubelet runs behind a fake node; the binding is the point.
+#
+# Usage: scripts/demo.sh [--context NAME] [--dev [--url URL]] [--build] [--cleanup]
+#   --context NAME  kubeconfig context (default: the current one), e.g. minikube or kind-kind
+#   --dev           serve the webhook from this machine (out of cluster, like the seed's
+#                   scheduler) and register it by URL; no image needed
+#   --url URL       with --dev: how the API server reaches this machine
+#                   (default https://host.minikube.internal:8443/mutate, minikube's name for the host)
+#   --build         in-cluster mode: docker build the image and load it into minikube or kind
+#   --cleanup       undo everything the demo did, then exit
+# Run it from anywhere; it works on the repository it lives in.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CONTEXT=""
+MODE="in-cluster"
+URL="https://host.minikube.internal:8443/mutate"
+BUILD=0
+CLEANUP=0
+FAKE_NODE="fake-node-1"
+POD="qos-demo-pod"
+NAMESPACE="netqos-system"
+DEV_CERTS="$HERE/deploy/overlays/dev/certs"
+DEV_LOG="${TMPDIR:-/tmp}/netqos-webhook-demo.log"
+DEV_PID="${TMPDIR:-/tmp}/netqos-webhook-demo.pid"
+NETQOS="${NETQOS_WEBHOOK:-netqos-webhook}"
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --context) [ $# -ge 2 ] || die "--context needs a name"; CONTEXT="$2"; shift 2 ;;
+    --dev) MODE="dev"; shift ;;
+    --url) [ $# -ge 2 ] || die "--url needs a URL"; URL="$2"; shift 2 ;;
+    --build) BUILD=1; shift ;;
+    --cleanup) CLEANUP=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown option: $1" ;;
+  esac
+done
+
+KUBECTL=(kubectl)
+REGISTER_CONTEXT=()
+if [ -n "$CONTEXT" ]; then
+  KUBECTL+=(--context "$CONTEXT")
+  REGISTER_CONTEXT=(--context "$CONTEXT")
+fi
+
+# --- prerequisites: say everything that is missing, at once ------------------------------------
+missing=()
+command -v kubectl >/dev/null 2>&1 || missing+=("kubectl: install it (https://kubernetes.io/docs/tasks/tools/)")
+command -v "$NETQOS" >/dev/null 2>&1 || missing+=("$NETQOS: install this project (pip install -e $HERE) or set NETQOS_WEBHOOK")
+if [ "$MODE" = "in-cluster" ] && [ "$BUILD" = 1 ]; then
+  command -v docker >/dev/null 2>&1 || missing+=("docker: needed by --build to build the image")
+  command -v minikube >/dev/null 2>&1 || command -v kind >/dev/null 2>&1 \
+    || missing+=("minikube or kind: needed by --build to load the image into the cluster")
+fi
+if [ "$MODE" = "dev" ] && [ "$CLEANUP" = 0 ]; then
+  command -v curl >/dev/null 2>&1 || missing+=("curl: needed by --dev to wait for the local server")
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  printf 'demo: missing prerequisites:\n' >&2
+  printf '  - %s\n' "${missing[@]}" >&2
+  exit 1
+fi
+
+if ! nodes="$("${KUBECTL[@]}" get nodes -o name --request-timeout=10s 2>&1)"; then
+  die "cannot reach the cluster${CONTEXT:+ of context $CONTEXT}: ${nodes}
+Start one first (minikube start, or kind create cluster) or pass --context."
+fi
+REAL_NODE="$(printf '%s\n' "$nodes" | sed -n 's|^node/||p' | grep -vx "$FAKE_NODE" | head -n 1 || true)"
+[ -n "$REAL_NODE" ] || die "the cluster has no node besides $FAKE_NODE: the webhook's pods need a real one"
+
+stop_dev_server() {
+  if [ -f "$DEV_PID" ]; then
+    kill "$(cat "$DEV_PID")" 2>/dev/null || true
+    rm -f "$DEV_PID"
+  fi
+}
+
+if [ "$CLEANUP" = 1 ]; then
+  say "Cleaning up"
+  run "${KUBECTL[@]}" delete pod "$POD" --ignore-not-found --force --grace-period=0
+  run "${KUBECTL[@]}" delete node "$FAKE_NODE" --ignore-not-found
+  run "${KUBECTL[@]}" label node "$REAL_NODE" net- || true
+  run "${KUBECTL[@]}" delete mutatingwebhookconfiguration netqos-webhook --ignore-not-found
+  run "${KUBECTL[@]}" delete -k "$HERE/deploy/base" --ignore-not-found
+  stop_dev_server
+  exit 0
+fi
+
+say "1. A second node to score: the seed's fake node (no kubelet behind it)"
+run "${KUBECTL[@]}" apply -f "$HERE/deploy/examples/fake-node.yaml"
+
+say "2. Label the nodes as in the seed"
+run "${KUBECTL[@]}" label node "$REAL_NODE" net=low --overwrite
+run "${KUBECTL[@]}" label node "$FAKE_NODE" net=high --overwrite
+run "${KUBECTL[@]}" get nodes -L net
+
+if [ "$MODE" = "in-cluster" ]; then
+  say "3. Install the webhook in the cluster and register it"
+  if [ "$BUILD" = 1 ]; then
+    version="$(sed -n 's/^__version__ = "\(.*\)"/\1/p' "$HERE/webhook/__init__.py")"
+    run docker build -t "netqos-webhook:$version" "$HERE"
+    current="${CONTEXT:-$(kubectl config current-context)}"
+    case "$current" in
+      kind-*) run kind load docker-image "netqos-webhook:$version" --name "${current#kind-}" ;;
+      *) run minikube image load "netqos-webhook:$version" ${CONTEXT:+--profile "$CONTEXT"} ;;
+    esac
+  fi
+  run "${KUBECTL[@]}" apply -k "$HERE/deploy/base"
+  run "$NETQOS" register "${REGISTER_CONTEXT[@]}" --config "$HERE/deploy/base/policy.yaml" --certs "$HERE/certs"
+  if ! run "${KUBECTL[@]}" -n "$NAMESPACE" rollout status deployment/netqos-webhook --timeout=180s; then
+    "${KUBECTL[@]}" -n "$NAMESPACE" get pods -o wide >&2 || true
+    die "the webhook's pods are not ready. If they show ErrImagePull or ImagePullBackOff, the image is
+not in the cluster: run the demo again with --build (needs docker), or build and load it yourself
+(see the Dockerfile). Or use --dev to serve the webhook from this machine."
+  fi
+else
+  say "3. Serve the webhook from this machine and register it by URL (the seed's out-of-cluster mode)"
+  host="$(printf '%s' "$URL" | sed -E 's|^https://\[?([^]/:]+)\]?.*|\1|')"
+  port="$(printf '%s' "$URL" | sed -nE 's|^https://[^/]*:([0-9]+)/.*|\1|p')"
+  run "$NETQOS" certs --out "$DEV_CERTS" --host "$host" --host 127.0.0.1
+  stop_dev_server
+  printf '$ %s\n' "$NETQOS serve --bind 0.0.0.0:${port:-443} ... > $DEV_LOG &"
+  "$NETQOS" serve --bind "0.0.0.0:${port:-443}" --certfile "$DEV_CERTS/tls.crt" --keyfile "$DEV_CERTS/tls.key" \
+    --config "$HERE/deploy/base/policy.yaml" >"$DEV_LOG" 2>&1 &
+  echo $! >"$DEV_PID"
+  for _ in $(seq 1 50); do
+    curl -fsS --cacert "$DEV_CERTS/ca.crt" "https://127.0.0.1:${port:-443}/readyz" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  curl -fsS --cacert "$DEV_CERTS/ca.crt" "https://127.0.0.1:${port:-443}/readyz" >/dev/null \
+    || die "the local webhook did not start; see $DEV_LOG"
+  run "$NETQOS" register "${REGISTER_CONTEXT[@]}" --url "$URL" --config "$HERE/deploy/base/policy.yaml" --certs "$DEV_CERTS"
+  echo "(the webhook's log: $DEV_LOG; stop it with: scripts/demo.sh --cleanup)"
+fi
+
+say "4. Apply the seed's test pod"
+run "${KUBECTL[@]}" delete pod "$POD" --ignore-not-found --force --grace-period=0
+run "${KUBECTL[@]}" apply -f "$HERE/deploy/examples/test-pod.yaml"
+
+say "5. Where did the stock scheduler bind it?"
+node=""
+for _ in $(seq 1 60); do
+  node="$("${KUBECTL[@]}" get pod "$POD" -o jsonpath='{.spec.nodeName}' 2>/dev/null || true)"
+  [ -n "$node" ] && break
+  sleep 1
+done
+run "${KUBECTL[@]}" get pod "$POD" -o wide
+echo "injected rules: $("${KUBECTL[@]}" get pod "$POD" -o jsonpath='{.metadata.annotations.netqos\.io/injected}')"
+echo "node affinity:"
+"${KUBECTL[@]}" get pod "$POD" -o jsonpath='{.spec.affinity.nodeAffinity}' && echo
+run "${KUBECTL[@]}" get events --field-selector "involvedObject.name=$POD,reason=Scheduled"
+
+if [ "$node" = "$FAKE_NODE" ]; then
+  say "As in the seed: $POD is bound to $FAKE_NODE (net=high), not $REAL_NODE (net=low)"
+  echo "Undo with: scripts/demo.sh${CONTEXT:+ --context $CONTEXT} --cleanup"
+else
+  die "$POD was bound to '${node:-nothing yet}', not $FAKE_NODE. If the affinity above is empty the
+webhook did not mutate it: check 'kubectl get mutatingwebhookconfiguration netqos-webhook -o yaml'
+(a caBundle must be set) and the webhook's log."
+fi

@@ -1,0 +1,370 @@
+"""`netqos-webhook register`: the objects it builds from a certs directory, its dry run, and what
+it sends, through the real `kubernetes` client, to a recording API server on loopback.
+
+The recording server speaks just enough of the API (server-side apply PATCHes) to check the
+request a real API server would get: method, path, fieldManager, force, content type and body.
+Every address used here is on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import yaml
+from support import REPO
+
+from webhook.certs import CertFiles, generate
+from webhook.cli import main
+from webhook.manifests import webhook_configuration
+from webhook.policy_file import load_policy
+from webhook.register import RegisterError, check_certificates, objects
+
+POLICY = str(REPO / "deploy/base/policy.yaml")
+SECRET_PATH = "/api/v1/namespaces/netqos-system/secrets/netqos-webhook-tls"
+CONFIG_PATH = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/netqos-webhook"
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> CertFiles:
+    return generate(tmp_path_factory.mktemp("certs"), hosts=["host.minikube.internal"])
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test may reach a cluster the machine happens to be configured for."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("NETQOS_CONFIG", raising=False)
+
+
+def b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def expected_secret(certs: CertFiles, namespace: str = "netqos-system") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "netqos-webhook-tls",
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "netqos-webhook", "app.kubernetes.io/component": "webhook"},
+        },
+        "type": "kubernetes.io/tls",
+        "data": {"ca.crt": b64(certs.ca_cert), "tls.crt": b64(certs.cert), "tls.key": b64(certs.key)},
+    }
+
+
+def expected_config(certs: CertFiles, **options: Any) -> dict[str, Any]:
+    return webhook_configuration(load_policy(POLICY), ca_bundle=certs.ca_cert.read_bytes(), **options)
+
+
+# --- certificates ------------------------------------------------------------------------------
+
+
+def test_certificates_for_the_service_pass(certs: CertFiles) -> None:
+    checked = check_certificates(certs, "netqos-system")
+    assert (checked.ca_cert, checked.cert, checked.key) == (certs.ca_cert.read_bytes(), certs.cert.read_bytes(), certs.key.read_bytes())
+
+
+def _broken(tmp: Path, certs: CertFiles, case: str) -> CertFiles:
+    out = CertFiles(tmp / case)
+    out.directory.mkdir()
+    for name in ("ca.crt", "tls.crt", "tls.key"):
+        (out.directory / name).write_bytes((certs.directory / name).read_bytes())
+    other = generate(tmp / f"{case}-other")
+    if case == "missing-key":
+        out.key.unlink()
+    elif case == "foreign-key":
+        out.key.write_bytes(other.key.read_bytes())
+    elif case == "other-ca":
+        out.ca_cert.write_bytes(other.ca_cert.read_bytes())
+    elif case == "not-pem":
+        out.cert.write_text("hello\n")
+    elif case == "other-namespace":
+        generate(out.directory, namespace="elsewhere")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("missing-key", "missing {dir}/tls.key; make new ones with 'netqos-webhook certs --out {dir} --namespace netqos-system'"),
+        ("foreign-key", "{dir}/tls.key is not the key of {dir}/tls.crt"),
+        ("other-ca", "{dir}/tls.crt was not issued by the CA in {dir}/ca.crt"),
+        ("not-pem", "{dir}/tls.crt is not a PEM certificate"),
+        ("other-namespace", "{dir}/tls.crt does not name netqos-webhook.netqos-system.svc, the host the API server connects to"),
+    ],
+)
+def test_unusable_certificates_name_the_file_and_the_fix(tmp_path: Path, certs: CertFiles, case: str, message: str) -> None:
+    broken = _broken(tmp_path, certs, case)
+    with pytest.raises(RegisterError) as err:
+        check_certificates(broken, "netqos-system")
+    assert message.format(dir=broken.directory) in str(err.value)
+    assert err.value.code == 2
+
+
+def test_expired_certificates_are_refused(certs: CertFiles) -> None:
+    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=400)
+    with pytest.raises(RegisterError, match=r"tls.crt expired on .* UTC"):
+        check_certificates(certs, "netqos-system", now=later)
+
+
+def test_for_a_url_the_certificate_must_name_the_urls_host(certs: CertFiles) -> None:
+    check_certificates(certs, "netqos-system", url="https://host.minikube.internal:8443/mutate")
+    with pytest.raises(RegisterError, match="does not name 192.168.49.1.*--host 192.168.49.1"):
+        check_certificates(certs, "netqos-system", url="https://192.168.49.1:8443/mutate")
+
+
+# --- objects -----------------------------------------------------------------------------------
+
+
+def test_objects_are_the_tls_secret_then_the_configuration_with_the_ca_bundle(certs: CertFiles) -> None:
+    objs = objects(load_policy(POLICY), check_certificates(certs, "netqos-system"), "netqos-system")
+    assert objs == [expected_secret(certs), expected_config(certs)]
+
+
+def test_objects_for_a_url_are_only_the_configuration(certs: CertFiles) -> None:
+    url = "https://host.minikube.internal:8443/mutate"
+    objs = objects(load_policy(POLICY), check_certificates(certs, "netqos-system", url=url), "netqos-system", url=url)
+    assert objs == [expected_config(certs, url=url)]
+
+
+# --- dry run -----------------------------------------------------------------------------------
+
+
+def test_dry_run_prints_the_objects_and_contacts_nothing(certs: CertFiles, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["register", "--dry-run", "--certs", str(certs.directory), "--config", POLICY]) == 0
+    captured = capsys.readouterr()
+    assert list(yaml.safe_load_all(captured.out)) == [expected_secret(certs), expected_config(certs)]
+    assert f"the Secret above holds the private key from {certs.key}" in captured.err
+
+
+def test_dry_run_in_another_namespace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = generate(tmp_path, namespace="platform")
+    assert main(["register", "--dry-run", "--certs", str(tmp_path), "--namespace", "platform", "--config", POLICY]) == 0
+    secret, config = yaml.safe_load_all(capsys.readouterr().out)
+    assert secret == expected_secret(files, "platform")
+    assert config == expected_config(files, namespace="platform")
+
+
+def test_dry_run_without_certificates_generates_nothing_and_says_how(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "certs"
+    assert main(["register", "--dry-run", "--certs", str(empty)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"make new ones with 'netqos-webhook certs --out {empty} --namespace netqos-system'" in captured.err
+    assert not empty.exists()
+
+
+def test_register_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["register", "--help"])
+    assert "example:\n  netqos-webhook register" in capsys.readouterr().out
+
+
+# --- talking to a cluster ----------------------------------------------------------------------
+
+
+def kubeconfig(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "test", "cluster": {"server": server}}],
+        "users": [{"name": "test", "user": {"token": "test-token"}}],
+        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
+        "current-context": "test",
+    }))
+    return path
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the with block ends
+
+
+class RecordingAPIServer:
+    """Answers PATCH like an API server doing server-side apply: 201 the first time, then 200;
+    or `fail` = (status, reason, message) for every request."""
+
+    def __init__(self, fail: tuple[int, str, str] | None = None) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.fail = fail
+        seen: set[str] = set()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_PATCH(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                url = urlsplit(self.path)
+                outer.requests.append({
+                    "path": url.path, "query": parse_qs(url.query), "content_type": self.headers["Content-Type"],
+                    "authorization": self.headers["Authorization"], "body": json.loads(body),
+                })
+                if outer.fail:
+                    status, reason, message = outer.fail
+                    answer = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": status}
+                else:
+                    status = 200 if url.path in seen else 201
+                    seen.add(url.path)
+                    answer = json.loads(body)
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self) -> RecordingAPIServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_register_server_side_applies_the_secret_then_the_configuration(tmp_path: Path, certs: CertFiles, capsys: pytest.CaptureFixture[str]) -> None:
+    with RecordingAPIServer() as api:
+        config = str(kubeconfig(tmp_path, api.url))
+        args = ["register", "--kubeconfig", config, "--certs", str(certs.directory), "--config", POLICY]
+        assert main(args) == 0
+        first = capsys.readouterr()
+        assert main(args) == 0
+        second = capsys.readouterr()
+    assert [(r["path"], r["body"]) for r in api.requests[:2]] == [
+        (SECRET_PATH, expected_secret(certs)),
+        (CONFIG_PATH, expected_config(certs)),
+    ]
+    for request in api.requests:
+        assert request["content_type"] == "application/apply-patch+yaml"
+        assert request["query"]["fieldManager"] == ["netqos-webhook"]
+        # the API server parses it with Go's strconv.ParseBool; older clients send "True"
+        assert request["query"]["force"] in (["true"], ["True"])
+        assert set(request["query"]) == {"fieldManager", "force"}
+        assert request["authorization"] == "Bearer test-token"
+    assert first.out.splitlines() == [
+        "secret/netqos-webhook-tls in namespace netqos-system created (server-side apply)",
+        "mutatingwebhookconfiguration/netqos-webhook created (server-side apply)",
+    ]
+    assert second.out.splitlines() == [
+        "secret/netqos-webhook-tls in namespace netqos-system configured (server-side apply)",
+        "mutatingwebhookconfiguration/netqos-webhook configured (server-side apply)",
+    ]
+
+
+def test_register_with_a_url_sends_no_secret(tmp_path: Path, certs: CertFiles, capsys: pytest.CaptureFixture[str]) -> None:
+    url = "https://host.minikube.internal:8443/mutate"
+    with RecordingAPIServer() as api:
+        args = ["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--certs", str(certs.directory), "--url", url]
+        assert main(args) == 0
+    assert [(r["path"], r["body"]) for r in api.requests] == [(CONFIG_PATH, expected_config(certs, url=url))]
+
+
+def test_register_without_certificates_generates_them_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "new-certs"
+    with RecordingAPIServer() as api:
+        assert main(["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--certs", str(target)]) == 0
+    files = CertFiles(target)
+    check_certificates(files, "netqos-system")
+    assert api.requests[0]["body"]["data"]["tls.crt"] == b64(files.cert)
+    assert f"generated a CA and a server certificate in {target}/" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("fail", "expected"),
+    [
+        ((403, "Forbidden", 'secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch resource "secrets" in API group "" in the namespace "netqos-system"'),
+         'not allowed to apply secret/netqos-webhook-tls in namespace netqos-system: secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch'),
+        ((403, "Forbidden", "forbidden"), "register needs the verbs create and patch on secrets in namespace netqos-system"),
+        ((401, "Unauthorized", "Unauthorized"), "rejected the credentials (401 Unauthorized)"),
+        ((404, "NotFound", 'namespaces "netqos-system" not found'), "Create the namespace first: 'kubectl apply -k deploy/base'"),
+        ((422, "Invalid", 'Secret "netqos-webhook-tls" is invalid: type: Invalid value: "kubernetes.io/tls": field is immutable'),
+         "field is immutable"),
+    ],
+)
+def test_api_errors_are_one_clear_message_and_exit_1(tmp_path: Path, certs: CertFiles, capsys, fail, expected: str) -> None:
+    with RecordingAPIServer(fail=fail) as api:
+        code = main(["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--certs", str(certs.directory)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert expected in captured.err
+    assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
+    assert captured.out == ""
+    assert len(api.requests) == 1  # it stops at the first refusal
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_unreachable_cluster_is_one_clear_message_and_exit_1(tmp_path: Path, certs: CertFiles, capsys, scheme: str) -> None:
+    server = f"{scheme}://127.0.0.1:{closed_port()}"
+    code = main(["register", "--kubeconfig", str(kubeconfig(tmp_path, server)), "--certs", str(certs.directory)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.err.startswith(f"netqos-webhook register: cannot reach the Kubernetes API server at {server}: ")
+    assert "Connection refused" in captured.err
+    assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--kubeconfig", "{tmp}/absent"], "cannot read kubeconfig {tmp}/absent"),
+        (["--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"], "cannot use kubeconfig {tmp}/kubeconfig: "),
+        ([], "no kubeconfig: ~/.kube/config does not exist, and this is not a pod in a cluster"),
+    ],
+)
+def test_unusable_kubeconfig_is_exit_2(tmp_path: Path, certs: CertFiles, capsys, monkeypatch, args: list[str], message: str) -> None:
+    kubeconfig(tmp_path, "https://127.0.0.1:1")
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    code = main(["register", "--certs", str(certs.directory), *[a.format(tmp=tmp_path) for a in args]])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert message.format(tmp=tmp_path) in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_a_kubeconfig_that_is_not_yaml_is_exit_2(tmp_path: Path, certs: CertFiles, capsys) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("clusters: [unclosed\n")
+    code = main(["register", "--kubeconfig", str(bad), "--certs", str(certs.directory)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.startswith(f"netqos-webhook register: cannot use kubeconfig {bad}: ")
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_kubeconfig_variable_naming_a_missing_file_is_named(certs: CertFiles, capsys, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nowhere"))
+    assert main(["register", "--certs", str(certs.directory)]) == 2
+    assert f"no kubeconfig: $KUBECONFIG ({tmp_path / 'nowhere'}) does not exist" in capsys.readouterr().err
+
+
+def test_in_a_pod_without_a_kubeconfig_it_uses_the_service_account(certs: CertFiles, capsys, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(closed_port()))
+    # No token is mounted on this machine: the in-cluster loader says so, as one message.
+    code = main(["register", "--certs", str(certs.directory)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "cannot use the in-cluster service account: " in captured.err

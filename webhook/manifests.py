@@ -1,0 +1,154 @@
+"""The MutatingWebhookConfiguration for a policy: pure, policy in, API object (a dict) out.
+
+This is the one source of the webhook registration. `deploy/base/mutatingwebhookconfiguration.yaml`
+is this module's output for `deploy/base/policy.yaml` (regenerate it with
+`netqos-webhook manifests --config deploy/base/policy.yaml > deploy/base/mutatingwebhookconfiguration.yaml`;
+a test fails when they differ), and `netqos-webhook register` sends the same object with the
+caBundle filled in.
+
+Every choice below keeps a broken or absent webhook from hurting the cluster:
+
+- one webhook entry per rule, named `<rule>.netqos.io` (a fully qualified name with three
+  segments, unique because rule names are), whose `objectSelector` is the rule's `podSelector`:
+  the API server only calls us for pods some rule selects, and a label selector cannot say "rule A
+  or rule B", hence one entry per rule. The server evaluates the whole policy on every call, so a
+  pod several rules select is complete after the first call and unchanged by the others;
+- only `CREATE` of `pods` in `v1` of the core group, namespaced; `matchPolicy: Equivalent` so a
+  pod created through another version is still seen;
+- `namespaceSelector` excludes `kube-system` and the webhook's own namespace (by the
+  `kubernetes.io/metadata.name` label every namespace carries since Kubernetes 1.21), so the
+  webhook's own pods never wait for the webhook;
+- `failurePolicy: Ignore`: a dead webhook admits pods unchanged instead of blocking them;
+  `timeoutSeconds: 5` (at most what a pod creation waits for us); `sideEffects: None` (dry-run
+  requests are safe); `reinvocationPolicy: IfNeeded` so the terms are re-checked after later
+  mutating webhooks; `admissionReviewVersions: [v1]`.
+
+The API server prefixes the response's `auditAnnotations` keys with the webhook's name, giving
+`<rule>.netqos.io/injected-rules`: a valid qualified key because the name is a DNS subdomain.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE
+from webhook.policy import Policy
+
+API_VERSION = "admissionregistration.k8s.io/v1"
+KIND = "MutatingWebhookConfiguration"
+CONFIGURATION_NAME = "netqos-webhook"
+WEBHOOK_DOMAIN = "netqos.io"
+SERVICE_PORT = 443
+MUTATE_PATH = "/mutate"
+TIMEOUT_SECONDS = 5
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+ALWAYS_EXCLUDED_NAMESPACES = ("kube-system",)
+LABELS = {"app.kubernetes.io/name": "netqos-webhook", "app.kubernetes.io/component": "webhook"}
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+class ManifestError(ValueError):
+    """An option that cannot produce a valid webhook configuration; the message says which."""
+
+
+def webhook_name(rule_name: str) -> str:
+    return f"{rule_name}.{WEBHOOK_DOMAIN}"
+
+
+def client_config(namespace: str = DEFAULT_NAMESPACE, url: str | None = None, ca_bundle: bytes | None = None) -> dict[str, Any]:
+    """`clientConfig`: the in-cluster Service, or `url` for a webhook served elsewhere."""
+    if url is not None:
+        check_url(url)
+        config: dict[str, Any] = {"url": url}
+    else:
+        check_namespace(namespace)
+        config = {"service": {"name": DEFAULT_SERVICE, "namespace": namespace, "path": MUTATE_PATH, "port": SERVICE_PORT}}
+    if ca_bundle is not None:
+        config["caBundle"] = base64.b64encode(ca_bundle).decode("ascii")
+    return config
+
+
+def webhook_configuration(
+    policy: Policy,
+    namespace: str = DEFAULT_NAMESPACE,
+    url: str | None = None,
+    ca_bundle: bytes | None = None,
+) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration for `policy`.
+
+    `namespace` is where the webhook's Service runs (and is excluded from mutation); `url` replaces
+    the Service (out-of-cluster serving); `ca_bundle` is the PEM the API server trusts for the
+    webhook's certificate. Without it the field is left out, for `register` or cert-manager's CA
+    injector to fill in.
+    """
+    check_namespace(namespace)
+    excluded = sorted({*ALWAYS_EXCLUDED_NAMESPACES, namespace})
+    webhooks = []
+    for rule in policy.rules:
+        webhooks.append(
+            {
+                "name": webhook_name(rule.name),
+                "admissionReviewVersions": ["v1"],
+                # new dicts and lists per entry: shared ones would be dumped as YAML aliases
+                "clientConfig": client_config(namespace, url, ca_bundle),
+                "failurePolicy": "Ignore",
+                "matchPolicy": "Equivalent",
+                "namespaceSelector": {
+                    "matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(excluded)}]
+                },
+                "objectSelector": rule.pod_selector.to_api(),
+                "reinvocationPolicy": "IfNeeded",
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                        "scope": "Namespaced",
+                    }
+                ],
+                "sideEffects": "None",
+                "timeoutSeconds": TIMEOUT_SECONDS,
+            }
+        )
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": CONFIGURATION_NAME, "labels": dict(LABELS)},
+        "webhooks": webhooks,
+    }
+
+
+def check_namespace(namespace: str) -> None:
+    if not (isinstance(namespace, str) and _DNS_LABEL.match(namespace)):
+        raise ManifestError(
+            f"namespace {namespace!r} is not a valid namespace name: use lower-case letters, digits and '-', at most 63"
+        )
+
+
+def check_url(url: str) -> None:
+    """The API server's rules for `clientConfig.url`: https, a host, no user, query or fragment."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError as err:
+        raise ManifestError(f"--url {url!r} is not a URL: {err}") from None
+    problems = []
+    if parts.scheme != "https":
+        problems.append("the scheme must be https (the API server only calls webhooks over TLS)")
+    if not parts.hostname:
+        problems.append("it needs a host, e.g. https://host.minikube.internal:8443/mutate")
+    if parts.username is not None or parts.password is not None:
+        problems.append("user information is not allowed")
+    if parts.query:
+        problems.append("query parameters are not allowed")
+    if parts.fragment or url.endswith("#"):
+        problems.append("a fragment is not allowed")
+    if parts.path in ("", "/"):
+        problems.append(f"it needs the webhook's path: end it with {MUTATE_PATH}")
+    if problems:
+        raise ManifestError(f"--url {url!r}: " + "; ".join(problems))
