@@ -4,16 +4,21 @@ nothing loads the client until a cluster is asked for."""
 from __future__ import annotations
 
 import http.server
+import json
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from kubernetes.client import ApiException
+from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ProtocolError
 
-from webhook.cluster import ClusterError, list_nodes
+from webhook.cluster import Cluster, ClusterError, KubeconfigError, _request, list_nodes
 
 
 def kubeconfig(tmp_path, server: str) -> str:
@@ -46,20 +51,20 @@ def closed_port() -> int:
 
 def test_a_missing_kubeconfig_names_the_file(tmp_path):
     missing = str(tmp_path / "nope")
-    with pytest.raises(ClusterError, match=f"cannot use kubeconfig {missing}: .*check the file and the context name"):
+    with pytest.raises(KubeconfigError, match=f"cannot read kubeconfig {missing}: No such file or directory; check the path"):
         list_nodes(missing)
 
 
 def test_an_unknown_context_names_the_context(tmp_path):
     config = kubeconfig(tmp_path, "https://127.0.0.1:1")
-    with pytest.raises(ClusterError, match=f"cannot use kubeconfig {config}, context prod: "):
+    with pytest.raises(KubeconfigError, match=f"cannot use kubeconfig {config}, context prod: .*check the file and the context name"):
         list_nodes(config, "prod")
 
 
 def test_an_unreachable_api_server_fails_fast_with_its_address(tmp_path):
     port = closed_port()
     started = time.monotonic()
-    with pytest.raises(ClusterError, match=rf"cannot reach the API server at https://127.0.0.1:{port} \(kubeconfig .*, context demo\): .*check that the cluster is running"):
+    with pytest.raises(ClusterError, match=rf"cannot reach the Kubernetes API server at https://127.0.0.1:{port} \(kubeconfig .*, context demo\): .*check that the cluster is running"):
         list_nodes(kubeconfig(tmp_path, f"https://127.0.0.1:{port}"), "demo")
     assert time.monotonic() - started < 10
 
@@ -75,26 +80,82 @@ def test_explaining_from_files_never_loads_the_kubernetes_client():
     assert done.returncode == 0, done.stderr
 
 
+class APIServer:
+    """Answers every GET with `status` and `body` on loopback."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def __enter__(self) -> APIServer:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_nodes_are_the_items_as_the_api_server_sent_them(tmp_path):
+    node = {"metadata": {"name": "n1", "labels": {"net": "high"}, "creationTimestamp": "2024-05-01T10:00:00Z"},
+            "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}, "status": {"images": [{"sizeBytes": 1}]}}
+    body = json.dumps({"kind": "NodeList", "apiVersion": "v1", "items": [node]}).encode()
+    with APIServer(200, body) as api:
+        assert list_nodes(kubeconfig(tmp_path, api.url)) == [node]
+
+
+def test_an_answer_that_is_not_json_is_one_message(tmp_path):
+    with APIServer(200, b"<html>login</html>") as api:
+        with pytest.raises(ClusterError, match=rf"the API server at {api.url} \(kubeconfig .*\) did not answer the node list with JSON"):
+            list_nodes(kubeconfig(tmp_path, api.url))
+
+
 def test_a_forbidden_list_says_to_check_permissions(tmp_path):
-    class Forbidden(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}'
-            self.send_response(403)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}'
+    with APIServer(403, body) as api:
+        with pytest.raises(ClusterError, match=rf"the API server at {api.url} \(kubeconfig .*\) refused to list nodes: HTTP 403 Forbidden; check that your user may list nodes"):
+            list_nodes(kubeconfig(tmp_path, api.url))
 
-        def log_message(self, *args):
-            pass
 
-    server = http.server.HTTPServer(("127.0.0.1", 0), Forbidden)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        address = f"http://127.0.0.1:{server.server_port}"
-        with pytest.raises(ClusterError, match=rf"the API server at {address} \(kubeconfig .*\) refused to list nodes: HTTP 403 Forbidden; check that your user may list nodes"):
-            list_nodes(kubeconfig(tmp_path, address))
-    finally:
-        server.shutdown()
-        server.server_close()
+@pytest.mark.parametrize(
+    ("failure", "expected"),
+    [
+        (NewConnectionError("HTTPSConnection(host='10.0.0.1', port=6443)", "Failed to establish a new connection: [Errno 111] Connection refused"), "[Errno 111] Connection refused"),
+        (MaxRetryError(None, "/api/v1/nodes", ConnectTimeoutError("<HTTPSConnection(host='10.0.0.1', port=6443) at 0x7f>", "Connection to 10.0.0.1 timed out. (connect timeout=5)")),
+         "Connection to 10.0.0.1 timed out. (connect timeout=5)"),
+        (ProtocolError("<urllib3.connection.HTTPSConnection object at 0x7f>: Connection aborted."), "Connection aborted"),
+        (ApiException(status=0, reason="SSLError\n[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed (_ssl.c:1006)"),
+         "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed (_ssl.c:1006)"),
+    ],
+)
+def test_a_connection_failure_is_said_without_urllib3s_wrapping(failure, expected):
+    def send():
+        raise failure
+
+    cluster = Cluster(SimpleNamespace(host="https://10.0.0.1:6443"), "kubeconfig k")
+    with pytest.raises(ClusterError) as err:
+        _request(cluster, "list nodes", send, forbidden="")
+    assert str(err.value) == (
+        f"cannot reach the Kubernetes API server at https://10.0.0.1:6443 (kubeconfig k): {expected}; "
+        "check that the cluster is running and that --kubeconfig/--context point at it"
+    )
+
+
+def test_only_the_cluster_module_imports_the_kubernetes_client():
+    package = Path(__file__).resolve().parent.parent / "webhook"
+    importers = sorted(
+        path.name for path in package.glob("*.py")
+        if re.search(r"^\s*(from|import) kubernetes\b", path.read_text(), re.MULTILINE)
+    )
+    assert importers == ["cluster.py"]

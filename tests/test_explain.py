@@ -195,10 +195,10 @@ def test_help_shows_an_example():
     assert "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml" in done.stdout
 
 
-def test_a_bad_kubeconfig_is_one_line_without_traceback_and_exit_1(tmp_path):
+def test_a_bad_kubeconfig_is_one_line_without_traceback_and_exit_2(tmp_path):
     done = run_module("--pod", "deploy/examples/test-pod.yaml", "--kubeconfig", str(tmp_path / "missing.conf"))
-    assert done.returncode == 1
-    assert done.stderr.startswith(f"netqos-webhook explain: cannot use kubeconfig {tmp_path / 'missing.conf'}: ")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"netqos-webhook explain: cannot read kubeconfig {tmp_path / 'missing.conf'}: ")
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
 
 

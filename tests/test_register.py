@@ -26,7 +26,7 @@ from webhook.certs import CertFiles, generate
 from webhook.cli import main
 from webhook.manifests import webhook_configuration
 from webhook.policy_file import load_policy
-from webhook.register import RegisterError, check_certificates, objects
+from webhook.register import CertificateError, check_certificates, objects
 
 POLICY = str(REPO / "deploy/base/policy.yaml")
 SECRET_PATH = "/api/v1/namespaces/netqos-system/secrets/netqos-webhook-tls"
@@ -107,21 +107,21 @@ def _broken(tmp: Path, certs: CertFiles, case: str) -> CertFiles:
 )
 def test_unusable_certificates_name_the_file_and_the_fix(tmp_path: Path, certs: CertFiles, case: str, message: str) -> None:
     broken = _broken(tmp_path, certs, case)
-    with pytest.raises(RegisterError) as err:
+    with pytest.raises(CertificateError) as err:
         check_certificates(broken, "netqos-system")
     assert message.format(dir=broken.directory) in str(err.value)
-    assert err.value.code == 2
+    assert main(["register", "--dry-run", "--certs", str(broken.directory), "--config", POLICY]) == 2
 
 
 def test_expired_certificates_are_refused(certs: CertFiles) -> None:
     later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=400)
-    with pytest.raises(RegisterError, match=r"tls.crt expired on .* UTC"):
+    with pytest.raises(CertificateError, match=r"tls.crt expired on .* UTC"):
         check_certificates(certs, "netqos-system", now=later)
 
 
 def test_for_a_url_the_certificate_must_name_the_urls_host(certs: CertFiles) -> None:
     check_certificates(certs, "netqos-system", url="https://host.minikube.internal:8443/mutate")
-    with pytest.raises(RegisterError, match="does not name 192.168.49.1.*--host 192.168.49.1"):
+    with pytest.raises(CertificateError, match="does not name 192.168.49.1.*--host 192.168.49.1"):
         check_certificates(certs, "netqos-system", url="https://192.168.49.1:8443/mutate")
 
 
@@ -293,10 +293,10 @@ def test_register_without_certificates_generates_them_first(tmp_path: Path, caps
     ("fail", "expected"),
     [
         ((403, "Forbidden", 'secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch resource "secrets" in API group "" in the namespace "netqos-system"'),
-         'not allowed to apply secret/netqos-webhook-tls in namespace netqos-system: secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch'),
-        ((403, "Forbidden", "forbidden"), "register needs the verbs create and patch on secrets in namespace netqos-system"),
-        ((401, "Unauthorized", "Unauthorized"), "rejected the credentials (401 Unauthorized)"),
-        ((404, "NotFound", 'namespaces "netqos-system" not found'), "Create the namespace first: 'kubectl apply -k deploy/base'"),
+         'refused to apply secret/netqos-webhook-tls in namespace netqos-system: HTTP 403 Forbidden: secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch'),
+        ((403, "Forbidden", "forbidden"), "needs the verbs create and patch on secrets in namespace netqos-system (kubectl auth can-i patch secrets -n netqos-system)"),
+        ((401, "Unauthorized", "Unauthorized"), "HTTP 401 Unauthorized; the credentials were rejected: log in again or pick another --context"),
+        ((404, "NotFound", 'namespaces "netqos-system" not found'), "create the namespace first: 'kubectl apply -k deploy/base'"),
         ((422, "Invalid", 'Secret "netqos-webhook-tls" is invalid: type: Invalid value: "kubernetes.io/tls": field is immutable'),
          "field is immutable"),
     ],
@@ -318,7 +318,7 @@ def test_unreachable_cluster_is_one_clear_message_and_exit_1(tmp_path: Path, cer
     code = main(["register", "--kubeconfig", str(kubeconfig(tmp_path, server)), "--certs", str(certs.directory)])
     captured = capsys.readouterr()
     assert code == 1
-    assert captured.err.startswith(f"netqos-webhook register: cannot reach the Kubernetes API server at {server}: ")
+    assert captured.err.startswith(f"netqos-webhook register: cannot reach the Kubernetes API server at {server} (kubeconfig {tmp_path}/kubeconfig): ")
     assert "Connection refused" in captured.err
     assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
 
@@ -326,8 +326,8 @@ def test_unreachable_cluster_is_one_clear_message_and_exit_1(tmp_path: Path, cer
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--kubeconfig", "{tmp}/absent"], "cannot read kubeconfig {tmp}/absent"),
-        (["--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"], "cannot use kubeconfig {tmp}/kubeconfig: "),
+        (["--kubeconfig", "{tmp}/absent"], "cannot read kubeconfig {tmp}/absent: No such file or directory; check the path"),
+        (["--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"], "cannot use kubeconfig {tmp}/kubeconfig, context prod: "),
         ([], "no kubeconfig: ~/.kube/config does not exist, and this is not a pod in a cluster"),
     ],
 )

@@ -261,8 +261,8 @@ def _explain(args: argparse.Namespace) -> int:
         return explain.run(args, _policy(args))
     except explain.ExplainError as err:
         raise CommandError(str(err)) from None
-    except ClusterError as err:
-        raise CommandError(str(err), EXIT_RUNTIME) from None
+    except ClusterError as err:  # 2 for a kubeconfig that cannot be used, else 1 (as register)
+        raise CommandError(str(err), err.code) from None
 
 
 def _positive(text: str) -> int:
@@ -381,8 +381,9 @@ def _add_register(sub: Any) -> None:
 
 def _register(args: argparse.Namespace) -> int:
     from webhook.certs import CertFiles, generate
+    from webhook.cluster import ClusterError, apply, connect, describe
     from webhook.manifests import ManifestError, check_namespace, check_url
-    from webhook.register import RegisterError, apply, check_certificates, connect, describe, objects
+    from webhook.register import CertificateError, check_certificates, objects
 
     policy = _policy(args)
     try:
@@ -393,25 +394,26 @@ def _register(args: argparse.Namespace) -> int:
         raise CommandError(str(err)) from None
     files = CertFiles(args.certs)
     none_there = not any(p.exists() for p in (files.ca_cert, files.ca_key, files.cert, files.key))
+    if none_there and not args.dry_run:
+        hosts = [urlsplit(args.url).hostname] if args.url else []
+        try:
+            generate(files.directory, namespace=args.namespace, hosts=hosts)
+        except OSError as err:
+            raise CommandError(f"cannot write certificates into {files.directory}: {err.strerror}", EXIT_RUNTIME) from None
+        print(f"generated a CA and a server certificate in {files.directory}/", file=sys.stderr)
     try:
-        if none_there and not args.dry_run:
-            hosts = [urlsplit(args.url).hostname] if args.url else []
-            try:
-                generate(files.directory, namespace=args.namespace, hosts=hosts)
-            except OSError as err:
-                raise CommandError(f"cannot write certificates into {files.directory}: {err.strerror}", EXIT_RUNTIME) from None
-            print(f"generated a CA and a server certificate in {files.directory}/", file=sys.stderr)
         certs = check_certificates(files, args.namespace, args.url)
-        objs = objects(policy, certs, args.namespace, args.url)
-        if args.dry_run:
-            print(yaml.safe_dump_all(objs, sort_keys=False), end="")
-            if any(o["kind"] == "Secret" for o in objs):
-                print(f"(dry run: nothing sent; the Secret above holds the private key from {files.key})", file=sys.stderr)
-            return 0
-        api_client = connect(args.kubeconfig, args.context)
-        with api_client:
-            apply(api_client, objs)
-    except RegisterError as err:
+    except CertificateError as err:
+        raise CommandError(str(err)) from None
+    objs = objects(policy, certs, args.namespace, args.url)
+    if args.dry_run:
+        print(yaml.safe_dump_all(objs, sort_keys=False), end="")
+        if any(o["kind"] == "Secret" for o in objs):
+            print(f"(dry run: nothing sent; the Secret above holds the private key from {files.key})", file=sys.stderr)
+        return 0
+    try:
+        apply(connect(args.kubeconfig, args.context), objs)
+    except ClusterError as err:  # exit 2 for a kubeconfig that cannot be used, else 1
         raise CommandError(str(err), err.code) from None
     for obj in objs:
         if obj["kind"] == "MutatingWebhookConfiguration":
