@@ -172,8 +172,6 @@ SERVERS: dict[str, ServerSpec] = {
 def _register_product_servers() -> None:
     """`ours` is `netqos-webhook serve`; `baseline` is the Flask baseline under its settings."""
     exe = Path(_python()).parent / "netqos-webhook"
-    if not exe.exists():
-        return
     SERVERS["ours"] = ServerSpec(
         "ours", "netqos-webhook serve (production defaults)",
         lambda bind, c: [str(exe), "serve", "--bind", bind, "--certfile", str(c.cert), "--keyfile", str(c.key)])
@@ -255,15 +253,12 @@ def _snapshot(master: int) -> Snapshot:
 
 
 def make_certs(out: Path) -> Certs:
-    """A CA and an ECDSA P-256 server certificate for the webhook's Service name."""
+    """A CA and an ECDSA P-256 server certificate for the webhook's Service name, made by the
+    project's own `netqos-webhook certs`."""
     exe = Path(_python()).parent / "netqos-webhook"
-    if exe.exists():
-        subprocess.run([str(exe), "certs", "--out", str(out), "--service", SERVICE, "--namespace", NAMESPACE,
-                        "--host", "127.0.0.1"], check=True, stdout=subprocess.DEVNULL)
-        return Certs(out / "ca.crt", out / "tls.crt", out / "tls.key")
-    from benchmarks.testcerts import write_certs
-
-    return write_certs(out, SERVER_NAME)
+    subprocess.run([str(exe), "certs", "--out", str(out), "--service", SERVICE, "--namespace", NAMESPACE,
+                    "--host", "127.0.0.1"], check=True, stdout=subprocess.DEVNULL)
+    return Certs(out / "ca.crt", out / "tls.crt", out / "tls.key")
 
 
 def go_binary() -> str | None:
@@ -535,7 +530,7 @@ def versions() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.splitlines()[0])
     p.add_argument("--smoke", action="store_true", help="a few-seconds run that checks the harness, not speed")
-    default_servers = "ours,baseline" if "ours" in SERVERS else "flask-gevent-2-reuseport"
+    default_servers = "ours,baseline"
     p.add_argument("--servers", default=default_servers,
                    help=f"comma-separated, from: {', '.join(SERVERS)} (default {default_servers})")
     p.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS),
