@@ -13,11 +13,12 @@ uses the request's version. Two families of failure:
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import uuid
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from webhook.patch import diff
 from webhook.policy import Decision, Outcome, Policy, evaluate
@@ -54,16 +55,21 @@ def handle(policy: Policy, body: bytes) -> Result:
 
 
 def decode(body: bytes) -> Any:
+    # orjson: well kept, and it decodes a 4 KB review in 43% of the stdlib's instructions (52% for
+    # a 189 KB one); see docs/performance.md. It parses what the API server (Go encoding/json)
+    # writes exactly as json does; it refuses NaN, lone surrogates and numbers beyond a double,
+    # which the API server never sends, and turns integers beyond 64 bits into floats.
     try:
-        return json.loads(body)
-    except RecursionError:
-        raise BadReview("request body is nested too deeply to be an AdmissionReview") from None
-    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, oversize int literals
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        if str(err).startswith("depth limit exceeded"):  # past 1024 levels, like json's RecursionError
+            raise BadReview("request body is nested too deeply to be an AdmissionReview") from None
         raise BadReview(f"request body is not valid JSON: {err}") from None
 
 
 def encode(document: Any) -> bytes:
-    return json.dumps(document, separators=(",", ":")).encode()
+    """Compact JSON (UTF-8, no spaces)."""
+    return orjson.dumps(document)
 
 
 def review(policy: Policy, document: Any) -> Result:
@@ -133,7 +139,7 @@ def wire_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
     """The JSON patch an AdmissionReview response carries, decoded from base64 as the API server
     decodes it (callers that apply it check the wire form, not our in-memory list)."""
     encoded = response["response"].get("patch")
-    return json.loads(base64.b64decode(encoded)) if encoded else []
+    return orjson.loads(base64.b64decode(encoded)) if encoded else []
 
 
 def _request(document: Any) -> tuple[dict[str, Any], str]:

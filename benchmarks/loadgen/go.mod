@@ -1,0 +1,3 @@
+module netqos-webhook/benchmarks/loadgen
+
+go 1.22

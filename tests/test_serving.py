@@ -1,0 +1,169 @@
+"""Serving properties that the API server's traffic depends on (issue 4), on a real server.
+
+No timing thresholds beyond "well under the API server's timeout": these hold on a loaded CI
+machine or they are bugs.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from serving import SERVER_NAME, running_server
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import reviews  # noqa: E402
+from webhook.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+API_SERVER_IDLE_CONN_TIMEOUT = 90  # client-go's http.Transport IdleConnTimeout
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with running_server(tmp_path_factory.mktemp("serving")) as srv:
+        yield srv
+
+
+def _review(uid: str) -> dict:
+    document = reviews.review(reviews.pod())
+    document["request"]["uid"] = uid
+    return document
+
+
+def _handshaken(server, count: int) -> list:
+    """`count` TLS connections with the handshake done, that never send a request."""
+    conns = []
+    for _ in range(count):
+        raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        conns.append(server.tls_context().wrap_socket(raw, server_hostname=SERVER_NAME))
+    return conns
+
+
+def test_fifty_idle_handshaken_connections_do_not_block_a_review(server):
+    idle = _handshaken(server, 50)
+    try:
+        # what the API server does after a burst: connections it dialled, never used
+        started = time.monotonic()
+        status, body = server.post_review(_review("9a0c2f3e-6b1d-4c8e-a7f5-1d2e3f4a5b6c"))
+        elapsed = time.monotonic() - started
+        assert status == 200
+        assert body["response"]["uid"] == "9a0c2f3e-6b1d-4c8e-a7f5-1d2e3f4a5b6c"
+        assert body["response"]["patchType"] == "JSONPatch"
+        # sync/gthread workers answer this only when the idle connections go away (seconds)
+        assert elapsed < 1.0, f"a review waited {elapsed:.2f} s behind idle connections"
+        # and the idle connections are still being held open for their owner, not dropped
+        probe = idle[0]
+        probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: " + SERVER_NAME.encode() + b"\r\n\r\n")
+        assert probe.recv(64).startswith(b"HTTP/1.1 200")
+    finally:
+        for conn in idle:
+            conn.close()
+
+
+def test_keep_alive_outlasts_the_api_servers_idle_connections(server):
+    assert ServeOptions(Path("c"), Path("k")).gunicorn_settings()["keepalive"] >= API_SERVER_IDLE_CONN_TIMEOUT
+    assert DEFAULT_KEEPALIVE_SECONDS >= API_SERVER_IDLE_CONN_TIMEOUT
+    conn = server.connection()
+    try:
+        assert server.post_review(_review("00000000-0000-4000-8000-00000000000a"), conn)[0] == 200
+        time.sleep(3)  # longer than gunicorn's default keep-alive (2 s)
+        status, body = server.post_review(_review("00000000-0000-4000-8000-00000000000b"), conn)
+        assert status == 200 and body["response"]["uid"] == "00000000-0000-4000-8000-00000000000b"
+    finally:
+        conn.close()
+
+
+def _listening_inodes(port: int) -> set[str]:
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(inode)
+    return inodes
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            found.add(target[8:-1])
+    return found
+
+
+def _workers(master: int) -> list[int]:
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return [int(c) for c in children]
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")
+def test_every_worker_listens_on_its_own_socket_and_connections_spread(server):
+    # the CLI runs gunicorn in-process: the test's child process is the master
+    workers = _workers(server.process.pid)
+    assert len(workers) == 2
+    listening = _listening_inodes(server.port)
+    owned = [(_socket_inodes(w) & listening) for w in workers]
+    assert all(len(o) == 1 for o in owned), f"each worker should own one listening socket: {owned}"
+    assert owned[0] != owned[1]
+
+    before = {w: len(_socket_inodes(w)) for w in workers}
+    conns = []
+    try:
+        for i in range(32):
+            conn = server.connection()
+            assert server.post_review(_review(f"00000000-0000-4000-8000-{i:012x}"), conn)[0] == 200
+            conns.append(conn)
+        gained = {w: len(_socket_inodes(w)) - before[w] for w in workers}
+        assert sum(gained.values()) >= 32
+        # hashed over two sockets, 32 connections all land on one worker with p = 2**-31
+        assert all(g > 0 for g in gained.values()), f"connections per worker: {gained}"
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def test_the_serving_path_never_imports_kubernetes(tmp_path):
+    """The server, the app and the whole review path load without the `kubernetes` client
+    (a big import that only cluster-facing CLI commands need)."""
+    import importlib.util
+
+    assert importlib.util.find_spec("kubernetes") is not None, "kubernetes is not installed: this test would prove nothing"
+    code = """
+import sys
+from pathlib import Path
+import webhook.cli, webhook.server, webhook.app, webhook.admission, webhook.policy_file
+from webhook.app import AppConfig, create_app
+from webhook.policy_file import default_policy
+from webhook.server import ServeOptions, WebhookServer
+import gunicorn.workers.ggevent  # the worker class the server runs
+options = ServeOptions(certfile=Path("tls.crt"), keyfile=Path("tls.key"))
+options.gunicorn_settings()
+parser = webhook.cli.build_parser()  # the CLI's serve command is built the same way
+app = create_app(AppConfig(policy=default_policy()))
+client = app.test_client()
+assert client.post("/mutate", data=sys.stdin.buffer.read(), content_type="application/json").status_code == 200
+print(sorted(m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes.")))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps(_review("00000000-0000-4000-8000-0000000000cc")).encode(),
+        capture_output=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == "[]"
