@@ -139,9 +139,7 @@ def _stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         try:
-            # A worker still booting when SIGTERM arrives misses it (gunicorn installs the worker's
-            # handlers only once it has booted) and lingers until it notices its parent is gone;
-            # tests that stop a server right after start do not wait for that.
+            # gunicorn stops within a couple of seconds; do not let a broken shutdown hang the suite.
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)

@@ -147,7 +147,8 @@ def _serve(args: argparse.Namespace) -> int:
     options = ServeOptions(
         certfile=certfile, keyfile=keyfile, bind=args.bind, workers=args.workers,
         worker_class=args.worker_class, threads=args.threads, keepalive=args.keepalive,
-        max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES, log_level=args.log_level,
+        max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+        log_level=args.log_level, log_format=args.log_format,
         client_ca=args.client_ca, metrics_dir=args.metrics_dir,
     )
     source = args.config or "the built-in default"

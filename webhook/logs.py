@@ -7,7 +7,7 @@ Two formats, chosen with `serve --log-format`:
 - `text`: `TIME LEVEL LOGGER: MESSAGE key=value ...`, the same fields for a person at a terminal.
 
 gunicorn's error log (start-up, worker boots and deaths) gets the same formatter through
-`GunicornLogger`. gunicorn's access log stays off: the app writes one line per review instead, and
+`gunicorn_logger`. gunicorn's access log stays off: the app writes one line per review instead, and
 an access line would cost CPU on every request.
 
 `name` is a LogRecord attribute (the logger's name), so a review's object name travels as
@@ -28,8 +28,6 @@ FORMATS = ("json", "text")
 LEVELS = ("debug", "info", "warning", "error")
 _RENAMES = {"asctime": "time", "levelname": "level", "name": "logger", "object_name": "name"}
 _RESERVED = frozenset(RESERVED_ATTRS) | {"taskName", "message"}
-
-_settings = {"format": "text", "level": "info"}  # set by configure(); inherited by workers via fork
 
 
 class TextFormatter(logging.Formatter):
@@ -81,13 +79,17 @@ def configure(fmt: str = "text", level: str = "info", stream: Any = None) -> Non
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    _settings.update(format=fmt, level=level)
 
 
-class GunicornLogger(glogging.Logger):
-    """gunicorn's logger with the webhook's formatter on its error log (gunicorn's `logger_class`)."""
+def gunicorn_logger(fmt: str) -> type[glogging.Logger]:
+    """gunicorn's logger class (its `logger_class` setting) with the webhook's formatter on its
+    error log. gunicorn builds the logger itself, so the format is bound into the class."""
+    line_format = formatter(fmt)  # fails now, in the caller, for an unknown format
 
-    def setup(self, cfg: Any) -> None:
-        super().setup(cfg)
-        for handler in self.error_log.handlers:
-            handler.setFormatter(formatter(_settings["format"]))
+    class GunicornLogger(glogging.Logger):
+        def setup(self, cfg: Any) -> None:
+            super().setup(cfg)
+            for handler in self.error_log.handlers:
+                handler.setFormatter(line_format)
+
+    return GunicornLogger

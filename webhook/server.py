@@ -17,14 +17,14 @@ measurements behind each one:
   workers by hash. With one shared socket, the worker that wakes first can take every connection
   of a burst and keep them (kept alive) on one core (1 run in 8 measured). `check_bind` fails
   fast when the address is taken, since a reuse-port bind would otherwise share it silently.
-- one TLS context per worker, built once and kept in `worker_tls_contexts`; no TLS session
+- one TLS context per worker, built once (`_worker_tls_context`); no TLS session
   tickets (the API server never resumes a session; tickets cost ~25% of a handshake). It is the
   front of the worker's `webhook.tls.CertificateRotator`: a rotated certificate reaches new
   connections through its SNI callback, without a restart (docs/operations.md says why this and
   not `load_cert_chain` into the live context). `--client-ca` is gunicorn's own `ca_certs`.
 - operations wiring (`webhook.metrics`, `webhook.logs`, `webhook.reload`): the master empties the
   metrics directory before the workers start and drops a dead worker's live gauges in
-  `child_exit`; gunicorn's own log lines use the webhook's formatter; each worker serves the policy
+  `child_exit`; gunicorn's own log lines use the webhook's formatter (`gunicorn_logger`); each worker serves the policy
   snapshot of its `PolicyWatcher`.
 """
 
@@ -40,13 +40,13 @@ import ssl
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from gunicorn.app.base import BaseApplication
 
 from webhook import metrics
 from webhook.app import DEFAULT_MAX_BODY_BYTES, AppConfig, create_app
-from webhook.logs import GunicornLogger
+from webhook.logs import gunicorn_logger
 from webhook.policy import Policy
 from webhook.reload import PolicyWatcher
 from webhook.tls import CertificateRotator, TLSFiles
@@ -72,6 +72,7 @@ class ServeOptions:
     reuse_port: bool = DEFAULT_REUSE_PORT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     log_level: str = "info"
+    log_format: str = "text"  # gunicorn's own lines use the same formatter as the webhook's
     client_ca: Path | None = None  # require client certificates signed by this CA
     metrics_dir: Path | None = None  # prometheus_client multiprocess files; None: a temporary dir
     extra: dict[str, Any] = field(default_factory=dict)  # further gunicorn settings, by name
@@ -86,12 +87,12 @@ class ServeOptions:
             "reuse_port": self.reuse_port,
             "certfile": str(self.certfile),
             "keyfile": str(self.keyfile),
-            "ssl_context": _tls_context,
+            "ssl_context": _worker_tls_context(),
             "ca_certs": str(self.client_ca) if self.client_ca else None,
             "cert_reqs": ssl.CERT_REQUIRED if self.client_ca else ssl.CERT_NONE,
             "child_exit": _child_exit,
             "post_fork": _post_fork,
-            "logger_class": GunicornLogger,
+            "logger_class": gunicorn_logger(self.log_format),
             "loglevel": self.log_level,
             "accesslog": None,  # one structured line per review comes from the app instead
             "errorlog": "-",
@@ -110,24 +111,26 @@ class ServeOptions:
         return settings
 
 
-# The TLS context of this worker process, by pid (a forked worker must not use its parent's):
-# the front context of the worker's CertificateRotator (webhook.tls), which hands new connections
-# a rebuilt context when the certificate files change.
-worker_tls_contexts: dict[int, ssl.SSLContext] = {}
+def _worker_tls_context() -> Callable[[Any, Any], ssl.SSLContext]:
+    """gunicorn's `ssl_context` hook, answering each process with its own one TLS context.
 
+    gevent asks once per worker; `sync` and `gthread` ask for every connection, and would
+    otherwise build a context (~0.5 ms) per connection. The master builds one too, to check the
+    files at start-up; a forked worker must not serve with its parent's, hence the pid. TLS 1.2+,
+    no session tickets, client certificates when `ca_certs` is set: `webhook.tls.build_context`.
+    The context is the front of the worker's CertificateRotator (webhook.tls), which hands new
+    connections a rebuilt context when the certificate files change.
+    """
+    built: dict[str, Any] = {}  # this closure's state: the owning pid and its context
 
-def _tls_context(conf: Any, default_factory: Any) -> ssl.SSLContext:
-    """The worker's one TLS context. gevent asks once per worker; `sync` and `gthread` ask for
-    every connection, and would otherwise build a context (~0.5 ms) per connection. TLS 1.2+,
-    no session tickets, client certificates when `ca_certs` is set: `webhook.tls.build_context`."""
-    pid = os.getpid()
-    context = worker_tls_contexts.get(pid)
-    if context is None:
-        client_ca = Path(conf.ca_certs) if conf.ca_certs else None
-        context = CertificateRotator(TLSFiles(Path(conf.certfile), Path(conf.keyfile), client_ca)).front
-        worker_tls_contexts.clear()  # a parent's context, inherited through fork
-        worker_tls_contexts[pid] = context
-    return context
+    def tls_context(conf: Any, default_factory: Any) -> ssl.SSLContext:
+        if built.get("pid") != os.getpid():
+            client_ca = Path(conf.ca_certs) if conf.ca_certs else None
+            rotator = CertificateRotator(TLSFiles(Path(conf.certfile), Path(conf.keyfile), client_ca))
+            built.update(pid=os.getpid(), context=rotator.front)
+        return built["context"]
+
+    return tls_context
 
 
 def _child_exit(server: Any, worker: Any) -> None:
