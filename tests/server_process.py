@@ -16,7 +16,7 @@ import ssl
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from serving import ServiceConnection, running_server
 from webhook.certs import CertFiles, generate
@@ -173,6 +173,20 @@ def rss_bytes(pid: int) -> int:
     raise ValueError(f"no VmRSS for {pid}")
 
 
+def tcp_sockets() -> Iterator[tuple[int, int, str, str]]:
+    """(local port, remote port, state, inode) of every TCP socket, from /proc/net/tcp{,6}
+    (state 01 is ESTABLISHED, 0A is LISTEN)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, remote = (int(address.rsplit(":", 1)[1], 16) for address in fields[1:3])
+            yield local, remote, fields[3], fields[9]
+
+
 def client_ports(pid: int) -> set[int]:
     """Remote (client) ports of the TCP connections process `pid` holds: which worker serves whom."""
     inodes = set()
@@ -187,15 +201,9 @@ def client_ports(pid: int) -> set[int]:
     except OSError:
         return set()
     ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            parts = line.split()
-            if parts[9] in inodes and parts[3] == "01":  # ESTABLISHED
-                ports.add(int(parts[2].rsplit(":", 1)[1], 16))
+    for _, remote_port, state, inode in tcp_sockets():
+        if inode in inodes and state == "01":  # ESTABLISHED
+            ports.add(remote_port)
     return ports
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from server_process import tcp_sockets
 from serving import SERVER_NAME, running_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -81,18 +82,7 @@ def test_keep_alive_outlasts_the_api_servers_idle_connections(server):
 
 
 def _listening_inodes(port: int) -> set[str]:
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
-                inodes.add(inode)
-    return inodes
+    return {inode for local, _, state, inode in tcp_sockets() if state == "0A" and local == port}  # 0A: LISTEN
 
 
 def _socket_inodes(pid: int) -> set[str]:
