@@ -187,19 +187,26 @@ def tcp_sockets() -> Iterator[tuple[int, int, str, str]]:
             yield local, remote, fields[3], fields[9]
 
 
+def socket_inodes(pid: int) -> set[str]:
+    """The inodes of the sockets process `pid` holds open (empty when it is gone)."""
+    found = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            found.add(target[8:-1])
+    return found
+
+
 def client_ports(pid: int) -> set[int]:
     """Remote (client) ports of the TCP connections process `pid` holds: which worker serves whom."""
-    inodes = set()
-    try:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    except OSError:
-        return set()
+    inodes = socket_inodes(pid)
     ports = set()
     for _, remote_port, state, inode in tcp_sockets():
         if inode in inodes and state == "01":  # ESTABLISHED

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from server_process import tcp_sockets
+from server_process import socket_inodes, tcp_sockets
 from serving import SERVER_NAME, running_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -85,16 +85,6 @@ def _listening_inodes(port: int) -> set[str]:
     return {inode for local, _, state, inode in tcp_sockets() if state == "0A" and local == port}  # 0A: LISTEN
 
 
-def _socket_inodes(pid: int) -> set[str]:
-    found = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            found.add(target[8:-1])
-    return found
 
 
 def _workers(master: int) -> list[int]:
@@ -108,18 +98,18 @@ def test_every_worker_listens_on_its_own_socket_and_connections_spread(server):
     workers = _workers(server.process.pid)
     assert len(workers) == 2
     listening = _listening_inodes(server.port)
-    owned = [(_socket_inodes(w) & listening) for w in workers]
+    owned = [(socket_inodes(w) & listening) for w in workers]
     assert all(len(o) == 1 for o in owned), f"each worker should own one listening socket: {owned}"
     assert owned[0] != owned[1]
 
-    before = {w: len(_socket_inodes(w)) for w in workers}
+    before = {w: len(socket_inodes(w)) for w in workers}
     conns = []
     try:
         for i in range(32):
             conn = server.connection()
             assert server.post_review(_review(f"00000000-0000-4000-8000-{i:012x}"), conn)[0] == 200
             conns.append(conn)
-        gained = {w: len(_socket_inodes(w)) - before[w] for w in workers}
+        gained = {w: len(socket_inodes(w)) - before[w] for w in workers}
         assert sum(gained.values()) >= 32
         # hashed over two sockets, 32 connections all land on one worker with p = 2**-31
         assert all(g > 0 for g in gained.values()), f"connections per worker: {gained}"
