@@ -333,7 +333,7 @@ def _add_manifests(sub: Any) -> None:
     p = _command(
         sub, "manifests",
         "Print the MutatingWebhookConfiguration for a policy: one webhook entry per rule, each with that "
-        "rule's podSelector as objectSelector. deploy/base/mutatingwebhookconfiguration.yaml is this "
+        "rule's podSelector as objectSelector. deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml is this "
         "output for deploy/base/policy.yaml.",
         "netqos-webhook manifests --config deploy/base/policy.yaml --ca-bundle certs/ca.crt | kubectl apply -f -",
         _manifests,

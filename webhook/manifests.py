@@ -1,8 +1,8 @@
 """The MutatingWebhookConfiguration for a policy: pure, policy in, API object (a dict) out.
 
-This is the one source of the webhook registration. `deploy/base/mutatingwebhookconfiguration.yaml`
+This is the one source of the webhook registration. `deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml`
 is this module's output for `deploy/base/policy.yaml` (regenerate it with
-`netqos-webhook manifests --config deploy/base/policy.yaml > deploy/base/mutatingwebhookconfiguration.yaml`;
+`netqos-webhook manifests --config deploy/base/policy.yaml > deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml`;
 a test fails when they differ), and `netqos-webhook register` sends the same object with the
 caBundle filled in.
 
