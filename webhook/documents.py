@@ -28,9 +28,37 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
+def read_bytes(path: str | Path, what: str, error: type[Exception] = DocumentError) -> bytes:
+    """The content of `path` (`-` reads stdin); `what` names the file in messages."""
+    try:
+        if str(path) == "-":
+            return sys.stdin.buffer.read()
+        return Path(path).read_bytes()
+    except OSError as err:
+        raise error(f"{what} file {path}: cannot read it ({err.strerror}); check the path") from None
+
+
 def read_documents(path: str | Path, what: str, error: type[Exception] = DocumentError) -> list[Any]:
-    """The non-empty documents in `path` (`-` reads stdin); `what` names the file in messages."""
-    return _parse(_read_text(str(path), what, error), path, what, error)
+    """The non-empty documents in `path` (`-` reads stdin)."""
+    return _parse(_decode(read_bytes(path, what, error), path, what, error), path, what, error)
+
+
+def read_document(path: str | Path, what: str, error: type[Exception] = DocumentError) -> Any:
+    """The single document in `path`; None when the file is empty."""
+    return document_from_bytes(read_bytes(path, what, error), path, what, error)
+
+
+def document_from_bytes(data: bytes, path: str | Path, what: str, error: type[Exception] = DocumentError) -> Any:
+    """The single document in `data`, the content of the file `path` already read (a watcher
+    that hashes what it parses); errors read as `read_document`'s."""
+    return _single(_parse(_decode(data, path, what, error), path, what, error), path, what, error)
+
+
+def _decode(data: bytes, path: str | Path, what: str, error: type[Exception]) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise error(f"{what} file {path}: not UTF-8 text ({err.reason}); save it as UTF-8") from None
 
 
 def _parse(text: str, path: str | Path, what: str, error: type[Exception]) -> list[Any]:
@@ -40,33 +68,7 @@ def _parse(text: str, path: str | Path, what: str, error: type[Exception]) -> li
         raise error(f"{what} file {path}: not valid YAML or JSON: {err}") from None
 
 
-def document_from_bytes(data: bytes, path: str | Path, what: str, error: type[Exception] = DocumentError) -> Any:
-    """The single document in `data`, the content of the file `path` already read (a watcher
-    that hashes what it parses); errors read as `read_document`'s."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise error(f"{what} file {path}: not UTF-8 text ({err.reason}); save it as UTF-8") from None
-    return _single(_parse(text, path, what, error), path, what, error)
-
-
-def read_document(path: str | Path, what: str, error: type[Exception] = DocumentError) -> Any:
-    """The single document in `path`; None when the file is empty."""
-    return _single(read_documents(path, what, error), path, what, error)
-
-
 def _single(docs: list[Any], path: str | Path, what: str, error: type[Exception]) -> Any:
     if len(docs) > 1:
         raise error(f"{what} file {path}: holds {len(docs)} YAML documents; put exactly one in it")
     return docs[0] if docs else None
-
-
-def _read_text(path: str, what: str, error: type[Exception]) -> str:
-    try:
-        if path == "-":
-            return sys.stdin.read()
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise error(f"{what} file {path}: cannot read it ({err.strerror}); check the path") from None
-    except UnicodeDecodeError as err:
-        raise error(f"{what} file {path}: not UTF-8 text ({err.reason}); save it as UTF-8") from None

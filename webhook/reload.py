@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from webhook import metrics
+from webhook.documents import read_bytes
 from webhook.policy import Policy
 from webhook.policy_file import BUILTIN_SOURCE, DEFAULT_DOCUMENT, PolicyError, default_policy, policy_from_bytes
 
@@ -63,10 +64,7 @@ def load_snapshot(path: str | Path | None) -> PolicySnapshot:
         canonical = json.dumps(DEFAULT_DOCUMENT, sort_keys=True, separators=(",", ":")).encode()
         return PolicySnapshot(default_policy(), BUILTIN_SOURCE, hashlib.sha256(canonical).hexdigest(), time.time())
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise PolicyError(f"policy file {source}: cannot read it ({err.strerror}); check the path") from err
+    data = read_bytes(path, "policy", PolicyError)
     return PolicySnapshot(policy_from_bytes(data, source), source, hashlib.sha256(data).hexdigest(), time.time())
 
 
