@@ -26,9 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -66,10 +67,30 @@ SCENARIOS = (
         "bursts",
         "API-server-shaped: bursts of 10 every 3 s for 15 s, 2 idle handshaken conns per burst",
         "typical",
-        ("-scenario", "bursts", "-burst-size", "10", "-burst-interval", "3s", "-duration", "15s",
-         "-idle-per-burst", "2"),
-        ("-scenario", "bursts", "-burst-size", "10", "-burst-interval", "500ms", "-duration", "1s",
-         "-idle-per-burst", "2"),
+        (
+            "-scenario",
+            "bursts",
+            "-burst-size",
+            "10",
+            "-burst-interval",
+            "3s",
+            "-duration",
+            "15s",
+            "-idle-per-burst",
+            "2",
+        ),
+        (
+            "-scenario",
+            "bursts",
+            "-burst-size",
+            "10",
+            "-burst-interval",
+            "500ms",
+            "-duration",
+            "1s",
+            "-idle-per-burst",
+            "2",
+        ),
     ),
     Scenario(
         "poisson200",
@@ -110,7 +131,7 @@ SCENARIOS = (
 class ServerSpec:
     name: str
     describe: str
-    argv: Callable[[str, "Certs"], list[str]]  # (bind, certs) -> command line
+    argv: Callable[[str, Certs], list[str]]  # (bind, certs) -> command line
 
 
 @dataclass(frozen=True)
@@ -127,8 +148,17 @@ def _python() -> str:
 def _variant(*settings: str) -> Callable[[str, Certs], list[str]]:
     def argv(bind: str, certs: Certs) -> list[str]:
         return [
-            _python(), str(ROOT / "benchmarks" / "serve_variant.py"), "--app", "benchmarks.baseline_app:app",
-            "--bind", bind, "--certfile", str(certs.cert), "--keyfile", str(certs.key), *settings,
+            _python(),
+            str(ROOT / "benchmarks" / "serve_variant.py"),
+            "--app",
+            "benchmarks.baseline_app:app",
+            "--bind",
+            bind,
+            "--certfile",
+            str(certs.cert),
+            "--keyfile",
+            str(certs.key),
+            *settings,
         ]
 
     return argv
@@ -137,35 +167,60 @@ def _variant(*settings: str) -> Callable[[str, Certs], list[str]]:
 SERVERS: dict[str, ServerSpec] = {
     # The baseline app under named serving settings: the "Serving choices" experiments.
     "flask-gthread-2x4-ka2": ServerSpec(
-        "flask-gthread-2x4-ka2", "baseline app, gthread 2 workers x 4 threads, keep-alive 2 s (gunicorn defaults)",
-        _variant("--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keepalive", "2")),
+        "flask-gthread-2x4-ka2",
+        "baseline app, gthread 2 workers x 4 threads, keep-alive 2 s (gunicorn defaults)",
+        _variant("--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keepalive", "2"),
+    ),
     "flask-gthread-2x4-ka120": ServerSpec(
-        "flask-gthread-2x4-ka120", "baseline app, gthread 2x4, keep-alive 120 s, one TLS context per worker",
-        _variant("--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keepalive", "120",
-                 "--reuse-ssl-context")),
+        "flask-gthread-2x4-ka120",
+        "baseline app, gthread 2x4, keep-alive 120 s, one TLS context per worker",
+        _variant(
+            "--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keepalive", "120", "--reuse-ssl-context"
+        ),
+    ),
     "flask-sync-2": ServerSpec(
-        "flask-sync-2", "baseline app, sync 2 workers (no keep-alive)",
-        _variant("--worker-class", "sync", "--workers", "2")),
+        "flask-sync-2",
+        "baseline app, sync 2 workers (no keep-alive)",
+        _variant("--worker-class", "sync", "--workers", "2"),
+    ),
     "flask-gevent-2-shared": ServerSpec(
-        "flask-gevent-2-shared", "baseline app, gevent 2 workers, keep-alive 120 s, one shared listening socket",
-        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120")),
+        "flask-gevent-2-shared",
+        "baseline app, gevent 2 workers, keep-alive 120 s, one shared listening socket",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120"),
+    ),
     "flask-gevent-2-shared-yield": ServerSpec(
-        "flask-gevent-2-shared-yield", "baseline app, gevent 2 workers, keep-alive 120 s, shared socket, "
-        "loop yield after each request",
-        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--yield-after-request")),
+        "flask-gevent-2-shared-yield",
+        "baseline app, gevent 2 workers, keep-alive 120 s, shared socket, loop yield after each request",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--yield-after-request"),
+    ),
     "flask-gevent-2-reuseport-yield": ServerSpec(
-        "flask-gevent-2-reuseport-yield", "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT "
+        "flask-gevent-2-reuseport-yield",
+        "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT "
         "socket per worker, loop yield after each request",
-        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port",
-                 "--yield-after-request")),
+        _variant(
+            "--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port", "--yield-after-request"
+        ),
+    ),
     "flask-gevent-2-reuseport-yield-coalesce": ServerSpec(
-        "flask-gevent-2-reuseport-yield-coalesce", "as flask-gevent-2-reuseport-yield, and the response head "
-        "sent in the same TLS record as the body",
-        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port",
-                 "--yield-after-request", "--coalesce-writes")),
+        "flask-gevent-2-reuseport-yield-coalesce",
+        "as flask-gevent-2-reuseport-yield, and the response head sent in the same TLS record as the body",
+        _variant(
+            "--worker-class",
+            "gevent",
+            "--workers",
+            "2",
+            "--keepalive",
+            "120",
+            "--reuse-port",
+            "--yield-after-request",
+            "--coalesce-writes",
+        ),
+    ),
     "flask-gevent-2-reuseport": ServerSpec(
-        "flask-gevent-2-reuseport", "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT socket per worker",
-        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port")),
+        "flask-gevent-2-reuseport",
+        "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT socket per worker",
+        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port"),
+    ),
 }
 
 
@@ -173,12 +228,24 @@ def _register_product_servers() -> None:
     """`ours` is `netqos-webhook serve`; `baseline` is the Flask baseline under its settings."""
     exe = Path(_python()).parent / "netqos-webhook"
     SERVERS["ours"] = ServerSpec(
-        "ours", "netqos-webhook serve (production defaults)",
-        lambda bind, c: [str(exe), "serve", "--bind", bind, "--certfile", str(c.cert), "--keyfile", str(c.key)])
+        "ours",
+        "netqos-webhook serve (production defaults)",
+        lambda bind, c: [str(exe), "serve", "--bind", bind, "--certfile", str(c.cert), "--keyfile", str(c.key)],
+    )
     SERVERS["baseline"] = ServerSpec(
-        "baseline", "minimal Flask webhook (benchmarks/baseline_app.py) under the same gunicorn settings",
-        lambda bind, c: [_python(), str(ROOT / "benchmarks" / "serve_baseline.py"), "--bind", bind,
-                         "--certfile", str(c.cert), "--keyfile", str(c.key)])
+        "baseline",
+        "minimal Flask webhook (benchmarks/baseline_app.py) under the same gunicorn settings",
+        lambda bind, c: [
+            _python(),
+            str(ROOT / "benchmarks" / "serve_baseline.py"),
+            "--bind",
+            bind,
+            "--certfile",
+            str(c.cert),
+            "--keyfile",
+            str(c.key),
+        ],
+    )
 
 
 _register_product_servers()
@@ -198,7 +265,7 @@ def _children(pid: int) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if int(fields[1]) == pid:
             out.append(int(entry))
     return sorted(out)
@@ -207,7 +274,7 @@ def _children(pid: int) -> list[int]:
 def _cpu_seconds(pid: int, with_reaped_children: bool = False) -> float:
     with open(f"/proc/{pid}/stat", "rb") as f:
         stat = f.read()
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = stat[stat.rfind(b")") + 2 :].split()
     # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17
     ticks = int(fields[11]) + int(fields[12])
     if with_reaped_children:
@@ -256,8 +323,11 @@ def make_certs(out: Path) -> Certs:
     """A CA and an ECDSA P-256 server certificate for the webhook's Service name, made by the
     project's own `netqos-webhook certs`."""
     exe = Path(_python()).parent / "netqos-webhook"
-    subprocess.run([str(exe), "certs", "--out", str(out), "--service", SERVICE, "--namespace", NAMESPACE,
-                    "--host", "127.0.0.1"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [str(exe), "certs", "--out", str(out), "--service", SERVICE, "--namespace", NAMESPACE, "--host", "127.0.0.1"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return Certs(out / "ca.crt", out / "tls.crt", out / "tls.key")
 
 
@@ -279,8 +349,7 @@ def build_loadgen(out_dir: Path) -> Path:
     if binary.exists() and binary.stat().st_mtime >= newest:
         return binary
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod", GOTELEMETRY="off",
-               CGO_ENABLED="0")
+    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod", GOTELEMETRY="off", CGO_ENABLED="0")
     subprocess.run([go, "build", "-o", str(binary), "."], cwd=src, env=env, check=True)
     return binary
 
@@ -339,8 +408,15 @@ def start_server(spec: ServerSpec, certs: Certs, log: Path, ready_timeout: float
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     logf = open(log, "wb")
     t0 = time.perf_counter()
-    proc = subprocess.Popen(spec.argv(f"127.0.0.1:{port}", certs), stdout=logf, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=env, cwd=ROOT, start_new_session=True)
+    proc = subprocess.Popen(
+        spec.argv(f"127.0.0.1:{port}", certs),
+        stdout=logf,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     logf.close()
     while True:
         if readyz(port, ctx) == 200:
@@ -372,12 +448,24 @@ def stop_server(proc: subprocess.Popen, grace: float = 20.0) -> None:
 # One measurement
 
 
-def run_loadgen(loadgen: Path, port: int, certs: Certs, body: Path, expect_patch: bool,
-                args: tuple[str, ...], timeout: float = 300) -> dict[str, Any]:
+def run_loadgen(
+    loadgen: Path, port: int, certs: Certs, body: Path, expect_patch: bool, args: tuple[str, ...], timeout: float = 300
+) -> dict[str, Any]:
     """Run the load generator; its result, with its own CPU seconds as `client_cpu_s`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cmd = [str(loadgen), "-url", f"https://127.0.0.1:{port}/mutate?timeout=10s", "-ca", str(certs.ca),
-           "-servername", SERVER_NAME, "-body", str(body), f"-expect-patch={str(expect_patch).lower()}", *args]
+    cmd = [
+        str(loadgen),
+        "-url",
+        f"https://127.0.0.1:{port}/mutate?timeout=10s",
+        "-ca",
+        str(certs.ca),
+        "-servername",
+        SERVER_NAME,
+        "-body",
+        str(body),
+        f"-expect-patch={str(expect_patch).lower()}",
+        *args,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"loadgen failed ({done.returncode}): {done.stderr.strip()}")
@@ -387,8 +475,16 @@ def run_loadgen(loadgen: Path, port: int, certs: Certs, body: Path, expect_patch
     return result
 
 
-def measure(spec: ServerSpec, scenario: Scenario, smoke: bool, loadgen: Path, certs: Certs,
-            bodies: dict[str, tuple[Path, bool]], logdir: Path, seconds: float | None = None) -> dict[str, Any]:
+def measure(
+    spec: ServerSpec,
+    scenario: Scenario,
+    smoke: bool,
+    loadgen: Path,
+    certs: Certs,
+    bodies: dict[str, tuple[Path, bool]],
+    logdir: Path,
+    seconds: float | None = None,
+) -> dict[str, Any]:
     body, expect_patch = bodies[scenario.body]
     load_args = list(scenario.smoke if smoke else scenario.loadgen)
     if seconds is not None and "-duration" in load_args:
@@ -396,8 +492,14 @@ def measure(spec: ServerSpec, scenario: Scenario, smoke: bool, loadgen: Path, ce
     server = start_server(spec, certs, logdir / f"{spec.name}-{scenario.name}.log")
     try:
         # Warm-up on 8 connections, so each worker has served requests before we count.
-        run_loadgen(loadgen, server.port, certs, body, expect_patch,
-                    ("-scenario", "keepalive", "-conns", "8", "-duration", "200ms" if smoke else "1s"))
+        run_loadgen(
+            loadgen,
+            server.port,
+            certs,
+            body,
+            expect_patch,
+            ("-scenario", "keepalive", "-conns", "8", "-duration", "200ms" if smoke else "1s"),
+        )
         before = _snapshot(server.proc.pid)
         t0 = time.perf_counter()
         load = run_loadgen(loadgen, server.port, certs, body, expect_patch, tuple(load_args))
@@ -421,8 +523,7 @@ def measure(spec: ServerSpec, scenario: Scenario, smoke: bool, loadgen: Path, ce
         "worker_cpu_s": worker_cpu,
         "client_cpu_s": load["client_cpu_s"],
         # cores used meanwhile by everything else on the machine (other jobs skew the figures)
-        "other_cores": max(0.0, (after.machine_busy_s - before.machine_busy_s) - cpu - load["client_cpu_s"])
-        / wall,
+        "other_cores": max(0.0, (after.machine_busy_s - before.machine_busy_s) - cpu - load["client_cpu_s"]) / wall,
         "cpu_ms_per_req": (cpu / load["requests"] * 1000) if load["requests"] else None,
         "peak_rss_mib_per_worker": (max(peak_rss) / 1024) if peak_rss else None,
         "load": load,
@@ -450,8 +551,7 @@ COLUMNS = (
     ("other load, cores", lambda r: r["other_cores"], "{:.2f}"),
 )
 # Columns where a ratio means something (counts of failures do not divide).
-RATIO_COLUMNS = {"req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "CPU ms/req", "peak RSS/worker MiB",
-                 "start→ready s"}
+RATIO_COLUMNS = {"req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "CPU ms/req", "peak RSS/worker MiB", "start→ready s"}
 
 
 def _fmt(fmt: str, value: Any) -> str:
@@ -531,13 +631,18 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.splitlines()[0])
     p.add_argument("--smoke", action="store_true", help="a few-seconds run that checks the harness, not speed")
     default_servers = "ours,baseline"
-    p.add_argument("--servers", default=default_servers,
-                   help=f"comma-separated, from: {', '.join(SERVERS)} (default {default_servers})")
-    p.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS),
-                   help="comma-separated subset of the scenarios")
+    p.add_argument(
+        "--servers",
+        default=default_servers,
+        help=f"comma-separated, from: {', '.join(SERVERS)} (default {default_servers})",
+    )
+    p.add_argument(
+        "--scenarios", default=",".join(s.name for s in SCENARIOS), help="comma-separated subset of the scenarios"
+    )
     p.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results/<time>)")
-    p.add_argument("--seconds", type=float, default=None,
-                   help="override every scenario's load duration (for quick experiments)")
+    p.add_argument(
+        "--seconds", type=float, default=None, help="override every scenario's load duration (for quick experiments)"
+    )
     p.add_argument("--no-micro", action="store_true", help="skip the in-process micro-benchmark")
     p.add_argument("--repeat", type=int, default=1, help="run every scenario this many times per server")
     args = p.parse_args(argv)
@@ -575,12 +680,15 @@ def main(argv: list[str] | None = None) -> int:
                     r["repeat"] = rep
                     results.append(r)
                     ld = r["load"]
-                    print(f"{sc.name:12} {s:26} {ld['rps']:8.0f} req/s  p50 {ld['p50_ms']:7.2f}  "
-                          f"p99 {ld['p99_ms']:8.2f}  max {ld['max_ms']:8.1f} ms  err {ld['errors']} "
-                          f"to {ld['timeouts']}  cpu {r['cpu_ms_per_req'] or 0:.3f} ms/req  "
-                          f"busiest {100 * (r['busiest_worker_share'] or 0):.0f}%  rss {r['peak_rss_mib_per_worker'] or 0:.1f} MiB  "
-                          f"ready {r['ready_s']:.2f} s  other {r['other_cores']:.2f} cores",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"{sc.name:12} {s:26} {ld['rps']:8.0f} req/s  p50 {ld['p50_ms']:7.2f}  "
+                        f"p99 {ld['p99_ms']:8.2f}  max {ld['max_ms']:8.1f} ms  err {ld['errors']} "
+                        f"to {ld['timeouts']}  cpu {r['cpu_ms_per_req'] or 0:.3f} ms/req  "
+                        f"busiest {100 * (r['busiest_worker_share'] or 0):.0f}%  rss {r['peak_rss_mib_per_worker'] or 0:.1f} MiB  "
+                        f"ready {r['ready_s']:.2f} s  other {r['other_cores']:.2f} cores",
+                        file=sys.stderr,
+                        flush=True,
+                    )
         merged = _median_over_repeats(results)
         meta = {
             "date": dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -594,16 +702,31 @@ def main(argv: list[str] | None = None) -> int:
         if args.repeat > 1 and len(servers) == 2:
             report += "\n" + render_paired(results, servers)
         if not args.no_micro:
-            micro = subprocess.run([_python(), "-m", "benchmarks.micro", "--json", *(["--smoke"] if args.smoke else [])],
-                                   cwd=ROOT, capture_output=True, text=True, check=True)
+            micro = subprocess.run(
+                [_python(), "-m", "benchmarks.micro", "--json", *(["--smoke"] if args.smoke else [])],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             micro_rows = json.loads(micro.stdout)
             from benchmarks.micro import render as render_micro
 
-            report += "\nIn process (`benchmarks/micro.py`), µs per call, median of rounds:\n\n" + render_micro(micro_rows)
+            report += "\nIn process (`benchmarks/micro.py`), µs per call, median of rounds:\n\n" + render_micro(
+                micro_rows
+            )
         (out / "report.md").write_text(report)
-        (out / "results.json").write_text(json.dumps({"meta": meta, "servers": servers, "results": results,
-                                                      "micro": micro_rows if not args.no_micro else None},
-                                                     indent=2))
+        (out / "results.json").write_text(
+            json.dumps(
+                {
+                    "meta": meta,
+                    "servers": servers,
+                    "results": results,
+                    "micro": micro_rows if not args.no_micro else None,
+                },
+                indent=2,
+            )
+        )
         print(report)
         print(f"written to {out}/report.md and results.json", file=sys.stderr)
         failed = [r for r in results if r["load"]["errors"] or r["load"]["timeouts"] or r["worker_restarts"]]
@@ -618,8 +741,12 @@ def render_paired(results: list[dict[str, Any]], servers: list[str]) -> str:
     import statistics
 
     a, b = servers
-    lines = [f"Paired ratios {a}/{b}, median over repeats (min–max):", "",
-             "| scenario | req/s | p99 ms | CPU ms/req |", "|---|---:|---:|---:|"]
+    lines = [
+        f"Paired ratios {a}/{b}, median over repeats (min–max):",
+        "",
+        "| scenario | req/s | p99 ms | CPU ms/req |",
+        "|---|---:|---:|---:|",
+    ]
     for sc in SCENARIOS:
         runs = {(r["server"], r["repeat"]): r for r in results if r["scenario"] == sc.name}
         reps = sorted({rep for (_, rep) in runs})

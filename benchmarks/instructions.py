@@ -39,8 +39,9 @@ def _workload(case: str, pod: str):
     from webhook.app import AppConfig, create_app
     from webhook.policy_file import default_policy
 
-    logging.basicConfig(level="INFO", stream=open("/dev/null", "w"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level="INFO", stream=open("/dev/null", "w"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     document, _ = reviews.scenarios()[pod]
     document = reviews.fresh(document)
     document["request"]["uid"] = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
@@ -51,11 +52,24 @@ def _workload(case: str, pod: str):
         logging.getLogger("webhook.review").setLevel("WARNING")
 
     def environ():
-        return {"REQUEST_METHOD": "POST", "PATH_INFO": "/mutate", "QUERY_STRING": "timeout=10s",
-                "SERVER_NAME": "netqos-webhook.netqos-system.svc", "SERVER_PORT": "8443", "SERVER_PROTOCOL": "HTTP/1.1",
-                "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)), "HTTP_HOST": "x",
-                "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "https", "wsgi.errors": sys.stderr,
-                "wsgi.version": (1, 0), "wsgi.multithread": True, "wsgi.multiprocess": True, "wsgi.run_once": False}
+        return {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": "/mutate",
+            "QUERY_STRING": "timeout=10s",
+            "SERVER_NAME": "netqos-webhook.netqos-system.svc",
+            "SERVER_PORT": "8443",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_HOST": "x",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.url_scheme": "https",
+            "wsgi.errors": sys.stderr,
+            "wsgi.version": (1, 0),
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+        }
 
     def start_response(status, headers, exc_info=None):
         if not status.startswith("200"):
@@ -83,9 +97,23 @@ def count(case: str, pod: str, calls: int) -> int:
     totals = []
     for n in (0, calls):
         done = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m",
-             "benchmarks.instructions", "--child", case, pod, str(n)],
-            cwd=ROOT, capture_output=True, text=True, check=True)
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--callgrind-out-file=/dev/null",
+                sys.executable,
+                "-m",
+                "benchmarks.instructions",
+                "--child",
+                case,
+                pod,
+                str(n),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         match = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
         if not match:
             raise SystemExit(f"instructions: no callgrind total in:\n{done.stderr[-2000:]}")
@@ -98,8 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--child"]:
         _child(argv[1], argv[2], int(argv[3]))
         return 0
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
     p.add_argument("cases", nargs="+", choices=CASES, metavar="CASE")
     p.add_argument("--pod", default="typical", choices=("typical", "nonmatching", "pod200"))
     p.add_argument("--calls", type=int, default=None, help="calls per measurement (default 50; 5 for pod200)")

@@ -20,8 +20,9 @@ import json
 import statistics
 import sys
 import timeit
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -63,24 +64,46 @@ def run(smoke: bool = False) -> list[dict[str, Any]]:
             out = evaluate(policy, pod)
             diff(pod, out.pod)
 
-        rows.append({"case": name, "what": "policy+patch", "body_bytes": len(body),
-                     "us": per_call_us(policy_and_patch, rounds, seconds)})
-        rows.append({"case": name, "what": "admission.handle", "body_bytes": len(body),
-                     "us": per_call_us(lambda: admission.handle(policy, body), rounds, seconds)})
-        rows.append({"case": name, "what": "encode response", "body_bytes": len(body),
-                     "us": per_call_us(lambda: admission.encode(result.response), rounds, seconds)})
+        rows.append(
+            {
+                "case": name,
+                "what": "policy+patch",
+                "body_bytes": len(body),
+                "us": per_call_us(policy_and_patch, rounds, seconds),
+            }
+        )
+        rows.append(
+            {
+                "case": name,
+                "what": "admission.handle",
+                "body_bytes": len(body),
+                "us": per_call_us(lambda: admission.handle(policy, body), rounds, seconds),
+            }
+        )
+        rows.append(
+            {
+                "case": name,
+                "what": "encode response",
+                "body_bytes": len(body),
+                "us": per_call_us(lambda: admission.encode(result.response), rounds, seconds),
+            }
+        )
     return rows
 
 
 def render(rows: list[dict[str, Any]]) -> str:
-    lines = ["| pod | review bytes | policy+patch µs | admission.handle µs | encode response µs |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| pod | review bytes | policy+patch µs | admission.handle µs | encode response µs |",
+        "|---|---:|---:|---:|---:|",
+    ]
     cases: dict[str, dict[str, Any]] = {}
     for r in rows:
         cases.setdefault(r["case"], {"body_bytes": r["body_bytes"]})[r["what"]] = r["us"]
     for case, c in cases.items():
-        lines.append(f"| {case} | {c['body_bytes']} | {c['policy+patch']:.1f} | {c['admission.handle']:.1f} | "
-                     f"{c['encode response']:.1f} |")
+        lines.append(
+            f"| {case} | {c['body_bytes']} | {c['policy+patch']:.1f} | {c['admission.handle']:.1f} | "
+            f"{c['encode response']:.1f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -1,8 +1,8 @@
 """A directory laid out as the kubelet lays out a mounted ConfigMap or Secret, and its atomic update.
 
-    DIR/..2025_01_01_00_00_00.000000001/policy.yaml   the data of one version
-    DIR/..data -> ..2025_01_01_00_00_00.000000001     swapped by rename(2) on update
-    DIR/policy.yaml -> ..data/policy.yaml             what the webhook is given
+DIR/..2025_01_01_00_00_00.000000001/policy.yaml   the data of one version
+DIR/..data -> ..2025_01_01_00_00_00.000000001     swapped by rename(2) on update
+DIR/policy.yaml -> ..data/policy.yaml             what the webhook is given
 """
 
 from __future__ import annotations

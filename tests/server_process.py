@@ -14,11 +14,13 @@ import json
 import os
 import ssl
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from serving import ServiceConnection, running_server
+
 from webhook.certs import CertFiles, generate
 
 HOSTS = ("localhost", "127.0.0.1")
@@ -56,7 +58,9 @@ class Server:
             context.load_cert_chain(*cert)
         return context
 
-    def connect(self, timeout: float = 10, service_name: bool = False, **context_args: Any) -> http.client.HTTPSConnection:
+    def connect(
+        self, timeout: float = 10, service_name: bool = False, **context_args: Any
+    ) -> http.client.HTTPSConnection:
         """A keep-alive connection to 127.0.0.1: without SNI, or (service_name) as the API server
         connects, with the Service DNS name as SNI and verified name."""
         kind = ServiceConnection if service_name else http.client.HTTPSConnection
@@ -65,8 +69,12 @@ class Server:
         return conn
 
     def request(
-        self, method: str, path: str, body: bytes | dict | None = None,
-        headers: dict[str, str] | None = None, conn: http.client.HTTPSConnection | None = None,
+        self,
+        method: str,
+        path: str,
+        body: bytes | dict | None = None,
+        headers: dict[str, str] | None = None,
+        conn: http.client.HTTPSConnection | None = None,
     ) -> tuple[int, bytes]:
         conn = conn or self.connect()
         if isinstance(body, dict):
@@ -119,7 +127,7 @@ class Server:
         self._context_manager.__exit__(None, None, None)
         return self.proc.returncode
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -138,8 +146,18 @@ def start_server(
     workdir.mkdir(parents=True, exist_ok=True)
     certs = certs or make_certs(workdir / "certs")
     env = {"PROMETHEUS_MULTIPROC_DIR": ""}  # "": each test server gets its own temporary directory
-    manager = running_server(workdir, "--workers", str(workers), "--log-format", "json", *args,
-                             certs=certs.directory, env=env, ready_timeout=timeout, client_cert=client_cert)
+    manager = running_server(
+        workdir,
+        "--workers",
+        str(workers),
+        "--log-format",
+        "json",
+        *args,
+        certs=certs.directory,
+        env=env,
+        ready_timeout=timeout,
+        client_cert=client_cert,
+    )
     base = manager.__enter__()
     server = Server(base, certs, client_cert, manager)
     try:
@@ -160,7 +178,7 @@ def children(pid: int) -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if int(fields[1]) == pid and fields[0] != "Z":
             found.append(int(entry))
     return sorted(found)

@@ -15,10 +15,11 @@ import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SERVER_NAME = "netqos-webhook.netqos-system.svc"
 
@@ -32,9 +33,23 @@ def free_port() -> int:
 def make_certs(directory: Path) -> Path:
     """Certificates from the project's own `netqos-webhook certs` command."""
     subprocess.run(
-        [sys.executable, "-m", "webhook", "certs", "--out", str(directory),
-         "--service", "netqos-webhook", "--namespace", "netqos-system", "--host", "127.0.0.1"],
-        check=True, capture_output=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "webhook",
+            "certs",
+            "--out",
+            str(directory),
+            "--service",
+            "netqos-webhook",
+            "--namespace",
+            "netqos-system",
+            "--host",
+            "127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     return directory
 
@@ -59,8 +74,14 @@ class Server:
         conn.connect()
         return conn
 
-    def request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
-                conn: http.client.HTTPSConnection | None = None) -> tuple[int, dict[str, Any] | None, bytes]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        conn: http.client.HTTPSConnection | None = None,
+    ) -> tuple[int, dict[str, Any] | None, bytes]:
         own = conn is None
         conn = conn or self.connection()
         try:
@@ -76,7 +97,9 @@ class Server:
             parsed = None
         return resp.status, parsed, data
 
-    def post_review(self, review: dict[str, Any], conn: http.client.HTTPSConnection | None = None) -> tuple[int, dict[str, Any] | None]:
+    def post_review(
+        self, review: dict[str, Any], conn: http.client.HTTPSConnection | None = None
+    ) -> tuple[int, dict[str, Any] | None]:
         status, parsed, _ = self.request(
             "POST", "/mutate", json.dumps(review).encode(), {"Content-Type": "application/json"}, conn
         )
@@ -96,9 +119,15 @@ class ServiceConnection(http.client.HTTPSConnection):
 
 
 @contextmanager
-def running_server(tmp_path: Path, *args: str, certs: Path | None = None, env: dict[str, str] | None = None,
-                   ready_timeout: float = 30, dev_certs: bool = False,
-                   client_cert: tuple[str, str] | None = None) -> Iterator[Server]:
+def running_server(
+    tmp_path: Path,
+    *args: str,
+    certs: Path | None = None,
+    env: dict[str, str] | None = None,
+    ready_timeout: float = 30,
+    dev_certs: bool = False,
+    client_cert: tuple[str, str] | None = None,
+) -> Iterator[Server]:
     """`netqos-webhook serve` in `tmp_path`; with `dev_certs`, no certificate flags, so the
     server generates its development pair into `tmp_path/certs` itself."""
     port = free_port()
@@ -110,8 +139,14 @@ def running_server(tmp_path: Path, *args: str, certs: Path | None = None, env: d
         certs = certs or make_certs(tmp_path / "certs")
         command += ["--certfile", str(certs / "tls.crt"), "--keyfile", str(certs / "tls.key")]
     with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
-                                   env={**os.environ, **(env or {})}, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
     server = Server(port, certs, process, log, client_cert)
     try:
         _wait_ready(server, ready_timeout)

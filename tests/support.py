@@ -78,9 +78,22 @@ def apply_kubectl(obj: dict[str, Any], ops: list[dict[str, Any]], tmp_path: Path
     pod_file = tmp_path / f"pod-{uuid.uuid4().hex}.json"
     pod_file.write_text(_kubectl_json(obj), encoding="utf-8")
     done = subprocess.run(
-        [kubectl, "patch", "--local", "-f", str(pod_file), "--type=json", "-p", _kubectl_json(ops), "-o", "json",
-         "--show-managed-fields"],
-        capture_output=True, text=True, timeout=60,
+        [
+            kubectl,
+            "patch",
+            "--local",
+            "-f",
+            str(pod_file),
+            "--type=json",
+            "-p",
+            _kubectl_json(ops),
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, f"kubectl rejected the patch {ops}: {done.stderr}"
     return json.loads(done.stdout)
@@ -96,7 +109,9 @@ def _kubectl_json(value: Any) -> str:
     return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
-def assert_patch_agrees(before: dict[str, Any], ops: list[dict[str, Any]], expected: dict[str, Any], tmp_path: Path) -> None:
+def assert_patch_agrees(
+    before: dict[str, Any], ops: list[dict[str, Any]], expected: dict[str, Any], tmp_path: Path
+) -> None:
     """Both JSON-patch implementations turn `before` into `expected`."""
     assert apply_python(before, ops) == expected
     if ops:

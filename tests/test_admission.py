@@ -4,12 +4,17 @@ import base64
 import json
 
 import pytest
-
 from support import pod_review
+
 from webhook.admission import BadReview, decode, handle, review
 from webhook.policy_file import default_policy
 
-LS_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {"containers": []}}
+LS_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}},
+    "spec": {"containers": []},
+}
 PLAIN_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}
 
 
@@ -78,12 +83,36 @@ def test_a_pod_created_by_a_replicaset_is_named_by_its_generate_name():
         ("huge integer literal", b"9" * 10_000, "not valid JSON"),
         ("a list", b"[]", "must be a JSON object"),
         ("wrong kind", b'{"apiVersion": "admission.k8s.io/v1", "kind": "Pod"}', "not an AdmissionReview"),
-        ("unknown version", b'{"apiVersion": "admission.k8s.io/v2", "kind": "AdmissionReview", "request": {"uid": "a"}}', "'admission.k8s.io/v2'"),
-        ("no request", b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', "request must be an object"),
-        ("request is a string", b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": "x"}', "request must be an object"),
-        ("no uid", b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}', "uid must be a non-empty string"),
-        ("empty uid", b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": ""}}', "uid must be a non-empty string"),
-        ("numeric uid", b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": 7}}', "uid must be a non-empty string"),
+        (
+            "unknown version",
+            b'{"apiVersion": "admission.k8s.io/v2", "kind": "AdmissionReview", "request": {"uid": "a"}}',
+            "'admission.k8s.io/v2'",
+        ),
+        (
+            "no request",
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}',
+            "request must be an object",
+        ),
+        (
+            "request is a string",
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": "x"}',
+            "request must be an object",
+        ),
+        (
+            "no uid",
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}',
+            "uid must be a non-empty string",
+        ),
+        (
+            "empty uid",
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": ""}}',
+            "uid must be a non-empty string",
+        ),
+        (
+            "numeric uid",
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": 7}}',
+            "uid must be a non-empty string",
+        ),
     ],
 )
 def test_a_body_that_is_not_a_usable_review_is_a_bad_request(case, body, fragment):

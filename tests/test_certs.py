@@ -18,7 +18,9 @@ def load(path):
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    return generate(tmp_path_factory.mktemp("certs"), "hook", "ops", hosts=["127.0.0.1", "::1", "dev.example.test"], days=30)
+    return generate(
+        tmp_path_factory.mktemp("certs"), "hook", "ops", hosts=["127.0.0.1", "::1", "dev.example.test"], days=30
+    )
 
 
 def test_the_ca_is_a_ca_that_signs_certificates(files):
@@ -32,13 +34,20 @@ def test_the_ca_is_a_ca_that_signs_certificates(files):
 def test_the_server_certificate_is_for_server_auth_only(files):
     cert = load(files.cert)
     assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
-    assert list(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [ExtendedKeyUsageOID.SERVER_AUTH]
+    assert list(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [
+        ExtendedKeyUsageOID.SERVER_AUTH
+    ]
 
 
 def test_the_server_certificate_names_the_service_and_each_host(files):
     sans = load(files.cert).extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert sans.get_values_for_type(x509.DNSName) == [
-        "hook", "hook.ops", "hook.ops.svc", "hook.ops.svc.cluster.local", "dev.example.test"]
+        "hook",
+        "hook.ops",
+        "hook.ops.svc",
+        "hook.ops.svc.cluster.local",
+        "dev.example.test",
+    ]
     assert sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")]
 
 

@@ -29,19 +29,25 @@ def certs(tmp_path):
     return generate(tmp_path / "certs", hosts=["127.0.0.1"], days=60, ca_days=3650)
 
 
-@pytest.mark.parametrize("renew_before, renewed", [
-    (30, False),  # 60 days left: more than 30
-    (59, False),
-    (61, True),  # 60 days left: within 61
-    (365, True),
-])
-def test_the_server_certificate_is_reissued_only_when_it_expires_within_the_window(certs, capsys, renew_before, renewed):
+@pytest.mark.parametrize(
+    "renew_before, renewed",
+    [
+        (30, False),  # 60 days left: more than 30
+        (59, False),
+        (61, True),  # 60 days left: within 61
+        (365, True),
+    ],
+)
+def test_the_server_certificate_is_reissued_only_when_it_expires_within_the_window(
+    certs, capsys, renew_before, renewed
+):
     before = snapshot(certs)
     assert main(["certs", "--out", str(certs.directory), "--renew-before", str(renew_before)]) == 0
     after = snapshot(certs)
     out = capsys.readouterr().out
-    assert {k: after[k] for k in ("ca.crt", "ca.key")} == {k: before[k] for k in ("ca.crt", "ca.key")}, \
+    assert {k: after[k] for k in ("ca.crt", "ca.key")} == {k: before[k] for k in ("ca.crt", "ca.key")}, (
         "the CA must never change: the webhook's caBundle stays valid"
+    )
     if not renewed:
         assert after == before and "left" in out and "alone" in out
         return
@@ -53,11 +59,15 @@ def test_the_server_certificate_is_reissued_only_when_it_expires_within_the_wind
     assert new.not_valid_after_utc > old.not_valid_after_utc + dt.timedelta(days=300)
 
 
-@pytest.mark.parametrize("damage, reason", [
-    (lambda f: f.cert.unlink(), "no readable"),
-    (lambda f: f.key.write_bytes(generate(f.directory.parent / "other").key.read_bytes()), "is not the key of"),
-    (lambda f: f.cert.write_bytes(generate(f.directory.parent / "other").cert.read_bytes()), "not issued by"),
-], ids=["certificate missing", "key does not match", "certificate from another CA"])
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda f: f.cert.unlink(), "no readable"),
+        (lambda f: f.key.write_bytes(generate(f.directory.parent / "other").key.read_bytes()), "is not the key of"),
+        (lambda f: f.cert.write_bytes(generate(f.directory.parent / "other").cert.read_bytes()), "not issued by"),
+    ],
+    ids=["certificate missing", "key does not match", "certificate from another CA"],
+)
 def test_an_unusable_server_certificate_is_reissued_whatever_its_expiry(certs, capsys, damage, reason):
     damage(certs)
     assert main(["certs", "--out", str(certs.directory), "--renew-before", "1"]) == 0
@@ -71,10 +81,14 @@ def test_a_new_host_is_added_by_renewing(certs, capsys):
     assert names(load(certs.cert))[-2:] == ["127.0.0.1", "webhook.example"]
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda d: None, "renewing needs the CA"),
-    (lambda d: generate(d, days=10), "itself expires"),
-], ids=["no CA", "CA expiring within the window"])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda d: None, "renewing needs the CA"),
+        (lambda d: generate(d, days=10), "itself expires"),
+    ],
+    ids=["no CA", "CA expiring within the window"],
+)
 def test_renewal_without_a_usable_ca_is_a_usage_error_that_says_what_to_do(tmp_path, capsys, setup, message):
     directory = tmp_path / "certs"
     setup(directory)

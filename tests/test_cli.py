@@ -6,15 +6,15 @@ import sys
 
 import pytest
 import yaml
-
 from support import NETQOS_TERMS, PREFERRED, REPO, fixture
 
 TEST_POD = REPO / "deploy" / "examples" / "test-pod.yaml"
 
 
 def run(*args, stdin=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "webhook", *args], input=stdin, capture_output=True,
-                          text=True, timeout=60, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "webhook", *args], input=stdin, capture_output=True, text=True, timeout=60, cwd=cwd
+    )
 
 
 def test_review_of_the_example_pod_prints_the_admission_response():
@@ -47,7 +47,9 @@ def test_review_dash_o_patch_reads_an_admission_review_from_stdin():
 
 
 def test_review_keeps_yaml_timestamps_as_the_strings_the_api_server_sends():
-    pod = TEST_POD.read_text().replace("  name: qos-demo-pod\n", "  name: qos-demo-pod\n  creationTimestamp: 2026-12-02T09:58:38Z\n")
+    pod = TEST_POD.read_text().replace(
+        "  name: qos-demo-pod\n", "  name: qos-demo-pod\n  creationTimestamp: 2026-12-02T09:58:38Z\n"
+    )
     done = run("review", "-", "-o", "pod", stdin=pod)
     assert done.returncode == 0, done.stderr
     assert yaml.safe_load(done.stdout)["metadata"]["creationTimestamp"] == "2026-12-02T09:58:38Z"
@@ -66,8 +68,18 @@ def test_review_prints_warnings_on_stderr_as_kubectl_would():
         ("two documents", ["review", "-"], "kind: Pod\n---\nkind: Pod\n", "holds 2 YAML documents"),
         ("not a pod", ["review", "-"], "kind: Service\n", "expected a Pod or an AdmissionReview, got kind 'Service'"),
         ("a list", ["review", "-"], "- 1\n", "got kind 'list'"),
-        ("broken review", ["review", "-"], '{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}', "request must be an object"),
-        ("missing policy", ["review", str(TEST_POD), "--config", "no/such/policy.yaml"], None, "policy file no/such/policy.yaml: cannot read it"),
+        (
+            "broken review",
+            ["review", "-"],
+            '{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}',
+            "request must be an object",
+        ),
+        (
+            "missing policy",
+            ["review", str(TEST_POD), "--config", "no/such/policy.yaml"],
+            None,
+            "policy file no/such/policy.yaml: cannot read it",
+        ),
     ],
 )
 def test_unusable_input_is_one_clear_line_and_exit_code_2(case, args, stdin, fragment):
@@ -78,15 +90,26 @@ def test_unusable_input_is_one_clear_line_and_exit_code_2(case, args, stdin, fra
 
 def test_serve_refuses_to_start_with_an_invalid_policy_and_says_where(tmp_path):
     bad = tmp_path / "policy.yaml"
-    bad.write_text("rules:\n- name: netqos\n  podSelector: {}\n  preferences:\n  - weight: 500\n    matchExpressions: [{key: net, operator: In, values: [high]}]\n")
+    bad.write_text(
+        "rules:\n- name: netqos\n  podSelector: {}\n  preferences:\n  - weight: 500\n    matchExpressions: [{key: net, operator: In, values: [high]}]\n"
+    )
     done = run("serve", "--config", str(bad), cwd=tmp_path)
     assert done.returncode == 2
-    assert f"policy file {bad}: rules[0] \"netqos\": preferences[0].weight: must be an integer from 1 to 100 (got 500)" in done.stderr
+    assert (
+        f'policy file {bad}: rules[0] "netqos": preferences[0].weight: must be an integer from 1 to 100 (got 500)'
+        in done.stderr
+    )
 
 
 def test_serve_reads_the_policy_path_from_the_environment(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "webhook", "serve"], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path, env={"NETQOS_CONFIG": str(tmp_path / "missing.yaml"), "PATH": ""})
+    done = subprocess.run(
+        [sys.executable, "-m", "webhook", "serve"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"NETQOS_CONFIG": str(tmp_path / "missing.yaml"), "PATH": ""},
+    )
     assert done.returncode == 2 and "missing.yaml: cannot read it" in done.stderr
 
 
@@ -96,7 +119,17 @@ def test_serve_wants_both_certificate_flags_or_neither(tmp_path):
 
 
 def test_certs_writes_the_four_files(tmp_path):
-    done = run("certs", "--out", str(tmp_path / "c"), "--service", "netqos-webhook", "--namespace", "netqos-system", "--host", "127.0.0.1")
+    done = run(
+        "certs",
+        "--out",
+        str(tmp_path / "c"),
+        "--service",
+        "netqos-webhook",
+        "--namespace",
+        "netqos-system",
+        "--host",
+        "127.0.0.1",
+    )
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
 

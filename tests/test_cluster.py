@@ -51,20 +51,27 @@ def closed_port() -> int:
 
 def test_a_missing_kubeconfig_names_the_file(tmp_path):
     missing = str(tmp_path / "nope")
-    with pytest.raises(KubeconfigError, match=f"cannot read kubeconfig {missing}: No such file or directory; check the path"):
+    with pytest.raises(
+        KubeconfigError, match=f"cannot read kubeconfig {missing}: No such file or directory; check the path"
+    ):
         list_nodes(missing)
 
 
 def test_an_unknown_context_names_the_context(tmp_path):
     config = kubeconfig(tmp_path, "https://127.0.0.1:1")
-    with pytest.raises(KubeconfigError, match=f"cannot use kubeconfig {config}, context prod: .*check the file and the context name"):
+    with pytest.raises(
+        KubeconfigError, match=f"cannot use kubeconfig {config}, context prod: .*check the file and the context name"
+    ):
         list_nodes(config, "prod")
 
 
 def test_an_unreachable_api_server_fails_fast_with_its_address(tmp_path):
     port = closed_port()
     started = time.monotonic()
-    with pytest.raises(ClusterError, match=rf"cannot reach the Kubernetes API server at https://127.0.0.1:{port} \(kubeconfig .*, context demo\): .*check that the cluster is running"):
+    with pytest.raises(
+        ClusterError,
+        match=rf"cannot reach the Kubernetes API server at https://127.0.0.1:{port} \(kubeconfig .*, context demo\): .*check that the cluster is running",
+    ):
         list_nodes(kubeconfig(tmp_path, f"https://127.0.0.1:{port}"), "demo")
     assert time.monotonic() - started < 10
 
@@ -108,8 +115,11 @@ class APIServer:
 
 
 def test_nodes_are_the_items_as_the_api_server_sent_them(tmp_path):
-    node = {"metadata": {"name": "n1", "labels": {"net": "high"}, "creationTimestamp": "2024-05-01T10:00:00Z"},
-            "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}, "status": {"images": [{"sizeBytes": 1}]}}
+    node = {
+        "metadata": {"name": "n1", "labels": {"net": "high"}, "creationTimestamp": "2024-05-01T10:00:00Z"},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+        "status": {"images": [{"sizeBytes": 1}]},
+    }
     body = json.dumps({"kind": "NodeList", "apiVersion": "v1", "items": [node]}).encode()
     with APIServer(200, body) as api:
         assert list_nodes(kubeconfig(tmp_path, api.url)) == [node]
@@ -117,26 +127,53 @@ def test_nodes_are_the_items_as_the_api_server_sent_them(tmp_path):
 
 def test_an_answer_that_is_not_json_is_one_message(tmp_path):
     with APIServer(200, b"<html>login</html>") as api:
-        with pytest.raises(ClusterError, match=rf"the API server at {api.url} \(kubeconfig .*\) did not answer the node list with JSON"):
+        with pytest.raises(
+            ClusterError, match=rf"the API server at {api.url} \(kubeconfig .*\) did not answer the node list with JSON"
+        ):
             list_nodes(kubeconfig(tmp_path, api.url))
 
 
 def test_a_forbidden_list_says_to_check_permissions(tmp_path):
     body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}'
     with APIServer(403, body) as api:
-        with pytest.raises(ClusterError, match=rf"the API server at {api.url} \(kubeconfig .*\) refused to list nodes: HTTP 403 Forbidden; check that your user may list nodes"):
+        with pytest.raises(
+            ClusterError,
+            match=rf"the API server at {api.url} \(kubeconfig .*\) refused to list nodes: HTTP 403 Forbidden; check that your user may list nodes",
+        ):
             list_nodes(kubeconfig(tmp_path, api.url))
 
 
 @pytest.mark.parametrize(
     ("failure", "expected"),
     [
-        (NewConnectionError("HTTPSConnection(host='10.0.0.1', port=6443)", "Failed to establish a new connection: [Errno 111] Connection refused"), "[Errno 111] Connection refused"),
-        (MaxRetryError(None, "/api/v1/nodes", ConnectTimeoutError("<HTTPSConnection(host='10.0.0.1', port=6443) at 0x7f>", "Connection to 10.0.0.1 timed out. (connect timeout=5)")),
-         "Connection to 10.0.0.1 timed out. (connect timeout=5)"),
-        (ProtocolError("<urllib3.connection.HTTPSConnection object at 0x7f>: Connection aborted."), "Connection aborted"),
-        (ApiException(status=0, reason="SSLError\n[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed (_ssl.c:1006)"),
-         "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed (_ssl.c:1006)"),
+        (
+            NewConnectionError(
+                "HTTPSConnection(host='10.0.0.1', port=6443)",
+                "Failed to establish a new connection: [Errno 111] Connection refused",
+            ),
+            "[Errno 111] Connection refused",
+        ),
+        (
+            MaxRetryError(
+                None,
+                "/api/v1/nodes",
+                ConnectTimeoutError(
+                    "<HTTPSConnection(host='10.0.0.1', port=6443) at 0x7f>",
+                    "Connection to 10.0.0.1 timed out. (connect timeout=5)",
+                ),
+            ),
+            "Connection to 10.0.0.1 timed out. (connect timeout=5)",
+        ),
+        (
+            ProtocolError("<urllib3.connection.HTTPSConnection object at 0x7f>: Connection aborted."),
+            "Connection aborted",
+        ),
+        (
+            ApiException(
+                status=0, reason="SSLError\n[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed (_ssl.c:1006)"
+            ),
+            "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed (_ssl.c:1006)",
+        ),
     ],
 )
 def test_a_connection_failure_is_said_without_urllib3s_wrapping(failure, expected):
@@ -155,7 +192,8 @@ def test_a_connection_failure_is_said_without_urllib3s_wrapping(failure, expecte
 def test_only_the_cluster_module_imports_the_kubernetes_client():
     package = Path(__file__).resolve().parent.parent / "webhook"
     importers = sorted(
-        path.name for path in package.glob("*.py")
+        path.name
+        for path in package.glob("*.py")
         if re.search(r"^\s*(from|import) kubernetes\b", path.read_text(), re.MULTILINE)
     )
     assert importers == ["cluster.py"]

@@ -50,10 +50,18 @@ def tools_dir(tmp_path: Path, stubs: dict[str, str]) -> Path:
     return bin_dir
 
 
-def run_demo(tmp_path: Path, *args: str, stubs: dict[str, str] | None = None, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+def run_demo(
+    tmp_path: Path, *args: str, stubs: dict[str, str] | None = None, **env: str
+) -> tuple[subprocess.CompletedProcess, list[str]]:
     stubs = {"kubectl": KUBECTL_STUB, "netqos-webhook": NETQOS_STUB} if stubs is None else stubs
     calls = tmp_path / "calls"
-    environment = {"PATH": str(tools_dir(tmp_path, stubs)), "CALLS": str(calls), "BOUND_TO": "fake-node-1", "HOME": str(tmp_path), **env}
+    environment = {
+        "PATH": str(tools_dir(tmp_path, stubs)),
+        "CALLS": str(calls),
+        "BOUND_TO": "fake-node-1",
+        "HOME": str(tmp_path),
+        **env,
+    }
     done = subprocess.run([BASH, str(DEMO), *args], capture_output=True, text=True, env=environment, timeout=120)
     return done, calls.read_text().splitlines() if calls.exists() else []
 
@@ -77,7 +85,10 @@ def test_build_needs_docker_and_a_cluster_to_load_into(tmp_path: Path) -> None:
 def test_an_unreachable_cluster_is_named_and_nothing_is_changed(tmp_path: Path) -> None:
     done, calls = run_demo(tmp_path, "--context", "minikube", UNREACHABLE="1")
     assert done.returncode == 1
-    assert "cannot reach the cluster of context minikube: The connection to the server 127.0.0.1:6443 was refused" in done.stderr
+    assert (
+        "cannot reach the cluster of context minikube: The connection to the server 127.0.0.1:6443 was refused"
+        in done.stderr
+    )
     assert calls == ["kubectl --context minikube get nodes -o name --request-timeout=10s"]
 
 

@@ -31,7 +31,9 @@ from webhook.policy_file import DEFAULT_DOCUMENT, load_policy
 
 DEPLOY = REPO / "deploy"
 KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed: cannot render deploy/ with 'kubectl kustomize'")
+needs_kubectl = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl is not installed: cannot render deploy/ with 'kubectl kustomize'"
+)
 # The oldest Kubernetes minor this installation is checked against, and the newest the validator knows.
 K8S_VERSIONS = ("1.28", kubernetes_validate.utils.major_minor(kubernetes_validate.utils.latest_version()))
 # Custom resources: no schema ships with Kubernetes; their fields are asserted below instead.
@@ -92,7 +94,9 @@ def test_every_rendered_object_is_valid_against_the_kubernetes_schema(rendered, 
             validate(obj, version)
         except kubernetes_validate.ValidationError as err:
             path = ".".join(map(str, err.path))
-            pytest.fail(f"{tree}: {obj['kind']}/{obj['metadata']['name']} is invalid for Kubernetes {version}: {path}: {err.message}")
+            pytest.fail(
+                f"{tree}: {obj['kind']}/{obj['metadata']['name']} is invalid for Kubernetes {version}: {path}: {err.message}"
+            )
 
 
 def test_the_schema_check_catches_a_misspelt_field() -> None:
@@ -107,7 +111,9 @@ def test_the_schema_check_catches_a_misspelt_field() -> None:
 NOT_APPLIED = {"nodes.yaml"}
 
 
-@pytest.mark.parametrize("example", sorted(p.name for p in (DEPLOY / "examples").glob("*.yaml") if p.name not in NOT_APPLIED))
+@pytest.mark.parametrize(
+    "example", sorted(p.name for p in (DEPLOY / "examples").glob("*.yaml") if p.name not in NOT_APPLIED)
+)
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 def test_examples_are_valid_against_the_kubernetes_schema(example: str, version: str) -> None:
     for obj in yaml.safe_load_all((DEPLOY / "examples" / example).read_text()):
@@ -119,7 +125,15 @@ def test_examples_are_valid_against_the_kubernetes_schema(example: str, version:
 def test_base_is_a_complete_installation(rendered) -> None:
     kinds = sorted((o["kind"], o["metadata"]["name"]) for o in rendered["base"])
     assert [k for k, _ in kinds] == sorted(
-        ["ConfigMap", "Deployment", "MutatingWebhookConfiguration", "Namespace", "PodDisruptionBudget", "Service", "ServiceAccount"]
+        [
+            "ConfigMap",
+            "Deployment",
+            "MutatingWebhookConfiguration",
+            "Namespace",
+            "PodDisruptionBudget",
+            "Service",
+            "ServiceAccount",
+        ]
     )
     namespaced = [o for o in rendered["base"] if o["kind"] not in ("Namespace", "MutatingWebhookConfiguration")]
     assert {o["metadata"]["namespace"] for o in namespaced} == {"netqos-system"}
@@ -314,7 +328,9 @@ def test_webhook_calls_the_service(rendered) -> None:
     for webhook in one(rendered["base"], "MutatingWebhookConfiguration")["webhooks"]:
         target = webhook["clientConfig"]["service"]
         assert (target["name"], target["namespace"], target["port"]) == (
-            service["metadata"]["name"], service["metadata"]["namespace"], service["spec"]["ports"][0]["port"],
+            service["metadata"]["name"],
+            service["metadata"]["namespace"],
+            service["spec"]["ports"][0]["port"],
         )
         assert target["path"] == "/mutate"
 
@@ -328,7 +344,9 @@ def test_webhook_never_calls_itself_for_its_own_pods(rendered) -> None:
 
 def test_disruption_budget_keeps_one_of_the_replicas(rendered, deployment) -> None:
     pdb = one(rendered["base"], "PodDisruptionBudget")
-    assert pdb["spec"]["selector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    assert (
+        pdb["spec"]["selector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    )
     assert 1 <= pdb["spec"]["minAvailable"] < deployment["spec"]["replicas"]
 
 
@@ -394,7 +412,9 @@ def test_dev_overlay_differs_from_base_only_in_client_config(rendered) -> None:
 def test_dev_overlay_without_certificates_names_the_missing_file(tmp_path: Path) -> None:
     copy = tmp_path / "deploy"
     shutil.copytree(DEPLOY, copy, ignore=shutil.ignore_patterns("certs"))
-    done = subprocess.run([KUBECTL, "kustomize", str(copy / "overlays/dev")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [KUBECTL, "kustomize", str(copy / "overlays/dev")], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode != 0
     assert "certs/ca.crt" in done.stderr
 
@@ -440,7 +460,10 @@ def test_test_pod_is_the_seeds_pod_and_tolerates_the_fake_node() -> None:
     assert all(tolerates(pod["spec"]["tolerations"], taint) for taint in node["spec"]["taints"])
 
 
-@pytest.mark.parametrize(("name", "labels_at"), [("test-pod.yaml", "metadata.labels"), ("latency-sensitive-deployment.yaml", "spec.template.metadata.labels")])
+@pytest.mark.parametrize(
+    ("name", "labels_at"),
+    [("test-pod.yaml", "metadata.labels"), ("latency-sensitive-deployment.yaml", "spec.template.metadata.labels")],
+)
 def test_example_workloads_are_selected_by_the_shipped_policy(name: str, labels_at: str) -> None:
     policy = load_policy(DEPLOY / "base/policy.yaml")
     labels = at(example(name), labels_at)
@@ -466,7 +489,9 @@ def test_every_base_image_is_a_slim_python_pinned_to_a_patch_version() -> None:
     bases = [args.split()[0] for ins, args in dockerfile() if ins == "FROM"]
     assert bases, "no FROM in the Dockerfile"
     for image in bases:
-        assert re.fullmatch(r"python:3\.\d+\.\d+-slim(-[a-z]+)?", image), f"{image} is not pinned to a slim Python version"
+        assert re.fullmatch(r"python:3\.\d+\.\d+-slim(-[a-z]+)?", image), (
+            f"{image} is not pinned to a slim Python version"
+        )
 
 
 def test_image_runs_as_the_numeric_non_root_user_of_the_deployment(deployment) -> None:
@@ -490,7 +515,11 @@ def test_image_installs_the_package_and_nothing_writes_bytecode_at_run_time() ->
 
 
 def test_dockerignore_keeps_secrets_and_the_venv_out_of_the_build_context() -> None:
-    lines = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    lines = [
+        line.strip()
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert lines[0] == "*"  # deny everything, then allow what the image needs
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
     assert allowed == {"pyproject.toml", "README.md", "webhook"}

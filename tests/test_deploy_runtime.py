@@ -47,8 +47,12 @@ def _can_unshare() -> str | None:
     for tool in ("unshare", "setpriv", "mount"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed"
-    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "mount", "-o", "remount,bind,ro", "/"],
-                           capture_output=True, text=True, timeout=30)
+    probe = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "mount", "-o", "remount,bind,ro", "/"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if probe.returncode != 0:
         return f"cannot remount / read-only in a mount namespace here: {probe.stderr.strip()}"
     return None
@@ -76,7 +80,7 @@ def _start(volumes: Path, port: int, with_empty_dirs: bool) -> subprocess.Popen:
         flag, eq, path = value.partition("=") if value.startswith("--") else ("", "", value)
         for mount, there in moves.items():
             if path == mount or path.startswith(mount + "/"):
-                return flag + eq + there + path[len(mount):]
+                return flag + eq + there + path[len(mount) :]
         return value
 
     args = [moved(a) for a in container["args"]]
@@ -85,20 +89,28 @@ def _start(volumes: Path, port: int, with_empty_dirs: bool) -> subprocess.Popen:
     env.update(PATH="/usr/bin:/bin", HOME="/nonexistent", PYTHONDONTWRITEBYTECODE="1")
     mounts = [
         f"mount -t tmpfs -o size=16m,mode=1777 tmpfs {shlex.quote(str(volumes / m['name']))}"
-        for m in container["volumeMounts"] if m["name"] in empty_dirs and with_empty_dirs
+        for m in container["volumeMounts"]
+        if m["name"] in empty_dirs and with_empty_dirs
     ]
     command = [sys.executable, "-m", "webhook", *container["command"][1:], *args]
-    script = "\n".join([
-        "set -e",
-        "mount -o remount,bind,ro /",
-        *mounts,
-        "cd /",
-        "exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs env -i "
-        + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(command),
-    ])
+    script = "\n".join(
+        [
+            "set -e",
+            "mount -o remount,bind,ro /",
+            *mounts,
+            "cd /",
+            "exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs env -i "
+            + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+            + " "
+            + shlex.join(command),
+        ]
+    )
     return subprocess.Popen(
         ["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
 
 

@@ -8,7 +8,6 @@ import ssl
 import warnings
 
 import pytest
-
 from serving import SERVER_NAME, running_server
 from support import apply_python, assert_patch_agrees, decoded_patch, expectations, fixture, with_netqos
 
@@ -101,8 +100,22 @@ JSON = {"Content-Type": "application/json"}
     [
         ("not JSON", "POST", "/mutate", b"{not json", JSON, 400),
         ("JSON but not an AdmissionReview", "POST", "/mutate", b'{"kind": "Pod"}', JSON, 400),
-        ("request is not an object", "POST", "/mutate", b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": []}', JSON, 400),
-        ("no uid", "POST", "/mutate", b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"operation": "CREATE"}}', JSON, 400),
+        (
+            "request is not an object",
+            "POST",
+            "/mutate",
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": []}',
+            JSON,
+            400,
+        ),
+        (
+            "no uid",
+            "POST",
+            "/mutate",
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"operation": "CREATE"}}',
+            JSON,
+            400,
+        ),
         ("invalid UTF-8", "POST", "/mutate", b'{"apiVersion": "\xff\xfe"}', JSON, 400),
         ("deeply nested", "POST", "/mutate", b"[" * 100_000 + b"]" * 100_000, JSON, 400),
         ("empty body", "POST", "/mutate", b"", JSON, 400),

@@ -65,10 +65,26 @@ def test_the_seed_experiment_as_json_has_the_documented_shape():
         "pod": "qos-demo-pod",
         "mutated": True,
         "nodes": [
-            {"name": "minikube", "net": "low", "feasible": True, "reasons": [], "netqos_score": 0,
-             "affinity_raw": 0, "affinity_normalized": 0, "affinity_weighted": 0},
-            {"name": "fake-node-1", "net": "high", "feasible": True, "reasons": [], "netqos_score": 100,
-             "affinity_raw": 100, "affinity_normalized": 100, "affinity_weighted": 200},
+            {
+                "name": "minikube",
+                "net": "low",
+                "feasible": True,
+                "reasons": [],
+                "netqos_score": 0,
+                "affinity_raw": 0,
+                "affinity_normalized": 0,
+                "affinity_weighted": 0,
+            },
+            {
+                "name": "fake-node-1",
+                "net": "high",
+                "feasible": True,
+                "reasons": [],
+                "netqos_score": 100,
+                "affinity_raw": 100,
+                "affinity_normalized": 100,
+                "affinity_weighted": 200,
+            },
         ],
         "affinity_choice": ["fake-node-1"],
         "netqos_choice": ["fake-node-1"],
@@ -81,11 +97,17 @@ def test_the_seeds_first_attempt_finds_one_feasible_node_and_no_scoring():
     pod = str(FIXTURES / "qos-demo-pod-no-tolerations.yaml")
     document = json.loads(explained("--pod", pod, "--nodes", SEED_NODES, "-o", "json"))
     fake = document["nodes"][1]
-    assert (fake["feasible"], fake["reasons"]) == (False, ["node(s) had untolerated taint {node.kubernetes.io/unreachable: }"])
+    assert (fake["feasible"], fake["reasons"]) == (
+        False,
+        ["node(s) had untolerated taint {node.kubernetes.io/unreachable: }"],
+    )
     assert (fake["affinity_normalized"], fake["affinity_weighted"]) == (None, None)
     assert document["scoring_skipped"] is True
     assert document["affinity_choice"] == document["netqos_choice"] == ["minikube"]
-    assert document["filter_message"] == "1/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }."
+    assert (
+        document["filter_message"]
+        == "1/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }."
+    )
     table = explained("--pod", pod, "--nodes", SEED_NODES)
     assert "only minikube is feasible: kube-scheduler binds the pod there without scoring" in table
 
@@ -96,7 +118,9 @@ def test_an_opted_out_pod_is_not_mutated_and_the_choices_part_ways():
     assert "NodeAffinity picks: minikube, fake-node-1   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out
 
 
-@pytest.mark.parametrize("nodes_file", [SEED_NODES, str(FIXTURES / "nodes-documents.yaml"), str(FIXTURES / "nodes.json")])
+@pytest.mark.parametrize(
+    "nodes_file", [SEED_NODES, str(FIXTURES / "nodes-documents.yaml"), str(FIXTURES / "nodes.json")]
+)
 def test_a_list_separate_documents_and_json_read_the_same_nodes(nodes_file):
     out = explained("--pod", TEST_POD, "--nodes", nodes_file, "-o", "json")
     assert [(n["name"], n["net"], n["affinity_weighted"]) for n in json.loads(out)["nodes"]] == [
@@ -107,18 +131,51 @@ def test_a_list_separate_documents_and_json_read_the_same_nodes(nodes_file):
 
 ERRORS = [
     # (arguments, the one-line message on stderr)
-    (["--pod", "no/such/pod.yaml", "--nodes", SEED_NODES], "netqos-webhook explain: pod file no/such/pod.yaml: cannot read it (No such file or directory); check the path"),
+    (
+        ["--pod", "no/such/pod.yaml", "--nodes", SEED_NODES],
+        "netqos-webhook explain: pod file no/such/pod.yaml: cannot read it (No such file or directory); check the path",
+    ),
     (["--pod", str(FIXTURES / "deployment.yaml"), "--nodes", SEED_NODES], "kind is 'Deployment'; explain takes a Pod"),
-    (["--pod", str(FIXTURES / "two-pods.yaml"), "--nodes", SEED_NODES], "holds 2 YAML documents; put exactly one Pod in it"),
-    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-bad-taint.yaml")], "nodes-bad-taint.yaml: items[0].spec.taints[0].effect must be a string, got a list; fix the field"),
-    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-numeric-label.yaml")], "metadata.labels['generation'] must be a string (quote numbers and booleans in YAML), got int"),
-    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-duplicate.yaml")], "document 2: metadata.name 'n1' appears twice"),
-    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-with-a-pod.yaml")], "items[1].kind is 'Pod'; only Node objects belong here"),
-    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "two-pods.yaml")], "document 1: kind is 'Pod'; only Node objects belong here"),
-    (["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-strings.yaml")], "nodes-strings.yaml: items[0] is str, not a Node object"),
-    (["--pod", str(FIXTURES / "pod-bad-tolerations.yaml"), "--nodes", SEED_NODES], "pod-bad-tolerations.yaml: spec.tolerations must be a list, got a string; fix the field"),
-    (["--pod", TEST_POD, "--nodes", SEED_NODES, "--config", "no/such/policy.yaml"], "netqos-webhook explain: policy file no/such/policy.yaml: cannot read it"),
-    (["--pod", TEST_POD, "--nodes", SEED_NODES, "--context", "minikube"], "--context selects a kubeconfig context; give --kubeconfig too"),
+    (
+        ["--pod", str(FIXTURES / "two-pods.yaml"), "--nodes", SEED_NODES],
+        "holds 2 YAML documents; put exactly one Pod in it",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-bad-taint.yaml")],
+        "nodes-bad-taint.yaml: items[0].spec.taints[0].effect must be a string, got a list; fix the field",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-numeric-label.yaml")],
+        "metadata.labels['generation'] must be a string (quote numbers and booleans in YAML), got int",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-duplicate.yaml")],
+        "document 2: metadata.name 'n1' appears twice",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-with-a-pod.yaml")],
+        "items[1].kind is 'Pod'; only Node objects belong here",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", str(FIXTURES / "two-pods.yaml")],
+        "document 1: kind is 'Pod'; only Node objects belong here",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-strings.yaml")],
+        "nodes-strings.yaml: items[0] is str, not a Node object",
+    ),
+    (
+        ["--pod", str(FIXTURES / "pod-bad-tolerations.yaml"), "--nodes", SEED_NODES],
+        "pod-bad-tolerations.yaml: spec.tolerations must be a list, got a string; fix the field",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", SEED_NODES, "--config", "no/such/policy.yaml"],
+        "netqos-webhook explain: policy file no/such/policy.yaml: cannot read it",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", SEED_NODES, "--context", "minikube"],
+        "--context selects a kubeconfig context; give --kubeconfig too",
+    ),
 ]
 
 
@@ -151,7 +208,9 @@ def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mo
         calls.append((kubeconfig, context))
         return seed_items()
 
-    live = explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", "--context", "minikube", "-o", "json", list_nodes=list_nodes)
+    live = explained(
+        "--pod", TEST_POD, "--kubeconfig", "kube.conf", "--context", "minikube", "-o", "json", list_nodes=list_nodes
+    )
     from_file = explained("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json")
     assert calls == [("kube.conf", "minikube")]
     assert live == from_file
@@ -166,13 +225,18 @@ def test_a_cluster_failure_at_the_seam_reaches_the_caller_unchanged():
 
 
 def test_nodes_from_the_cluster_are_checked_like_a_files():
-    with pytest.raises(explain.ExplainError, match=r"^cluster of kubeconfig kube.conf: items\[0\]\.metadata\.name must be a non-empty string, got null"):
+    with pytest.raises(
+        explain.ExplainError,
+        match=r"^cluster of kubeconfig kube.conf: items\[0\]\.metadata\.name must be a non-empty string, got null",
+    ):
         explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=lambda k, c: [{"metadata": {}}])
 
 
 def test_a_large_cluster_notes_that_the_scheduler_samples_nodes():
     items = [{"metadata": {"name": f"n{i:03}", "labels": {"net": "high" if i % 2 else "low"}}} for i in range(500)]
-    notes = json.loads(explained("--pod", TEST_POD, "--kubeconfig", "k", "-o", "json", list_nodes=lambda k, c: items))["notes"]
+    notes = json.loads(explained("--pod", TEST_POD, "--kubeconfig", "k", "-o", "json", list_nodes=lambda k, c: items))[
+        "notes"
+    ]
     assert any("500 nodes: kube-scheduler stops filtering once it has found 230 feasible nodes" in n for n in notes)
 
 
@@ -180,7 +244,9 @@ def test_a_large_cluster_notes_that_the_scheduler_samples_nodes():
 
 
 def run_module(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "webhook", "explain", *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "webhook", "explain", *argv], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
 
 
 def test_the_command_runs_the_seed_experiment():
@@ -192,7 +258,9 @@ def test_the_command_runs_the_seed_experiment():
 def test_help_shows_an_example():
     done = run_module("--help")
     assert done.returncode == 0
-    assert "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml" in done.stdout
+    assert (
+        "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml" in done.stdout
+    )
 
 
 def test_a_bad_kubeconfig_is_one_line_without_traceback_and_exit_2(tmp_path):
@@ -210,7 +278,9 @@ def test_the_example_fake_node_is_the_fake_node_of_the_example_nodes():
     assert strip(fake["spec"]["taints"]) == strip(listed["spec"]["taints"])
 
 
-@pytest.mark.parametrize("pod", ["tests/fixtures/explain/qos-demo-pod-no-tolerations.yaml", "deploy/examples/test-pod.yaml"])
+@pytest.mark.parametrize(
+    "pod", ["tests/fixtures/explain/qos-demo-pod-no-tolerations.yaml", "deploy/examples/test-pod.yaml"]
+)
 def test_the_worked_example_in_the_docs_is_what_the_command_prints(pod):
     docs = (ROOT / "docs/scheduling.md").read_text()
     transcript = f"$ netqos-webhook explain --pod {pod} --nodes deploy/examples/nodes.yaml\n"
@@ -220,8 +290,13 @@ def test_the_worked_example_in_the_docs_is_what_the_command_prints(pod):
 
 def test_a_rule_skipped_beside_an_applied_one_is_shown_as_a_warning(capsys):
     code, out, _ = command(
-        "--pod", str(FIXTURES / "pod-own-net-preference.yaml"), "--nodes", SEED_NODES,
-        "--config", str(FIXTURES / "policy-two-rules.yaml"), capsys=capsys,
+        "--pod",
+        str(FIXTURES / "pod-own-net-preference.yaml"),
+        "--nodes",
+        SEED_NODES,
+        "--config",
+        str(FIXTURES / "policy-two-rules.yaml"),
+        capsys=capsys,
     )
     assert code == 0
     assert out.startswith(

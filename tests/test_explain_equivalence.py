@@ -39,7 +39,12 @@ def pod(labels: dict, annotations: dict | None = None, preferred: list | None = 
     spec: dict = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}
     if preferred:
         spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": labels, "annotations": annotations or {}}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "labels": labels, "annotations": annotations or {}},
+        "spec": spec,
+    }
 
 
 LATENCY_SENSITIVE = {"qos": "latency-sensitive"}
@@ -49,13 +54,16 @@ NODE_SETS = node_sets()
 
 def order(scores: dict[str, int]) -> set[tuple[str, str, int]]:
     """The ranking as pairwise comparisons: equal rankings have equal comparison sets."""
+
     def cmp(a: int, b: int) -> int:
         return (a > b) - (a < b)
 
     return {(a, b, cmp(scores[a], scores[b])) for a in scores for b in scores}
 
 
-@pytest.mark.parametrize("labels", [LATENCY_SENSITIVE, {"qos": "batch"}, {}], ids=["latency-sensitive", "qos=batch", "unlabelled"])
+@pytest.mark.parametrize(
+    "labels", [LATENCY_SENSITIVE, {"qos": "batch"}, {}], ids=["latency-sensitive", "qos=batch", "unlabelled"]
+)
 @pytest.mark.parametrize("nodes", NODE_SETS, ids=set_id)
 def test_normalised_node_affinity_ranks_feasible_nodes_as_the_plugin_does(labels, nodes):
     report = explain(POLICY, pod(labels), nodes)
@@ -88,7 +96,10 @@ OWN_TERMS = [
     {"weight": 30, "preference": {"matchExpressions": [{"key": "disk", "operator": "Exists"}]}},
 ]
 NODES_WITH_OTHER_LABELS = [
-    Node(f"{net or 'unlabelled'}-{zone}-{disk}", ({} if net is None else {"net": net}) | {"zone": zone} | ({"disk": "ssd"} if disk else {}))
+    Node(
+        f"{net or 'unlabelled'}-{zone}-{disk}",
+        ({} if net is None else {"net": net}) | {"zone": zone} | ({"disk": "ssd"} if disk else {}),
+    )
     for net in NET_VALUES
     for zone in ("a", "b")
     for disk in (True, False)

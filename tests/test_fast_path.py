@@ -6,8 +6,8 @@ import json
 import logging
 
 import pytest
-
 from support import fixture
+
 from webhook import admission
 from webhook.app import AppConfig, create_app
 from webhook.policy_file import default_policy
@@ -22,11 +22,23 @@ def app():
 
 def _call(wsgi, body: bytes, content_type: str = "application/json", length: str | None = None, method="POST"):
     environ = {
-        "REQUEST_METHOD": method, "PATH_INFO": "/mutate", "QUERY_STRING": "timeout=10s", "SERVER_NAME": "localhost",
-        "SERVER_PORT": "8443", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "localhost", "CONTENT_TYPE": content_type,
-        "CONTENT_LENGTH": str(len(body)) if length is None else length, "wsgi.input": io.BytesIO(body),
-        "wsgi.url_scheme": "https", "wsgi.errors": io.StringIO(), "wsgi.version": (1, 0), "wsgi.multithread": True,
-        "wsgi.multiprocess": True, "wsgi.run_once": False, "wsgi.input_terminated": True,
+        "REQUEST_METHOD": method,
+        "PATH_INFO": "/mutate",
+        "QUERY_STRING": "timeout=10s",
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "8443",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "HTTP_HOST": "localhost",
+        "CONTENT_TYPE": content_type,
+        "CONTENT_LENGTH": str(len(body)) if length is None else length,
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.url_scheme": "https",
+        "wsgi.errors": io.StringIO(),
+        "wsgi.version": (1, 0),
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+        "wsgi.input_terminated": True,
     }
     seen = {}
 

@@ -2,8 +2,8 @@
 carries is applied identically by Python's jsonpatch and by Go's (kubectl patch --local)."""
 
 import pytest
-
 from support import assert_patch_agrees, decoded_patch, expectations, fixture, with_netqos
+
 from webhook.admission import AUDIT_ANNOTATION, review
 from webhook.policy_file import default_policy
 

@@ -19,14 +19,16 @@ import time
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-
 from support import NETQOS_TERMS, PREFERRED, apply_kubectl, apply_python, pod_review
+
 from webhook.app import AppConfig, create_app
 from webhook.policy_file import default_policy
 
 EXAMPLES = int(os.environ.get("NETQOS_HYPOTHESIS_EXAMPLES", "200"))
 KUBECTL_EXAMPLES = int(os.environ.get("NETQOS_KUBECTL_EXAMPLES", "40"))
-PROPERTY = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPERTY = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 INJECTED = "netqos.io/injected"
 
@@ -35,23 +37,54 @@ APP = create_app(AppConfig(policy=default_policy(), max_body_bytes=1024 * 1024))
 # --- strategies ----------------------------------------------------------------------------------
 
 text = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)  # any JSON-encodable string
-interesting_keys = st.sampled_from([
-    "labels", "annotations", "spec", "affinity", "nodeAffinity", PREFERRED, REQUIRED, "nodeSelectorTerms",
-    "matchExpressions", "matchFields", "key", "operator", "values", "weight", "preference", "qos", "net",
-    "netqos.io/inject", INJECTED, "a/b~c", "~1", "/", "~", "ü/ß~0", "",
-])
+interesting_keys = st.sampled_from(
+    [
+        "labels",
+        "annotations",
+        "spec",
+        "affinity",
+        "nodeAffinity",
+        PREFERRED,
+        REQUIRED,
+        "nodeSelectorTerms",
+        "matchExpressions",
+        "matchFields",
+        "key",
+        "operator",
+        "values",
+        "weight",
+        "preference",
+        "qos",
+        "net",
+        "netqos.io/inject",
+        INJECTED,
+        "a/b~c",
+        "~1",
+        "/",
+        "~",
+        "ü/ß~0",
+        "",
+    ]
+)
 keys = interesting_keys | text
 scalars = (
-    st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats(allow_nan=False, allow_infinity=False)
-    | text | st.sampled_from(["latency-sensitive", "false", "In", "NotIn", "high", "low", "netqos"])
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**30), 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text
+    | st.sampled_from(["latency-sensitive", "false", "In", "NotIn", "high", "low", "netqos"])
 )
 json_values = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4), max_leaves=24,
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=24,
 )
 
 api_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | text,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4), max_leaves=12,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=12,
 )
 
 
@@ -65,33 +98,65 @@ label_maps = st.dictionaries(label_keys, st.sampled_from(["latency-sensitive", "
 selected_labels = label_maps.map(lambda m: {**m, "qos": "latency-sensitive"})
 annotation_maps = st.dictionaries(
     st.sampled_from(["netqos.io/inject", INJECTED, "x/y~z", "kubectl.kubernetes.io/last-applied-configuration"]) | text,
-    st.sampled_from(["false", "true", "netqos", "other,netqos", "", "other"]) | text, max_size=4,
+    st.sampled_from(["false", "true", "netqos", "other,netqos", "", "other"]) | text,
+    max_size=4,
 )
 valid_requirements = st.one_of(
-    st.fixed_dictionaries({"key": st.sampled_from(["zone", "kubernetes.io/arch", "net"]), "operator": st.sampled_from(["In", "NotIn"]),
-                           "values": st.lists(st.sampled_from(["high", "low", "a", "amd64"]), min_size=1, max_size=3)}),
-    st.fixed_dictionaries({"key": st.sampled_from(["zone", "disk"]), "operator": st.sampled_from(["Exists", "DoesNotExist"])}),
-    st.fixed_dictionaries({"key": st.just("cores"), "operator": st.sampled_from(["Gt", "Lt"]), "values": st.just(["4"])}),
+    st.fixed_dictionaries(
+        {
+            "key": st.sampled_from(["zone", "kubernetes.io/arch", "net"]),
+            "operator": st.sampled_from(["In", "NotIn"]),
+            "values": st.lists(st.sampled_from(["high", "low", "a", "amd64"]), min_size=1, max_size=3),
+        }
+    ),
+    st.fixed_dictionaries(
+        {"key": st.sampled_from(["zone", "disk"]), "operator": st.sampled_from(["Exists", "DoesNotExist"])}
+    ),
+    st.fixed_dictionaries(
+        {"key": st.just("cores"), "operator": st.sampled_from(["Gt", "Lt"]), "values": st.just(["4"])}
+    ),
 )
 any_requirements = st.fixed_dictionaries(  # operator and values need not agree: an invalid pod, left alone
-    {"key": st.sampled_from(["net", "zone", "kubernetes.io/arch"]), "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"])},
+    {
+        "key": st.sampled_from(["net", "zone", "kubernetes.io/arch"]),
+        "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]),
+    },
     optional={"values": st.lists(st.sampled_from(["high", "low", "1", "a"]), max_size=3)},
 )
 requirements = valid_requirements | valid_requirements | any_requirements
 own_terms = st.fixed_dictionaries(
-    {"weight": st.integers(1, 100), "preference": st.fixed_dictionaries({}, optional={
-        "matchExpressions": st.lists(requirements, max_size=3),
-        "matchFields": st.lists(st.fixed_dictionaries({"key": st.just("metadata.name"), "operator": st.just("In"), "values": st.just(["n1"])}), max_size=1),
-    })},
+    {
+        "weight": st.integers(1, 100),
+        "preference": st.fixed_dictionaries(
+            {},
+            optional={
+                "matchExpressions": st.lists(requirements, max_size=3),
+                "matchFields": st.lists(
+                    st.fixed_dictionaries(
+                        {"key": st.just("metadata.name"), "operator": st.just("In"), "values": st.just(["n1"])}
+                    ),
+                    max_size=1,
+                ),
+            },
+        ),
+    },
 )
 preferred_terms = own_terms | st.sampled_from(NETQOS_TERMS)  # re-invocation: our own terms already there
-required_affinity = st.fixed_dictionaries({"nodeSelectorTerms": st.lists(st.fixed_dictionaries({"matchExpressions": st.lists(requirements, max_size=2)}), max_size=2)})
+required_affinity = st.fixed_dictionaries(
+    {
+        "nodeSelectorTerms": st.lists(
+            st.fixed_dictionaries({"matchExpressions": st.lists(requirements, max_size=2)}), max_size=2
+        )
+    }
+)
 
 
 def pods(valid_weight: int):
     """Pods as the API server sends them; with valid_weight 0 fields, any field may be any JSON."""
     e = (lambda s: either(s, valid_weight)) if valid_weight else (lambda s: s)
-    node_affinity = st.fixed_dictionaries({}, optional={PREFERRED: e(st.lists(e(preferred_terms), max_size=3)), REQUIRED: e(required_affinity)})
+    node_affinity = st.fixed_dictionaries(
+        {}, optional={PREFERRED: e(st.lists(e(preferred_terms), max_size=3)), REQUIRED: e(required_affinity)}
+    )
     # A well-formed pod holds only what the API server can (it decodes the pod into typed fields
     # before calling webhooks): no integers beyond int64, which Go would turn into floats.
     other = json_values if valid_weight else api_values
@@ -102,9 +167,15 @@ def pods(valid_weight: int):
     )
     metadata = st.fixed_dictionaries(
         {"name": st.sampled_from(["p", "web-0"])},
-        optional={"labels": e(label_maps | selected_labels), "annotations": e(annotation_maps), "generateName": st.just("web-")},
+        optional={
+            "labels": e(label_maps | selected_labels),
+            "annotations": e(annotation_maps),
+            "generateName": st.just("web-"),
+        },
     )
-    return st.fixed_dictionaries({"apiVersion": st.just("v1"), "kind": st.just("Pod"), "metadata": e(metadata), "spec": e(spec)})
+    return st.fixed_dictionaries(
+        {"apiVersion": st.just("v1"), "kind": st.just("Pod"), "metadata": e(metadata), "spec": e(spec)}
+    )
 
 
 well_formed_pods = pods(valid_weight=0)
@@ -199,17 +270,31 @@ def test_gos_json_patch_agrees_with_pythons(tmp_path_factory, pod, labels):
 
 
 @PROPERTY
-@given(envelope=st.fixed_dictionaries(
-    {"apiVersion": st.sampled_from(["admission.k8s.io/v1", "admission.k8s.io/v1beta1"]) | json_values,
-     "kind": st.just("AdmissionReview") | json_values},
-    optional={"request": st.fixed_dictionaries({}, optional={
-        "uid": st.just("u") | json_values, "operation": st.sampled_from(["CREATE", "UPDATE"]) | json_values,
-        "kind": st.just({"group": "", "version": "v1", "kind": "Pod"}) | json_values,
-        "resource": st.just({"group": "", "version": "v1", "resource": "pods"}) | json_values,
-        "subResource": json_values, "dryRun": json_values, "namespace": json_values, "name": json_values,
-        "object": mangled_pods | json_values,
-    }) | json_values},
-))
+@given(
+    envelope=st.fixed_dictionaries(
+        {
+            "apiVersion": st.sampled_from(["admission.k8s.io/v1", "admission.k8s.io/v1beta1"]) | json_values,
+            "kind": st.just("AdmissionReview") | json_values,
+        },
+        optional={
+            "request": st.fixed_dictionaries(
+                {},
+                optional={
+                    "uid": st.just("u") | json_values,
+                    "operation": st.sampled_from(["CREATE", "UPDATE"]) | json_values,
+                    "kind": st.just({"group": "", "version": "v1", "kind": "Pod"}) | json_values,
+                    "resource": st.just({"group": "", "version": "v1", "resource": "pods"}) | json_values,
+                    "subResource": json_values,
+                    "dryRun": json_values,
+                    "namespace": json_values,
+                    "name": json_values,
+                    "object": mangled_pods | json_values,
+                },
+            )
+            | json_values
+        },
+    )
+)
 def test_any_envelope_is_answered_with_200_or_400_never_5xx(envelope):
     response = post(json.dumps(envelope).encode())
     assert response.status_code in (200, 400)
@@ -226,8 +311,13 @@ REVIEW = json.dumps(pod_review({"metadata": {"labels": {"qos": "latency-sensitiv
 
 
 def deep(levels: int) -> bytes:
-    return b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"d","object":' + \
-        b'{"a":' * levels + b"1" + b"}" * levels + b"}}"
+    return (
+        b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"d","object":'
+        + b'{"a":' * levels
+        + b"1"
+        + b"}" * levels
+        + b"}}"
+    )
 
 
 MALFORMED = [
@@ -268,8 +358,10 @@ def test_a_body_shorter_than_its_content_length_does_not_hurt_the_server(tmp_pat
         context = server.client_context()
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
             with context.wrap_socket(raw, server_hostname="localhost") as tls:
-                tls.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                            b"Content-Length: 5000\r\n\r\n" + REVIEW[:100])
+                tls.sendall(
+                    b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 5000\r\n\r\n" + REVIEW[:100]
+                )
                 tls.shutdown(socket.SHUT_WR)
                 reply = b""
                 deadline = time.monotonic() + 10

@@ -9,9 +9,9 @@ import re
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-
 from server_process import metric_value, start_server
 from support import fixture, pod_review
+
 from webhook import logs
 from webhook.app import AppConfig, create_app
 from webhook.policy_file import default_policy
@@ -25,7 +25,12 @@ def pod(labels=None, annotations=None, name="p", **meta):
         metadata["labels"] = labels
     if annotations is not None:
         metadata["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
 
 
 @pytest.fixture
@@ -45,12 +50,36 @@ CASES = [
     ("selected pod", pod_review(pod(LS)), {"decision": "mutated", "operation": "CREATE", "dry_run": "false"}),
     ("dry run", pod_review(pod(LS), dryRun=True), {"decision": "mutated", "operation": "CREATE", "dry_run": "true"}),
     ("unlabelled pod", pod_review(pod()), {"decision": "not_selected", "operation": "CREATE", "dry_run": "false"}),
-    ("opt-out", pod_review(pod(LS, {"netqos.io/inject": "false"})), {"decision": "skipped_opt_out", "operation": "CREATE", "dry_run": "false"}),
-    ("explicit net affinity", fixture("review-create-explicit-net.json"), {"decision": "skipped_explicit", "operation": "CREATE", "dry_run": "false"}),
-    ("re-invoked", fixture("review-create-reinvoked.json"), {"decision": "unchanged", "operation": "CREATE", "dry_run": "false"}),
-    ("update", pod_review(pod(LS), operation="UPDATE"), {"decision": "not_selected", "operation": "UPDATE", "dry_run": "false"}),
-    ("labels as a list", pod_review({"metadata": {"labels": ["qos"]}}), {"decision": "invalid", "operation": "CREATE", "dry_run": "false"}),
-    ("made-up operation", pod_review(pod(LS), operation="X" * 40), {"decision": "not_selected", "operation": "unknown", "dry_run": "false"}),
+    (
+        "opt-out",
+        pod_review(pod(LS, {"netqos.io/inject": "false"})),
+        {"decision": "skipped_opt_out", "operation": "CREATE", "dry_run": "false"},
+    ),
+    (
+        "explicit net affinity",
+        fixture("review-create-explicit-net.json"),
+        {"decision": "skipped_explicit", "operation": "CREATE", "dry_run": "false"},
+    ),
+    (
+        "re-invoked",
+        fixture("review-create-reinvoked.json"),
+        {"decision": "unchanged", "operation": "CREATE", "dry_run": "false"},
+    ),
+    (
+        "update",
+        pod_review(pod(LS), operation="UPDATE"),
+        {"decision": "not_selected", "operation": "UPDATE", "dry_run": "false"},
+    ),
+    (
+        "labels as a list",
+        pod_review({"metadata": {"labels": ["qos"]}}),
+        {"decision": "invalid", "operation": "CREATE", "dry_run": "false"},
+    ),
+    (
+        "made-up operation",
+        pod_review(pod(LS), operation="X" * 40),
+        {"decision": "not_selected", "operation": "unknown", "dry_run": "false"},
+    ),
     ("not JSON", b"{", {"decision": "invalid", "operation": "unknown", "dry_run": "false"}),
 ]
 
@@ -76,10 +105,14 @@ def test_injections_are_counted_per_rule(client):
     assert metric_value(scrape(client), "netqos_rule_injections_total", rule="netqos") - before == 3
 
 
-@pytest.mark.parametrize("request_", [
-    ("GET", "/mutate", None, None),
-    ("POST", "/mutate", b"{}", "text/plain"),
-], ids=["wrong method", "wrong content type"])
+@pytest.mark.parametrize(
+    "request_",
+    [
+        ("GET", "/mutate", None, None),
+        ("POST", "/mutate", b"{}", "text/plain"),
+    ],
+    ids=["wrong method", "wrong content type"],
+)
 def test_requests_that_are_not_reviews_count_as_invalid(client, request_):
     method, path, data, content_type = request_
     before = metric_value(scrape(client), "netqos_admission_requests_total", decision="invalid")
@@ -149,8 +182,13 @@ def test_one_json_line_per_review_with_the_fields_an_operator_needs(client, log_
     assert len(records) == 1
     record = records[0]
     assert {k: record[k] for k in ("uid", "namespace", "name", "operation", "dry_run", "decision", "rules")} == {
-        "uid": "u-json", "namespace": "shop", "name": "web-7d9f-", "operation": "CREATE",
-        "dry_run": True, "decision": "mutated", "rules": ["netqos"],
+        "uid": "u-json",
+        "namespace": "shop",
+        "name": "web-7d9f-",
+        "operation": "CREATE",
+        "dry_run": True,
+        "decision": "mutated",
+        "rules": ["netqos"],
     }
     assert record["level"] == "INFO" and record["logger"] == "webhook.review"
     assert isinstance(record["duration_ms"], float) and record["duration_ms"] >= 0
@@ -161,8 +199,11 @@ def test_text_format_carries_the_same_fields(client, log_stream):
     logs.configure("text", "info", stream=log_stream)
     client.post("/mutate", json=pod_review(pod(LS), uid="u-text"))
     (line,) = [line for line in review_lines(log_stream, "text") if "u-text" in line]
-    assert re.search(r"INFO webhook\.review: review uid=u-text namespace=default name=p operation=CREATE "
-                     r"dry_run=false decision=mutated rules=netqos duration_ms=[\d.]+", line), line
+    assert re.search(
+        r"INFO webhook\.review: review uid=u-text namespace=default name=p operation=CREATE "
+        r"dry_run=false decision=mutated rules=netqos duration_ms=[\d.]+",
+        line,
+    ), line
 
 
 @pytest.mark.parametrize("level, shows_patch", [("info", False), ("debug", True)])
@@ -172,8 +213,11 @@ def test_objects_are_logged_only_at_debug(client, log_stream, level, shows_patch
     body = pod(LS)
     body["spec"]["containers"][0]["env"] = [{"name": "TOKEN", "value": secret}]
     client.post("/mutate", json=pod_review(body))
-    client.post("/mutate", data=json.dumps({"kind": "AdmissionReview", "apiVersion": "v1", "x": secret * 100}),
-                content_type="application/json")
+    client.post(
+        "/mutate",
+        data=json.dumps({"kind": "AdmissionReview", "apiVersion": "v1", "x": secret * 100}),
+        content_type="application/json",
+    )
     text = log_stream.getvalue()
     assert secret not in text, "a pod's contents reached the log"
     assert ('"patch"' in text) is shows_patch
@@ -200,8 +244,9 @@ def test_metrics_add_up_across_workers_and_survive_a_worker_death(tmp_path):
         for i in range(sent):  # a new connection each time, so both workers answer some
             server.review(pod_review(pod(LS), uid=f"w{i}"), conn=server.connect())
         records = server.log_records()
-        assert any(r["logger"] == "gunicorn.error" and r["message"].startswith("Booting worker") for r in records), \
+        assert any(r["logger"] == "gunicorn.error" and r["message"].startswith("Booting worker") for r in records), (
             "gunicorn's own lines must come through the same JSON formatter"
+        )
         served_by = {r["process"] for r in records if r.get("message") == "review"}
         assert len(served_by) == 2, "the reviews did not reach both workers; the test proves nothing"
         status, body = server.request("GET", "/metrics", headers={"Accept": "application/openmetrics-text"})
@@ -218,11 +263,13 @@ def test_metrics_add_up_across_workers_and_survive_a_worker_death(tmp_path):
         os.kill(victim, signal.SIGKILL)
         server.wait_for_workers(2, exclude=[victim])
         exposition = server.metrics()
-        assert metric_value(exposition, "netqos_admission_requests_total", decision="mutated") == sent, \
+        assert metric_value(exposition, "netqos_admission_requests_total", decision="mutated") == sent, (
             "a dead worker's counts must stay in the totals"
+        )
         files = os.listdir(_metrics_dir(server))
-        assert not [f for f in files if f.startswith("gauge_live") and f.endswith(f"_{victim}.db")], \
+        assert not [f for f in files if f.startswith("gauge_live") and f.endswith(f"_{victim}.db")], (
             "the dead worker's live gauges were not removed (mark_process_dead)"
+        )
     assert not _metrics_dir(server).exists(), "the temporary metrics directory outlived the server"
 
 

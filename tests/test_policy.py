@@ -3,8 +3,8 @@
 import copy
 
 import pytest
-
 from support import NETQOS_TERMS, PREFERRED, with_netqos
+
 from webhook.policy import Decision, evaluate
 from webhook.policy_file import compile_policy, default_policy
 
@@ -15,16 +15,30 @@ def pod(labels=None, annotations=None, affinity=None, **spec):
         meta["labels"] = labels
     if annotations is not None:
         meta["annotations"] = annotations
-    out = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [{"name": "c", "image": "i"}], **spec}}
+    out = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c", "image": "i"}], **spec},
+    }
     if affinity is not None:
         out["spec"]["affinity"] = affinity
     return out
 
 
 LS = {"qos": "latency-sensitive"}
-OTHER_PREFERRED = {"weight": 30, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}
-REQUIRED_ARCH = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}
-POD_ANTI = {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}
+OTHER_PREFERRED = {
+    "weight": 30,
+    "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+}
+REQUIRED_ARCH = {
+    "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]
+}
+POD_ANTI = {
+    "requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+    ]
+}
 
 
 @pytest.mark.parametrize(
@@ -60,10 +74,22 @@ def test_only_selected_pods_that_did_not_opt_out_are_mutated(case, labels, annot
         ("empty nodeAffinity", {"nodeAffinity": {}}),
         ("empty preferred list", {"nodeAffinity": {PREFERRED: []}}),
         ("own preferred term on another key", {"nodeAffinity": {PREFERRED: [OTHER_PREFERRED]}}),
-        ("required term on another key", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": REQUIRED_ARCH}}),
+        (
+            "required term on another key",
+            {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": REQUIRED_ARCH}},
+        ),
         ("pod anti-affinity only", {"podAntiAffinity": POD_ANTI}),
-        ("everything at once", {"podAntiAffinity": POD_ANTI, "podAffinity": POD_ANTI,
-                                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": REQUIRED_ARCH, PREFERRED: [OTHER_PREFERRED]}}),
+        (
+            "everything at once",
+            {
+                "podAntiAffinity": POD_ANTI,
+                "podAffinity": POD_ANTI,
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": REQUIRED_ARCH,
+                    PREFERRED: [OTHER_PREFERRED],
+                },
+            },
+        ),
     ],
 )
 def test_terms_are_appended_after_the_pods_own_and_everything_else_is_kept(case, affinity):
@@ -77,11 +103,80 @@ def test_terms_are_appended_after_the_pods_own_and_everything_else_is_kept(case,
 @pytest.mark.parametrize(
     "case, affinity, key",
     [
-        ("own preferred term on net", {"nodeAffinity": {PREFERRED: [{"weight": 5, "preference": {"matchExpressions": [{"key": "net", "operator": "Exists"}]}}]}}, "net"),
-        ("own required term on net", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "net", "operator": "In", "values": ["low"]}]}]}}}, "net"),
-        ("only one of our terms, with another weight", {"nodeAffinity": {PREFERRED: [{"weight": 50, "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]}}]}}, "net"),
-        ("our exact expressions, narrowed by matchFields", {"nodeAffinity": {PREFERRED: [{**NETQOS_TERMS[0], "preference": {**NETQOS_TERMS[0]["preference"], "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}}]}}, "net"),
-        ("net in a second requirement of a term", {"nodeAffinity": {PREFERRED: [{"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}, {"key": "net", "operator": "DoesNotExist"}]}}]}}, "net"),
+        (
+            "own preferred term on net",
+            {
+                "nodeAffinity": {
+                    PREFERRED: [
+                        {"weight": 5, "preference": {"matchExpressions": [{"key": "net", "operator": "Exists"}]}}
+                    ]
+                }
+            },
+            "net",
+        ),
+        (
+            "own required term on net",
+            {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "net", "operator": "In", "values": ["low"]}]}
+                        ]
+                    }
+                }
+            },
+            "net",
+        ),
+        (
+            "only one of our terms, with another weight",
+            {
+                "nodeAffinity": {
+                    PREFERRED: [
+                        {
+                            "weight": 50,
+                            "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]},
+                        }
+                    ]
+                }
+            },
+            "net",
+        ),
+        (
+            "our exact expressions, narrowed by matchFields",
+            {
+                "nodeAffinity": {
+                    PREFERRED: [
+                        {
+                            **NETQOS_TERMS[0],
+                            "preference": {
+                                **NETQOS_TERMS[0]["preference"],
+                                "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}],
+                            },
+                        }
+                    ]
+                }
+            },
+            "net",
+        ),
+        (
+            "net in a second requirement of a term",
+            {
+                "nodeAffinity": {
+                    PREFERRED: [
+                        {
+                            "weight": 5,
+                            "preference": {
+                                "matchExpressions": [
+                                    {"key": "zone", "operator": "Exists"},
+                                    {"key": "net", "operator": "DoesNotExist"},
+                                ]
+                            },
+                        }
+                    ]
+                }
+            },
+            "net",
+        ),
     ],
 )
 def test_explicit_node_affinity_on_a_rule_key_wins_with_a_warning(case, affinity, key):
@@ -98,9 +193,17 @@ def test_explicit_node_affinity_on_a_rule_key_wins_with_a_warning(case, affinity
     "case, preferred, added",
     [
         ("both terms present: nothing to do", NETQOS_TERMS, []),
-        ("both terms present, values and expressions reordered", [
-            {"weight": 10, "preference": {"matchExpressions": [{"key": "net", "operator": "NotIn", "values": ["low", "low"]}]}},
-            NETQOS_TERMS[0]], []),
+        (
+            "both terms present, values and expressions reordered",
+            [
+                {
+                    "weight": 10,
+                    "preference": {"matchExpressions": [{"key": "net", "operator": "NotIn", "values": ["low", "low"]}]},
+                },
+                NETQOS_TERMS[0],
+            ],
+            [],
+        ),
         ("one of our terms present: the other is added", [NETQOS_TERMS[0]], [NETQOS_TERMS[1]]),
     ],
 )
@@ -121,12 +224,22 @@ def test_evaluating_the_result_again_changes_nothing():
 
 TWO_RULES = {
     "rules": [
-        {"name": "netqos", "podSelector": {"matchLabels": LS}, "preferences": [
-            {"weight": 90, "matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]},
-            {"weight": 10, "matchExpressions": [{"key": "net", "operator": "NotIn", "values": ["low"]}]}]},
-        {"name": "gpu-net", "podSelector": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}, "preferences": [
-            {"weight": 90, "matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]},
-            {"weight": 40, "matchExpressions": [{"key": "rdma", "operator": "Exists"}]}]},
+        {
+            "name": "netqos",
+            "podSelector": {"matchLabels": LS},
+            "preferences": [
+                {"weight": 90, "matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]},
+                {"weight": 10, "matchExpressions": [{"key": "net", "operator": "NotIn", "values": ["low"]}]},
+            ],
+        },
+        {
+            "name": "gpu-net",
+            "podSelector": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]},
+            "preferences": [
+                {"weight": 90, "matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]},
+                {"weight": 40, "matchExpressions": [{"key": "rdma", "operator": "Exists"}]},
+            ],
+        },
     ]
 }
 
@@ -137,7 +250,13 @@ TWO_RULES = {
         ("first rule only", LS, None, "netqos", [90, 10]),
         ("second rule only", {"gpu": "a100"}, None, "gpu-net", [90, 40]),
         ("both rules: shared term once", {**LS, "gpu": "a100"}, None, "netqos,gpu-net", [90, 10, 40]),
-        ("second rule on a re-invocation keeps the first's name", {**LS, "gpu": "a100"}, {"netqos.io/injected": "netqos"}, "netqos,gpu-net", [90, 10, 40]),
+        (
+            "second rule on a re-invocation keeps the first's name",
+            {**LS, "gpu": "a100"},
+            {"netqos.io/injected": "netqos"},
+            "netqos,gpu-net",
+            [90, 10, 40],
+        ),
     ],
 )
 def test_a_pod_matching_several_rules_gets_all_their_terms_once(case, labels, annotations, injected, weights):
@@ -161,8 +280,19 @@ def test_a_pod_matching_several_rules_gets_all_their_terms_once(case, labels, an
         ("a label value is a number", {"metadata": {"labels": {"qos": 1}}}, "metadata.labels['qos']"),
         ("annotations are a string", {"metadata": {"labels": LS, "annotations": "x"}}, "metadata.annotations"),
         ("affinity is a string", {"metadata": {"labels": LS}, "spec": {"affinity": "fast"}}, "spec.affinity"),
-        ("preferred is an object", {"metadata": {"labels": LS}, "spec": {"affinity": {"nodeAffinity": {PREFERRED: {}}}}}, f"spec.affinity.nodeAffinity.{PREFERRED}"),
-        ("weight is a string", {"metadata": {"labels": LS}, "spec": {"affinity": {"nodeAffinity": {PREFERRED: [{"weight": "9", "preference": {}}]}}}}, f"spec.affinity.nodeAffinity.{PREFERRED}[0].weight"),
+        (
+            "preferred is an object",
+            {"metadata": {"labels": LS}, "spec": {"affinity": {"nodeAffinity": {PREFERRED: {}}}}},
+            f"spec.affinity.nodeAffinity.{PREFERRED}",
+        ),
+        (
+            "weight is a string",
+            {
+                "metadata": {"labels": LS},
+                "spec": {"affinity": {"nodeAffinity": {PREFERRED: [{"weight": "9", "preference": {}}]}}},
+            },
+            f"spec.affinity.nodeAffinity.{PREFERRED}[0].weight",
+        ),
     ],
 )
 def test_objects_not_shaped_like_pods_are_left_alone_with_a_warning(case, obj, path):

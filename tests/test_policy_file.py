@@ -2,8 +2,8 @@
 with a message naming the file, the rule, the field and the value."""
 
 import pytest
-
 from support import REPO
+
 from webhook.policy_file import PolicyError, compile_policy, default_policy, load_policy
 
 SHIPPED = REPO / "deploy" / "base" / "policy.yaml"
@@ -18,8 +18,11 @@ def test_no_file_means_the_built_in_default():
 
 
 def rule(**overrides):
-    base = {"name": "fast", "podSelector": {"matchLabels": {"qos": "latency-sensitive"}},
-            "preferences": [{"weight": 90, "matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]}]}
+    base = {
+        "name": "fast",
+        "podSelector": {"matchLabels": {"qos": "latency-sensitive"}},
+        "preferences": [{"weight": 90, "matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]}],
+    }
     base.update(overrides)
     return base
 
@@ -37,24 +40,68 @@ def term(weight=90, **expr):
         ("empty rules", {"rules": []}, ["rules: must be a non-empty list"]),
         ("wrong apiVersion", {"apiVersion": "v1", "rules": [rule()]}, ["apiVersion", "'v1'"]),
         ("misspelt top-level field", {"rule": [rule()]}, ["unknown field", "did you mean 'rules'"]),
-        ("misspelt rule field", {"rules": [{**rule(), "podselector": {}}]}, ['rules[0] "fast"', "podselector", "did you mean 'podSelector'"]),
+        (
+            "misspelt rule field",
+            {"rules": [{**rule(), "podselector": {}}]},
+            ['rules[0] "fast"', "podselector", "did you mean 'podSelector'"],
+        ),
         ("missing name", {"rules": [{"podSelector": {}, "preferences": [term()]}]}, ["rules[0]", "name: is required"]),
         ("name not a DNS label", {"rules": [rule(name="Fast_Net")]}, ["rules[0]", "name", "'Fast_Net'"]),
         ("duplicate names", {"rules": [rule(), rule()]}, ['rules[1] "fast"', "unique"]),
-        ("weight above 100", {"rules": [rule(preferences=[term(150)])]}, ['rules[0] "fast"', "preferences[0].weight", "150", "1 to 100"]),
+        (
+            "weight above 100",
+            {"rules": [rule(preferences=[term(150)])]},
+            ['rules[0] "fast"', "preferences[0].weight", "150", "1 to 100"],
+        ),
         ("weight zero", {"rules": [rule(preferences=[term(0)])]}, ["preferences[0].weight", "0"]),
         ("weight as a string", {"rules": [rule(preferences=[term("90")])]}, ["preferences[0].weight", "'90'"]),
         ("weight as a boolean", {"rules": [rule(preferences=[term(True)])]}, ["preferences[0].weight", "True"]),
         ("no preferences", {"rules": [rule(preferences=[])]}, ["preferences: must be a non-empty list"]),
-        ("preference without expressions", {"rules": [rule(preferences=[{"weight": 5, "matchExpressions": []}])]}, ["preferences[0].matchExpressions", "non-empty"]),
-        ("unknown node operator", {"rules": [rule(preferences=[term(operator="Like")])]}, ["preferences[0].matchExpressions[0].operator", "'Like'", "Gt"]),
-        ("In without values", {"rules": [rule(preferences=[term(values=[])])]}, ["matchExpressions[0].values", "must not be empty for operator In"]),
-        ("Exists with values", {"rules": [rule(preferences=[term(operator="Exists")])]}, ["matchExpressions[0].values", "must be empty for operator Exists"]),
-        ("Gt with a word", {"rules": [rule(preferences=[term(operator="Gt", values=["fast"])])]}, ["matchExpressions[0].values", "exactly one integer"]),
-        ("value looks like a number in YAML", {"rules": [rule(preferences=[term(values=[10])])]}, ["values[0]", "10", "quoted"]),
-        ("bad label key", {"rules": [rule(preferences=[term(key="net work")])]}, ["matchExpressions[0].key", "'net work'"]),
-        ("Gt is not a label selector operator", {"rules": [rule(podSelector={"matchExpressions": [{"key": "qos", "operator": "Gt", "values": ["1"]}]})]}, ["podSelector.matchExpressions[0].operator", "'Gt'"]),
-        ("matchLabels value not a string", {"rules": [rule(podSelector={"matchLabels": {"qos": True}})]}, ["podSelector.matchLabels['qos']", "True"]),
+        (
+            "preference without expressions",
+            {"rules": [rule(preferences=[{"weight": 5, "matchExpressions": []}])]},
+            ["preferences[0].matchExpressions", "non-empty"],
+        ),
+        (
+            "unknown node operator",
+            {"rules": [rule(preferences=[term(operator="Like")])]},
+            ["preferences[0].matchExpressions[0].operator", "'Like'", "Gt"],
+        ),
+        (
+            "In without values",
+            {"rules": [rule(preferences=[term(values=[])])]},
+            ["matchExpressions[0].values", "must not be empty for operator In"],
+        ),
+        (
+            "Exists with values",
+            {"rules": [rule(preferences=[term(operator="Exists")])]},
+            ["matchExpressions[0].values", "must be empty for operator Exists"],
+        ),
+        (
+            "Gt with a word",
+            {"rules": [rule(preferences=[term(operator="Gt", values=["fast"])])]},
+            ["matchExpressions[0].values", "exactly one integer"],
+        ),
+        (
+            "value looks like a number in YAML",
+            {"rules": [rule(preferences=[term(values=[10])])]},
+            ["values[0]", "10", "quoted"],
+        ),
+        (
+            "bad label key",
+            {"rules": [rule(preferences=[term(key="net work")])]},
+            ["matchExpressions[0].key", "'net work'"],
+        ),
+        (
+            "Gt is not a label selector operator",
+            {"rules": [rule(podSelector={"matchExpressions": [{"key": "qos", "operator": "Gt", "values": ["1"]}]})]},
+            ["podSelector.matchExpressions[0].operator", "'Gt'"],
+        ),
+        (
+            "matchLabels value not a string",
+            {"rules": [rule(podSelector={"matchLabels": {"qos": True}})]},
+            ["podSelector.matchLabels['qos']", "True"],
+        ),
     ],
 )
 def test_an_invalid_policy_names_the_file_rule_field_and_value(case, document, fragments):
@@ -86,12 +133,28 @@ def test_an_unreadable_policy_file_is_reported_with_its_path(case, content, frag
 
 
 def test_a_valid_policy_with_every_operator_compiles():
-    doc = {"rules": [rule(
-        podSelector={"matchLabels": {"qos": "latency-sensitive"}, "matchExpressions": [
-            {"key": "tier", "operator": "NotIn", "values": ["batch"]}, {"key": "app", "operator": "Exists"},
-            {"key": "legacy", "operator": "DoesNotExist"}, {"key": "env", "operator": "In", "values": ["prod"]}]},
-        preferences=[term(), term(10, operator="NotIn", values=["low"]), term(5, key="rdma", operator="Exists", values=None),
-                     term(5, key="slow", operator="DoesNotExist", values=None), term(3, key="gbps", operator="Gt", values=["9"]),
-                     term(3, key="hops", operator="Lt", values=["-1"])])]}
+    doc = {
+        "rules": [
+            rule(
+                podSelector={
+                    "matchLabels": {"qos": "latency-sensitive"},
+                    "matchExpressions": [
+                        {"key": "tier", "operator": "NotIn", "values": ["batch"]},
+                        {"key": "app", "operator": "Exists"},
+                        {"key": "legacy", "operator": "DoesNotExist"},
+                        {"key": "env", "operator": "In", "values": ["prod"]},
+                    ],
+                },
+                preferences=[
+                    term(),
+                    term(10, operator="NotIn", values=["low"]),
+                    term(5, key="rdma", operator="Exists", values=None),
+                    term(5, key="slow", operator="DoesNotExist", values=None),
+                    term(3, key="gbps", operator="Gt", values=["9"]),
+                    term(3, key="hops", operator="Lt", values=["-1"]),
+                ],
+            )
+        ]
+    }
     policy = compile_policy(doc, "x.yaml")
     assert [t.weight for t in policy.rules[0].preferences] == [90, 10, 5, 5, 3, 3]

@@ -10,10 +10,10 @@ import time
 
 import pytest
 import yaml
-
 from configmap import MountedVolume
 from server_process import metric_value, start_server
 from support import PREFERRED, decoded_patch, pod_review
+
 from webhook import reload as reload_module
 from webhook.reload import PolicyWatcher, load_snapshot
 
@@ -21,15 +21,27 @@ from webhook.reload import PolicyWatcher, load_snapshot
 def policy_document(tag: str, net: str, zone: str, weights: tuple[int, int, int]) -> dict:
     """Two rules selecting the same pods, so a review mixing two policies would show it."""
     return {
-        "apiVersion": "netqos.io/v1alpha1", "kind": "NetQoSPolicy",
+        "apiVersion": "netqos.io/v1alpha1",
+        "kind": "NetQoSPolicy",
         "rules": [
-            {"name": "alpha", "podSelector": {"matchLabels": {"qos": "latency-sensitive"}}, "preferences": [
-                {"weight": weights[0], "matchExpressions": [{"key": "net", "operator": "In", "values": [net]}]},
-                {"weight": weights[1], "matchExpressions": [{"key": "net", "operator": "NotIn", "values": [f"low-{tag}"]}]},
-            ]},
-            {"name": "beta", "podSelector": {"matchLabels": {"qos": "latency-sensitive"}}, "preferences": [
-                {"weight": weights[2], "matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]},
-            ]},
+            {
+                "name": "alpha",
+                "podSelector": {"matchLabels": {"qos": "latency-sensitive"}},
+                "preferences": [
+                    {"weight": weights[0], "matchExpressions": [{"key": "net", "operator": "In", "values": [net]}]},
+                    {
+                        "weight": weights[1],
+                        "matchExpressions": [{"key": "net", "operator": "NotIn", "values": [f"low-{tag}"]}],
+                    },
+                ],
+            },
+            {
+                "name": "beta",
+                "podSelector": {"matchLabels": {"qos": "latency-sensitive"}},
+                "preferences": [
+                    {"weight": weights[2], "matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]},
+                ],
+            },
         ],
     }
 
@@ -47,13 +59,18 @@ def injected_terms(document: dict) -> list[dict]:
     """What a policy appends to a pod, written from the document (not by the code under test)."""
     return [
         {"weight": p["weight"], "preference": {"matchExpressions": p["matchExpressions"]}}
-        for rule in document["rules"] for p in rule["preferences"]
+        for rule in document["rules"]
+        for p in rule["preferences"]
     ]
 
 
 def latency_pod():
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}},
-            "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
 
 
 def terms_of(patch: list[dict]) -> list[dict]:
@@ -173,7 +190,9 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
                     conn.close()
                     conn = server.connect()
                 try:
-                    terms = terms_of(decoded_patch(server.review(pod_review(latency_pod(), uid=f"{index}-{sent}"), conn=conn)))
+                    terms = terms_of(
+                        decoded_patch(server.review(pod_review(latency_pod(), uid=f"{index}-{sent}"), conn=conn))
+                    )
                 except Exception as err:  # noqa: BLE001 - every failure is the test's finding
                     failures.append(repr(err))
                     conn = server.connect()
@@ -193,8 +212,16 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
             # last valid one stays 1.5 s: every worker must have taken it before the invalid file
             # lands. (A worker that skipped a valid version and then met an invalid file would keep
             # the version before: docs/operations.md, "Policy reload".)
-            for pause, document in ((0.6, POLICY_B), (0.6, INVALID), (0.6, POLICY_A), (0.6, INVALID),
-                                    (0.6, POLICY_B), (0.6, POLICY_A), (0.6, POLICY_B), (1.5, INVALID)):
+            for pause, document in (
+                (0.6, POLICY_B),
+                (0.6, INVALID),
+                (0.6, POLICY_A),
+                (0.6, INVALID),
+                (0.6, POLICY_B),
+                (0.6, POLICY_A),
+                (0.6, POLICY_B),
+                (1.5, INVALID),
+            ):
                 time.sleep(pause)
                 volume.update({"policy.yaml": document if isinstance(document, bytes) else as_bytes(document)})
             time.sleep(2.5)  # every worker has checked the last (invalid) file by now
@@ -211,7 +238,9 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
         ready = [json.loads(server.request("GET", "/readyz", conn=server.connect())[1]) for _ in range(6)]
         assert {r["policy"]["sha256"] for r in ready} == {hashlib.sha256(as_bytes(POLICY_B)).hexdigest()}
         exposition = server.metrics()
-        assert metric_value(exposition, "netqos_policy_reloads_total", result="failure") >= 2  # the last file, in each worker
+        assert (
+            metric_value(exposition, "netqos_policy_reloads_total", result="failure") >= 2
+        )  # the last file, in each worker
         assert metric_value(exposition, "netqos_policy_reloads_total", result="success") >= 2
         assert metric_value(exposition, "netqos_policy_file_rejected") == 1
         refusals = [r for r in server.log_records() if r["level"] == "ERROR" and "refused" in r["message"]]

@@ -73,7 +73,11 @@ def expected_config(certs: CertFiles, **options: Any) -> dict[str, Any]:
 
 def test_certificates_for_the_service_pass(certs: CertFiles) -> None:
     checked = check_certificates(certs, "netqos-system")
-    assert (checked.ca_cert, checked.cert, checked.key) == (certs.ca_cert.read_bytes(), certs.cert.read_bytes(), certs.key.read_bytes())
+    assert (checked.ca_cert, checked.cert, checked.key) == (
+        certs.ca_cert.read_bytes(),
+        certs.cert.read_bytes(),
+        certs.key.read_bytes(),
+    )
 
 
 def _broken(tmp: Path, certs: CertFiles, case: str) -> CertFiles:
@@ -98,14 +102,22 @@ def _broken(tmp: Path, certs: CertFiles, case: str) -> CertFiles:
 @pytest.mark.parametrize(
     ("case", "message"),
     [
-        ("missing-key", "missing {dir}/tls.key; make new ones with 'netqos-webhook certs --out {dir} --namespace netqos-system'"),
+        (
+            "missing-key",
+            "missing {dir}/tls.key; make new ones with 'netqos-webhook certs --out {dir} --namespace netqos-system'",
+        ),
         ("foreign-key", "{dir}/tls.key is not the key of {dir}/tls.crt"),
         ("other-ca", "{dir}/tls.crt was not issued by the CA in {dir}/ca.crt"),
         ("not-pem", "{dir}/tls.crt is not a PEM certificate"),
-        ("other-namespace", "{dir}/tls.crt does not name netqos-webhook.netqos-system.svc, the host the API server connects to"),
+        (
+            "other-namespace",
+            "{dir}/tls.crt does not name netqos-webhook.netqos-system.svc, the host the API server connects to",
+        ),
     ],
 )
-def test_unusable_certificates_name_the_file_and_the_fix(tmp_path: Path, certs: CertFiles, case: str, message: str) -> None:
+def test_unusable_certificates_name_the_file_and_the_fix(
+    tmp_path: Path, certs: CertFiles, case: str, message: str
+) -> None:
     broken = _broken(tmp_path, certs, case)
     with pytest.raises(CertificateError) as err:
         check_certificates(broken, "netqos-system")
@@ -114,7 +126,7 @@ def test_unusable_certificates_name_the_file_and_the_fix(tmp_path: Path, certs: 
 
 
 def test_expired_certificates_are_refused(certs: CertFiles) -> None:
-    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=400)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=400)
     with pytest.raises(CertificateError, match=r"tls.crt expired on .* UTC"):
         check_certificates(certs, "netqos-system", now=later)
 
@@ -157,7 +169,9 @@ def test_dry_run_in_another_namespace(tmp_path: Path, capsys: pytest.CaptureFixt
     assert config == expected_config(files, namespace="platform")
 
 
-def test_dry_run_without_certificates_generates_nothing_and_says_how(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_without_certificates_generates_nothing_and_says_how(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     empty = tmp_path / "certs"
     assert main(["register", "--dry-run", "--certs", str(empty)]) == 2
     captured = capsys.readouterr()
@@ -177,14 +191,18 @@ def test_register_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> Non
 
 def kubeconfig(tmp_path: Path, server: str) -> Path:
     path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "test", "cluster": {"server": server}}],
-        "users": [{"name": "test", "user": {"token": "test-token"}}],
-        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
-        "current-context": "test",
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "test", "cluster": {"server": server}}],
+                "users": [{"name": "test", "user": {"token": "test-token"}}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
+                "current-context": "test",
+            }
+        )
+    )
     return path
 
 
@@ -208,13 +226,25 @@ class RecordingAPIServer:
             def do_PATCH(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 url = urlsplit(self.path)
-                outer.requests.append({
-                    "path": url.path, "query": parse_qs(url.query), "content_type": self.headers["Content-Type"],
-                    "authorization": self.headers["Authorization"], "body": json.loads(body),
-                })
+                outer.requests.append(
+                    {
+                        "path": url.path,
+                        "query": parse_qs(url.query),
+                        "content_type": self.headers["Content-Type"],
+                        "authorization": self.headers["Authorization"],
+                        "body": json.loads(body),
+                    }
+                )
                 if outer.fail:
                     status, reason, message = outer.fail
-                    answer = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": status}
+                    answer = {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "status": "Failure",
+                        "message": message,
+                        "reason": reason,
+                        "code": status,
+                    }
                 else:
                     status = 200 if url.path in seen else 201
                     seen.add(url.path)
@@ -242,7 +272,9 @@ class RecordingAPIServer:
         self.httpd.server_close()
 
 
-def test_register_server_side_applies_the_secret_then_the_configuration(tmp_path: Path, certs: CertFiles, capsys: pytest.CaptureFixture[str]) -> None:
+def test_register_server_side_applies_the_secret_then_the_configuration(
+    tmp_path: Path, certs: CertFiles, capsys: pytest.CaptureFixture[str]
+) -> None:
     with RecordingAPIServer() as api:
         config = str(kubeconfig(tmp_path, api.url))
         args = ["register", "--kubeconfig", config, "--certs", str(certs.directory), "--config", POLICY]
@@ -271,10 +303,20 @@ def test_register_server_side_applies_the_secret_then_the_configuration(tmp_path
     ]
 
 
-def test_register_with_a_url_sends_no_secret(tmp_path: Path, certs: CertFiles, capsys: pytest.CaptureFixture[str]) -> None:
+def test_register_with_a_url_sends_no_secret(
+    tmp_path: Path, certs: CertFiles, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = "https://host.minikube.internal:8443/mutate"
     with RecordingAPIServer() as api:
-        args = ["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--certs", str(certs.directory), "--url", url]
+        args = [
+            "register",
+            "--kubeconfig",
+            str(kubeconfig(tmp_path, api.url)),
+            "--certs",
+            str(certs.directory),
+            "--url",
+            url,
+        ]
         assert main(args) == 0
     assert [(r["path"], r["body"]) for r in api.requests] == [(CONFIG_PATH, expected_config(certs, url=url))]
 
@@ -292,16 +334,39 @@ def test_register_without_certificates_generates_them_first(tmp_path: Path, caps
 @pytest.mark.parametrize(
     ("fail", "expected"),
     [
-        ((403, "Forbidden", 'secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch resource "secrets" in API group "" in the namespace "netqos-system"'),
-         'refused to apply secret/netqos-webhook-tls in namespace netqos-system: HTTP 403 Forbidden: secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch'),
-        ((403, "Forbidden", "forbidden"), "needs the verbs create and patch on secrets in namespace netqos-system (kubectl auth can-i patch secrets -n netqos-system)"),
-        ((401, "Unauthorized", "Unauthorized"), "HTTP 401 Unauthorized; the credentials were rejected: log in again or pick another --context"),
-        ((404, "NotFound", 'namespaces "netqos-system" not found'), "create the namespace first: 'kubectl apply -k deploy/base'"),
-        ((422, "Invalid", 'Secret "netqos-webhook-tls" is invalid: type: Invalid value: "kubernetes.io/tls": field is immutable'),
-         "field is immutable"),
+        (
+            (
+                403,
+                "Forbidden",
+                'secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch resource "secrets" in API group "" in the namespace "netqos-system"',
+            ),
+            'refused to apply secret/netqos-webhook-tls in namespace netqos-system: HTTP 403 Forbidden: secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch',
+        ),
+        (
+            (403, "Forbidden", "forbidden"),
+            "needs the verbs create and patch on secrets in namespace netqos-system (kubectl auth can-i patch secrets -n netqos-system)",
+        ),
+        (
+            (401, "Unauthorized", "Unauthorized"),
+            "HTTP 401 Unauthorized; the credentials were rejected: log in again or pick another --context",
+        ),
+        (
+            (404, "NotFound", 'namespaces "netqos-system" not found'),
+            "create the namespace first: 'kubectl apply -k deploy/base'",
+        ),
+        (
+            (
+                422,
+                "Invalid",
+                'Secret "netqos-webhook-tls" is invalid: type: Invalid value: "kubernetes.io/tls": field is immutable',
+            ),
+            "field is immutable",
+        ),
     ],
 )
-def test_api_errors_are_one_clear_message_and_exit_1(tmp_path: Path, certs: CertFiles, capsys, fail, expected: str) -> None:
+def test_api_errors_are_one_clear_message_and_exit_1(
+    tmp_path: Path, certs: CertFiles, capsys, fail, expected: str
+) -> None:
     with RecordingAPIServer(fail=fail) as api:
         code = main(["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--certs", str(certs.directory)])
     captured = capsys.readouterr()
@@ -313,12 +378,16 @@ def test_api_errors_are_one_clear_message_and_exit_1(tmp_path: Path, certs: Cert
 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
-def test_unreachable_cluster_is_one_clear_message_and_exit_1(tmp_path: Path, certs: CertFiles, capsys, scheme: str) -> None:
+def test_unreachable_cluster_is_one_clear_message_and_exit_1(
+    tmp_path: Path, certs: CertFiles, capsys, scheme: str
+) -> None:
     server = f"{scheme}://127.0.0.1:{closed_port()}"
     code = main(["register", "--kubeconfig", str(kubeconfig(tmp_path, server)), "--certs", str(certs.directory)])
     captured = capsys.readouterr()
     assert code == 1
-    assert captured.err.startswith(f"netqos-webhook register: cannot reach the Kubernetes API server at {server} (kubeconfig {tmp_path}/kubeconfig): ")
+    assert captured.err.startswith(
+        f"netqos-webhook register: cannot reach the Kubernetes API server at {server} (kubeconfig {tmp_path}/kubeconfig): "
+    )
     assert "Connection refused" in captured.err
     assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
 
@@ -326,12 +395,20 @@ def test_unreachable_cluster_is_one_clear_message_and_exit_1(tmp_path: Path, cer
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--kubeconfig", "{tmp}/absent"], "cannot read kubeconfig {tmp}/absent: No such file or directory; check the path"),
-        (["--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"], "cannot use kubeconfig {tmp}/kubeconfig, context prod: "),
+        (
+            ["--kubeconfig", "{tmp}/absent"],
+            "cannot read kubeconfig {tmp}/absent: No such file or directory; check the path",
+        ),
+        (
+            ["--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"],
+            "cannot use kubeconfig {tmp}/kubeconfig, context prod: ",
+        ),
         ([], "no kubeconfig: ~/.kube/config does not exist, and this is not a pod in a cluster"),
     ],
 )
-def test_unusable_kubeconfig_is_exit_2(tmp_path: Path, certs: CertFiles, capsys, monkeypatch, args: list[str], message: str) -> None:
+def test_unusable_kubeconfig_is_exit_2(
+    tmp_path: Path, certs: CertFiles, capsys, monkeypatch, args: list[str], message: str
+) -> None:
     kubeconfig(tmp_path, "https://127.0.0.1:1")
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -352,13 +429,17 @@ def test_a_kubeconfig_that_is_not_yaml_is_exit_2(tmp_path: Path, certs: CertFile
     assert len(captured.err.strip().splitlines()) == 1
 
 
-def test_kubeconfig_variable_naming_a_missing_file_is_named(certs: CertFiles, capsys, monkeypatch, tmp_path: Path) -> None:
+def test_kubeconfig_variable_naming_a_missing_file_is_named(
+    certs: CertFiles, capsys, monkeypatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nowhere"))
     assert main(["register", "--certs", str(certs.directory)]) == 2
     assert f"no kubeconfig: $KUBECONFIG ({tmp_path / 'nowhere'}) does not exist" in capsys.readouterr().err
 
 
-def test_in_a_pod_without_a_kubeconfig_it_uses_the_service_account(certs: CertFiles, capsys, monkeypatch, tmp_path: Path) -> None:
+def test_in_a_pod_without_a_kubeconfig_it_uses_the_service_account(
+    certs: CertFiles, capsys, monkeypatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")

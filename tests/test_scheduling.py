@@ -72,7 +72,9 @@ OPERATORS = [
 ]
 
 
-@pytest.mark.parametrize("requirement, labels, expected", OPERATORS, ids=lambda x: repr(x) if isinstance(x, Requirement) else None)
+@pytest.mark.parametrize(
+    "requirement, labels, expected", OPERATORS, ids=lambda x: repr(x) if isinstance(x, Requirement) else None
+)
 def test_a_requirement_matches_node_labels_as_kube_scheduler_does(requirement, labels, expected):
     assert NodeSelectorTerm((requirement,)).matches(labels, "node") is expected
     # The policy's PreferredTerm (what mutation injects) agrees with the scheduler's term.
@@ -180,7 +182,11 @@ def pod(spec: dict | None = None, labels: dict | None = None) -> dict:
 
 
 def required(*terms: dict) -> dict:
-    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}}
+    return {
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
+        }
+    }
 
 
 def expr(key: str, op: str, *values: str) -> dict:
@@ -191,7 +197,9 @@ PLAIN = Node("n1", {"net": "high", "zone": "a"})
 TAINTED = Node("n1", {"net": "high"}, (DEDICATED,))
 CORDONED = Node("n1", {"net": "high"}, (), True)
 CORDONED_AND_TAINTED = Node("n1", {"net": "high"}, (DEDICATED,), True)
-TOLERATE_UNSCHEDULABLE = {"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]}
+TOLERATE_UNSCHEDULABLE = {
+    "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
+}
 TAINT_REASON = "node(s) had untolerated taint {dedicated: gpu}"
 
 FILTERS = [
@@ -207,7 +215,11 @@ FILTERS = [
     (required(), PLAIN, REASON_NODE_AFFINITY),  # no terms: nothing matches
     (required({}), PLAIN, REASON_NODE_AFFINITY),  # an empty term matches nothing
     ({**required(expr("zone", "In", "a")), "nodeSelector": {"zone": "b"}}, PLAIN, REASON_NODE_AFFINITY),  # both apply
-    (required({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}), PLAIN, REASON_NODE_AFFINITY),
+    (
+        required({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}),
+        PLAIN,
+        REASON_NODE_AFFINITY,
+    ),
     ({}, TAINTED, TAINT_REASON),
     ({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu"}]}, TAINTED, None),
     ({}, CORDONED, REASON_UNSCHEDULABLE),
@@ -245,7 +257,11 @@ def test_required_terms_naming_disjoint_nodes_conflict_in_prefilter():
 
 
 def test_the_fit_error_groups_reasons_with_counts_sorted_as_strings():
-    nodes = [Node("a", {"zone": "b"}), Node("b", {"zone": "c"}), Node("c", {"zone": "a"}, (Taint("k", "v", "NoSchedule"),))]
+    nodes = [
+        Node("a", {"zone": "b"}),
+        Node("b", {"zone": "c"}),
+        Node("c", {"zone": "a"}, (Taint("k", "v", "NoSchedule"),)),
+    ]
     ranking = rank(pod_view(pod({"nodeSelector": {"zone": "a"}})), nodes)
     assert ranking.filter_message() == (
         "0/3 nodes are available: 1 node(s) had untolerated taint {k: v}, "
@@ -306,10 +322,16 @@ def test_the_netqos_plugin_score_table(pod_labels, node_labels, expected):
 
 
 def test_infeasible_nodes_are_not_normalised_and_do_not_set_the_max():
-    spec = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 90, "preference": expr("net", "In", "high")},
-        {"weight": 10, "preference": expr("net", "NotIn", "low")},
-    ]}}}
+    spec = {
+        "affinity": {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 90, "preference": expr("net", "In", "high")},
+                    {"weight": 10, "preference": expr("net", "NotIn", "low")},
+                ]
+            }
+        }
+    }
     nodes = [Node("high", {"net": "high"}, (DEDICATED,)), Node("plain", {}), Node("low", {"net": "low"})]
     ranking = rank(pod_view(pod(spec, {"qos": "latency-sensitive"})), nodes)
     assert [(n.affinity_raw, n.affinity_normalized, n.affinity_weighted) for n in ranking.nodes] == [
@@ -352,14 +374,28 @@ def test_large_clusters_are_sampled_as_num_feasible_nodes_to_find(nodes, expecte
 
 
 def test_a_node_is_read_from_api_data():
-    node = node_from_api({
-        "metadata": {"name": "n1", "labels": {"net": "high"}},
-        "spec": {"unschedulable": True, "taints": [{"key": "k", "effect": "NoExecute", "timeAdded": "2025-12-02T09:41:07Z"}]},
-    })
+    node = node_from_api(
+        {
+            "metadata": {"name": "n1", "labels": {"net": "high"}},
+            "spec": {
+                "unschedulable": True,
+                "taints": [{"key": "k", "effect": "NoExecute", "timeAdded": "2025-12-02T09:41:07Z"}],
+            },
+        }
+    )
     assert node == Node("n1", {"net": "high"}, (Taint("k", "", "NoExecute"),), True)
 
 
 def test_preferred_weights_outside_1_to_100_are_refused_with_the_field():
-    spec = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": expr("a", "Exists")}]}}}
-    with pytest.raises(ValueError, match=r"preferredDuringSchedulingIgnoredDuringExecution\[0\]\.weight must be an integer from 1 to 100"):
+    spec = {
+        "affinity": {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": expr("a", "Exists")}]
+            }
+        }
+    }
+    with pytest.raises(
+        ValueError,
+        match=r"preferredDuringSchedulingIgnoredDuringExecution\[0\]\.weight must be an integer from 1 to 100",
+    ):
         pod_view(pod(spec))

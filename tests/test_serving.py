@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from server_process import socket_inodes, tcp_sockets
 from serving import SERVER_NAME, running_server
 
@@ -85,8 +84,6 @@ def _listening_inodes(port: int) -> set[str]:
     return {inode for local, _, state, inode in tcp_sockets() if state == "0A" and local == port}  # 0A: LISTEN
 
 
-
-
 def _workers(master: int) -> list[int]:
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     return [int(c) for c in children]
@@ -123,7 +120,9 @@ def test_the_serving_path_never_imports_kubernetes(tmp_path):
     (a big import that only cluster-facing CLI commands need)."""
     import importlib.util
 
-    assert importlib.util.find_spec("kubernetes") is not None, "kubernetes is not installed: this test would prove nothing"
+    assert importlib.util.find_spec("kubernetes") is not None, (
+        "kubernetes is not installed: this test would prove nothing"
+    )
     code = """
 import sys
 from pathlib import Path
@@ -141,8 +140,11 @@ assert client.post("/mutate", data=sys.stdin.buffer.read(), content_type="applic
 print(sorted(m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes.")))
 """
     done = subprocess.run(
-        [sys.executable, "-c", code], input=json.dumps(_review("00000000-0000-4000-8000-0000000000cc")).encode(),
-        capture_output=True, timeout=120, cwd=tmp_path,
+        [sys.executable, "-c", code],
+        input=json.dumps(_review("00000000-0000-4000-8000-0000000000cc")).encode(),
+        capture_output=True,
+        timeout=120,
+        cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
     )
     assert done.returncode == 0, done.stderr.decode()

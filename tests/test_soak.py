@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from support import REPO
 
 pytestmark = pytest.mark.e2e
@@ -17,9 +16,29 @@ pytestmark = pytest.mark.e2e
 def test_soak_smoke_run_loses_no_request_outside_the_killed_worker(tmp_path):
     out = tmp_path / "soak.json"
     done = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "soak"), "--duration", "6", "--rate", "60", "--connections", "4",
-         "--warmup", "1", "--reconnect-every", "20", "--kill-at", "1.5", "--rotate-at", "3.5", "--json", str(out)],
-        capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            str(REPO / "scripts" / "soak"),
+            "--duration",
+            "6",
+            "--rate",
+            "60",
+            "--connections",
+            "4",
+            "--warmup",
+            "1",
+            "--reconnect-every",
+            "20",
+            "--kill-at",
+            "1.5",
+            "--rotate-at",
+            "3.5",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(out.read_text())

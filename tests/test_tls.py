@@ -16,14 +16,14 @@ import warnings
 from pathlib import Path
 
 import pytest
+from configmap import MountedVolume
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-from configmap import MountedVolume
 from server_process import make_certs, metric_value, start_server
 from support import pod_review
+
 from webhook.certs import CertFiles
 from webhook.tls import CertificateRotator, TLSFiles, check_files
 
@@ -42,26 +42,38 @@ def peer_serial(sock: ssl.SSLSocket) -> int:
 def client_pair(directory: Path, name: str) -> tuple[Path, Path, Path]:
     """A CA and a client certificate it signs (clientAuth), as the API server's would be."""
     directory.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} client CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
-          .not_valid_after(now + dt.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     paths = directory / f"{name}-ca.crt", directory / f"{name}.crt", directory / f"{name}.key"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    paths[2].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return paths
 
 
@@ -88,11 +100,15 @@ def handshake(server, ciphers: str | None = None, **settings) -> str:
             return tls.version()
 
 
-@pytest.mark.parametrize("highest, answer", [
-    ("TLSv1_1", None),
-    ("TLSv1_2", "TLSv1.2"),
-    ("TLSv1_3", "TLSv1.3"),
-], ids=["TLS 1.1 refused", "TLS 1.2 accepted", "TLS 1.3 accepted"])
+@pytest.mark.parametrize(
+    "highest, answer",
+    [
+        ("TLSv1_1", None),
+        ("TLSv1_2", "TLSv1.2"),
+        ("TLSv1_3", "TLSv1.3"),
+    ],
+    ids=["TLS 1.1 refused", "TLS 1.2 accepted", "TLS 1.3 accepted"],
+)
 def test_tls_1_2_is_the_minimum(server, highest, answer):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -107,7 +123,9 @@ def test_tls_1_2_is_the_minimum(server, highest, answer):
 
 def test_plain_http_to_the_tls_port_gets_no_service(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
-        raw.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        raw.sendall(
+            b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+        )
         received = b""
         try:
             while chunk := raw.recv(4096):
@@ -126,20 +144,27 @@ def mtls(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("mtls")
     trusted = client_pair(workdir / "clients", "trusted")
     stranger = client_pair(workdir / "clients", "stranger")
-    with start_server(workdir, "--client-ca", str(trusted[0]), client_cert=(str(trusted[1]), str(trusted[2]))) as running:
+    with start_server(
+        workdir, "--client-ca", str(trusted[0]), client_cert=(str(trusted[1]), str(trusted[2]))
+    ) as running:
         yield running, trusted, stranger
 
 
-@pytest.mark.parametrize("who, answered", [
-    ("no client certificate", False),
-    ("a certificate from another CA", False),
-    ("a certificate from the client CA", True),
-])
+@pytest.mark.parametrize(
+    "who, answered",
+    [
+        ("no client certificate", False),
+        ("a certificate from another CA", False),
+        ("a certificate from the client CA", True),
+    ],
+)
 def test_with_client_ca_only_clients_with_a_certificate_it_signed_are_served(mtls, who, answered):
     server, trusted, stranger = mtls
-    cert = {"no client certificate": None,
-            "a certificate from another CA": (str(stranger[1]), str(stranger[2])),
-            "a certificate from the client CA": (str(trusted[1]), str(trusted[2]))}[who]
+    cert = {
+        "no client certificate": None,
+        "a certificate from another CA": (str(stranger[1]), str(stranger[2])),
+        "a certificate from the client CA": (str(trusted[1]), str(trusted[2])),
+    }[who]
     context = ssl.create_default_context(cafile=str(server.certs.ca_cert))
     if cert:
         context.load_cert_chain(*cert)
@@ -159,9 +184,21 @@ def test_with_client_ca_only_clients_with_a_certificate_it_signed_are_served(mtl
 def test_serve_refuses_to_start_with_an_unreadable_client_ca(tmp_path):
     certs = make_certs(tmp_path / "certs")
     done = subprocess.run(
-        [sys.executable, "-m", "webhook", "serve", "--certfile", str(certs.cert), "--keyfile", str(certs.key),
-         "--client-ca", str(tmp_path / "missing-ca.crt")],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "webhook",
+            "serve",
+            "--certfile",
+            str(certs.cert),
+            "--keyfile",
+            str(certs.key),
+            "--client-ca",
+            str(tmp_path / "missing-ca.crt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2
     assert "missing-ca.crt" in done.stderr
@@ -231,8 +268,12 @@ def test_certificate_rotation_under_load_fails_no_request(tmp_path):
         try:
             time.sleep(1.0)
             # cert-manager's renewal: same CA, new key and certificate, one symlink swap.
-            subprocess.run([sys.executable, "-m", "webhook", "certs", "--out", str(first.directory),
-                            "--renew-before", "400"], check=True, capture_output=True, timeout=60)
+            subprocess.run(
+                [sys.executable, "-m", "webhook", "certs", "--out", str(first.directory), "--renew-before", "400"],
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
             assert serial_of(first.cert) != serial_of(tmp_path / "secret" / "..data" / "tls.crt")
             secret.update(secret_files(first))
             time.sleep(2.5)
@@ -254,4 +295,6 @@ def test_certificate_rotation_under_load_fails_no_request(tmp_path):
         assert metric_value(exposition, "netqos_tls_certificate_reloads_total", result="success") == 2  # per worker
         assert metric_value(exposition, "netqos_tls_certificate_reloads_total", result="failure") == 0
         expiry = x509.load_pem_x509_certificate(mounted.cert.read_bytes()).not_valid_after_utc.timestamp()
-        assert metric_value(exposition, "netqos_tls_certificate_expiry_timestamp_seconds") == pytest.approx(expiry, abs=0.5)
+        assert metric_value(exposition, "netqos_tls_certificate_expiry_timestamp_seconds") == pytest.approx(
+            expiry, abs=0.5
+        )

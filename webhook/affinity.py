@@ -21,8 +21,9 @@ Semantics follow k8s.io/component-helpers/scheduling/corev1/nodeaffinity:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_SELECTOR_OPERATORS = ("In", "NotIn")

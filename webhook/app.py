@@ -61,9 +61,12 @@ def create_app(config: AppConfig) -> Flask:
         if unreadable:
             return _error(503, f"certificate files not readable: {', '.join(unreadable)}")
         snapshot = watcher.current()
-        return _json(200, admission.encode(
-            {"status": "ready", "rules": [r.name for r in snapshot.policy.rules], "policy": snapshot.describe()}
-        ))
+        return _json(
+            200,
+            admission.encode(
+                {"status": "ready", "rules": [r.name for r in snapshot.policy.rules], "policy": snapshot.describe()}
+            ),
+        )
 
     @app.get("/metrics")
     def metrics_() -> Response:
@@ -99,12 +102,20 @@ def _answer(watcher: PolicyWatcher, body: bytes, started: float) -> tuple[int, b
     seconds = time.perf_counter() - started
     metrics.observe_review(result.decision, result.operation, result.dry_run, result.injected, seconds)
     if log.isEnabledFor(logging.INFO):
-        log.info("review", extra={
-            "uid": result.uid, "namespace": result.namespace, "object_name": result.name,
-            "operation": result.operation, "dry_run": result.dry_run, "decision": result.decision.value,
-            "rules": list(result.injected), "duration_ms": round(seconds * 1000, 3),
-            "policy_version": snapshot.version,
-        })
+        log.info(
+            "review",
+            extra={
+                "uid": result.uid,
+                "namespace": result.namespace,
+                "object_name": result.name,
+                "operation": result.operation,
+                "dry_run": result.dry_run,
+                "decision": result.decision.value,
+                "rules": list(result.injected),
+                "duration_ms": round(seconds * 1000, 3),
+                "policy_version": snapshot.version,
+            },
+        )
     if result.patch and log.isEnabledFor(logging.DEBUG):  # objects only at debug
         log.debug("patch", extra={"uid": result.uid, "patch": result.patch})
     return 200, payload
@@ -151,8 +162,9 @@ class _FastMutate:
                     log.exception("unhandled error serving POST /mutate")
                     metrics.observe_review(Decision.ERROR, "", False, (), 0.0)
                     status, payload = 500, admission.encode({"error": "internal error; see the webhook's logs"})
-                start_response(_STATUS_LINES[status],
-                               [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+                start_response(
+                    _STATUS_LINES[status], [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
+                )
                 return [payload]
         return self.wsgi_app(environ, start_response)
 

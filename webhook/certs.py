@@ -12,9 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -110,7 +111,7 @@ def renew(
     `renew_before_days` (or is missing, not from that CA, not matching its key, or lacks one of
     `hosts`); otherwise leave every file alone. The CA is never changed, so the caBundle stays."""
     files = CertFiles(Path(out))
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     ca_cert, ca_key = _load_ca(files)
     if ca_cert.not_valid_after_utc <= now + dt.timedelta(days=renew_before_days):
         raise RenewError(
@@ -125,8 +126,12 @@ def renew(
     if current is not None and problem is None and not missing:
         expires = current.not_valid_after_utc
         if expires > now + dt.timedelta(days=renew_before_days):
-            return Renewal(False, f"valid until {expires:%Y-%m-%d %H:%M}Z, more than {renew_before_days} days away",
-                           expires, tuple(names))
+            return Renewal(
+                False,
+                f"valid until {expires:%Y-%m-%d %H:%M}Z, more than {renew_before_days} days away",
+                expires,
+                tuple(names),
+            )
         problem = f"expires {expires:%Y-%m-%d %H:%M}Z, within {renew_before_days} days"
     elif missing:
         problem = problem or f"lacks the name(s) {', '.join(missing)}"
@@ -152,7 +157,9 @@ def _load_ca(files: CertFiles) -> tuple[x509.Certificate, Any]:
             f"certificate; create one with 'netqos-webhook certs --out {files.directory}'"
         ) from None
     except (ValueError, TypeError) as err:
-        raise RenewError(f"{files.ca_cert} or {files.ca_key} is not a PEM certificate and unencrypted key: {err}") from None
+        raise RenewError(
+            f"{files.ca_cert} or {files.ca_key} is not a PEM certificate and unencrypted key: {err}"
+        ) from None
     if ca_cert.public_key().public_numbers() != ca_key.public_key().public_numbers():
         raise RenewError(f"{files.ca_key} is not the key of {files.ca_cert}")
     return ca_cert, ca_key
@@ -198,7 +205,7 @@ def _new_key(key_type: str) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey:
 def _validity(days: int) -> tuple[dt.datetime, dt.datetime]:
     if days < 1:
         raise ValueError(f"--days must be at least 1, got {days}")
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     return now - _CLOCK_SKEW, now + dt.timedelta(days=days)
 
 
@@ -216,9 +223,15 @@ def _ca_certificate(key, days: int) -> x509.Certificate:
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -244,9 +257,15 @@ def _server_certificate(key, names: list[str], ca_cert: x509.Certificate, ca_key
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=rsa_key,
-                data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=rsa_key,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )

@@ -11,9 +11,10 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
-from typing import Any, Callable, Sequence
 
 import yaml
 
@@ -61,9 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command(sub: Any, name: str, help: str, example: str, handler: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+def _command(
+    sub: Any, name: str, help: str, example: str, handler: Callable[[argparse.Namespace], int]
+) -> argparse.ArgumentParser:
     parser = sub.add_parser(
-        name, help=help, description=help, epilog=f"example:\n  {example}",
+        name,
+        help=help,
+        description=help,
+        epilog=f"example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(handler=handler)
@@ -72,7 +78,9 @@ def _command(sub: Any, name: str, help: str, example: str, handler: Callable[[ar
 
 def _add_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--config", metavar="FILE", default=os.environ.get(CONFIG_ENV) or None,
+        "--config",
+        metavar="FILE",
+        default=os.environ.get(CONFIG_ENV) or None,
         help=f"policy file (YAML); default: ${CONFIG_ENV}, else the built-in NetQoS rule",
     )
 
@@ -98,25 +106,71 @@ def _add_serve(sub: Any) -> None:
     )
 
     p = _command(
-        sub, "serve", "Serve the webhook over HTTPS (gunicorn, TLS 1.2+).",
+        sub,
+        "serve",
+        "Serve the webhook over HTTPS (gunicorn, TLS 1.2+).",
         "netqos-webhook serve --bind 0.0.0.0:8443 --certfile /tls/tls.crt --keyfile /tls/tls.key",
         _serve,
     )
-    p.add_argument("--bind", default=DEFAULT_BIND, metavar="HOST:PORT", help=f"address to listen on (default {DEFAULT_BIND})")
+    p.add_argument(
+        "--bind", default=DEFAULT_BIND, metavar="HOST:PORT", help=f"address to listen on (default {DEFAULT_BIND})"
+    )
     p.add_argument("--certfile", type=Path, metavar="FILE", help="server certificate (PEM); default certs/tls.crt")
     p.add_argument("--keyfile", type=Path, metavar="FILE", help="server private key (PEM); default certs/tls.key")
     _add_config(p)
-    p.add_argument("--workers", type=_positive, default=DEFAULT_WORKERS, metavar="N", help=f"worker processes (default {DEFAULT_WORKERS})")
-    p.add_argument("--worker-class", choices=WORKER_CLASSES, default="gevent", help="gunicorn worker class (default gevent; see docs/performance.md)")
-    p.add_argument("--threads", type=_positive, default=1, metavar="N", help="threads per worker, for --worker-class gthread only")
-    p.add_argument("--keepalive", type=_positive, default=DEFAULT_KEEPALIVE_SECONDS, metavar="SECONDS", help=f"keep idle connections this long (default {DEFAULT_KEEPALIVE_SECONDS}; the API server keeps them 90 s)")
-    p.add_argument("--max-body-bytes", type=_positive, default=None, metavar="N", help="larger request bodies get 413 (default 8 MiB)")
-    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log level (default info)")
-    p.add_argument("--log-format", default="json", choices=("json", "text"), help="json: one JSON object per line (default); text: for a terminal")
-    p.add_argument("--client-ca", type=Path, metavar="FILE", help="require TLS clients (the API server) to present a certificate signed by this CA (PEM)")
-    p.add_argument("--metrics-dir", type=Path, metavar="DIR", default=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
-                   help="writable directory for the workers' metric files, emptied at start "
-                        "(default: $PROMETHEUS_MULTIPROC_DIR, else a temporary directory)")
+    p.add_argument(
+        "--workers",
+        type=_positive,
+        default=DEFAULT_WORKERS,
+        metavar="N",
+        help=f"worker processes (default {DEFAULT_WORKERS})",
+    )
+    p.add_argument(
+        "--worker-class",
+        choices=WORKER_CLASSES,
+        default="gevent",
+        help="gunicorn worker class (default gevent; see docs/performance.md)",
+    )
+    p.add_argument(
+        "--threads", type=_positive, default=1, metavar="N", help="threads per worker, for --worker-class gthread only"
+    )
+    p.add_argument(
+        "--keepalive",
+        type=_positive,
+        default=DEFAULT_KEEPALIVE_SECONDS,
+        metavar="SECONDS",
+        help=f"keep idle connections this long (default {DEFAULT_KEEPALIVE_SECONDS}; the API server keeps them 90 s)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="larger request bodies get 413 (default 8 MiB)",
+    )
+    p.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log level (default info)"
+    )
+    p.add_argument(
+        "--log-format",
+        default="json",
+        choices=("json", "text"),
+        help="json: one JSON object per line (default); text: for a terminal",
+    )
+    p.add_argument(
+        "--client-ca",
+        type=Path,
+        metavar="FILE",
+        help="require TLS clients (the API server) to present a certificate signed by this CA (PEM)",
+    )
+    p.add_argument(
+        "--metrics-dir",
+        type=Path,
+        metavar="DIR",
+        default=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
+        help="writable directory for the workers' metric files, emptied at start "
+        "(default: $PROMETHEUS_MULTIPROC_DIR, else a temporary directory)",
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -145,15 +199,25 @@ def _serve(args: argparse.Namespace) -> int:
     if problem:
         raise CommandError(f"{problem}; fix the files or re-create them with 'netqos-webhook certs'")
     options = ServeOptions(
-        certfile=certfile, keyfile=keyfile, bind=args.bind, workers=args.workers,
-        worker_class=args.worker_class, threads=args.threads, keepalive=args.keepalive,
+        certfile=certfile,
+        keyfile=keyfile,
+        bind=args.bind,
+        workers=args.workers,
+        worker_class=args.worker_class,
+        threads=args.threads,
+        keepalive=args.keepalive,
         max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
-        log_level=args.log_level, log_format=args.log_format,
-        client_ca=args.client_ca, metrics_dir=args.metrics_dir,
+        log_level=args.log_level,
+        log_format=args.log_format,
+        client_ca=args.client_ca,
+        metrics_dir=args.metrics_dir,
     )
     source = args.config or "the built-in default"
     logging.getLogger("webhook").info(
-        "policy from %s: version %s, rules %s%s", source, snapshot.version, ", ".join(r.name for r in policy.rules),
+        "policy from %s: version %s, rules %s%s",
+        source,
+        snapshot.version,
+        ", ".join(r.name for r in policy.rules),
         "; watching the file for changes" if args.config else "",
     )
     if args.client_ca:
@@ -174,7 +238,10 @@ def _dev_certificate() -> tuple[Path, Path]:
         logging.getLogger("webhook").warning(
             "no --certfile/--keyfile and no %s: generated a development CA and certificate for %s "
             "and the in-cluster Service names in %s/ (trust %s)",
-            files.cert, ", ".join(DEV_HOSTS), DEV_CERT_DIR, files.ca_cert,
+            files.cert,
+            ", ".join(DEV_HOSTS),
+            DEV_CERT_DIR,
+            files.ca_cert,
         )
     return files.cert, files.key
 
@@ -186,23 +253,46 @@ def _add_certs(sub: Any) -> None:
     from webhook.certs import DEFAULT_CA_DAYS, DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
 
     p = _command(
-        sub, "certs", "Write a CA and a server certificate for the webhook's Service: ca.crt, ca.key, tls.crt, tls.key.",
+        sub,
+        "certs",
+        "Write a CA and a server certificate for the webhook's Service: ca.crt, ca.key, tls.crt, tls.key.",
         "netqos-webhook certs --out certs --service netqos-webhook --namespace netqos-system --host 127.0.0.1",
         _certs,
     )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory to write the four files into")
-    p.add_argument("--service", default=DEFAULT_SERVICE, metavar="NAME", help=f"Service name (default {DEFAULT_SERVICE})")
-    p.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS", help=f"Service namespace (default {DEFAULT_NAMESPACE})")
-    p.add_argument("--host", action="append", default=[], metavar="H", help="extra DNS name or IP address for the certificate (repeatable)")
-    p.add_argument("--days", type=_positive, default=365, metavar="N", help="server certificate validity in days (default 365)")
-    p.add_argument("--ca-days", type=_positive, default=DEFAULT_CA_DAYS, metavar="N",
-                   help=f"CA validity in days (default {DEFAULT_CA_DAYS}): longer than the server certificate, so "
-                        "--renew-before can re-issue the latter under the same CA")
+    p.add_argument(
+        "--service", default=DEFAULT_SERVICE, metavar="NAME", help=f"Service name (default {DEFAULT_SERVICE})"
+    )
+    p.add_argument(
+        "--namespace", default=DEFAULT_NAMESPACE, metavar="NS", help=f"Service namespace (default {DEFAULT_NAMESPACE})"
+    )
+    p.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        metavar="H",
+        help="extra DNS name or IP address for the certificate (repeatable)",
+    )
+    p.add_argument(
+        "--days", type=_positive, default=365, metavar="N", help="server certificate validity in days (default 365)"
+    )
+    p.add_argument(
+        "--ca-days",
+        type=_positive,
+        default=DEFAULT_CA_DAYS,
+        metavar="N",
+        help=f"CA validity in days (default {DEFAULT_CA_DAYS}): longer than the server certificate, so "
+        "--renew-before can re-issue the latter under the same CA",
+    )
     p.add_argument("--key-type", choices=KEY_TYPES, default="ecdsa", help="ecdsa (P-256, default) or rsa (2048)")
-    p.add_argument("--renew-before", type=_positive, metavar="DAYS",
-                   help="renew only: re-issue tls.crt/tls.key from the existing CA in --out when the certificate "
-                        "expires within DAYS (or is missing, or lacks a --host); leave a valid one alone. The CA "
-                        "is kept, so the webhook's caBundle stays the same")
+    p.add_argument(
+        "--renew-before",
+        type=_positive,
+        metavar="DAYS",
+        help="renew only: re-issue tls.crt/tls.key from the existing CA in --out when the certificate "
+        "expires within DAYS (or is missing, or lacks a --host); leave a valid one alone. The CA "
+        "is kept, so the webhook's caBundle stays the same",
+    )
 
 
 def _certs(args: argparse.Namespace) -> int:
@@ -230,7 +320,9 @@ def _renew(args: argparse.Namespace) -> int:
         raise CommandError(f"cannot write certificates into {args.out}: {err.strerror}", EXIT_RUNTIME) from None
     cert = CertFiles(args.out).cert
     if done.renewed:
-        print(f"renewed {cert} ({done.reason}): now valid until {done.not_after:%Y-%m-%d %H:%M}Z for {', '.join(done.names)}")
+        print(
+            f"renewed {cert} ({done.reason}): now valid until {done.not_after:%Y-%m-%d %H:%M}Z for {', '.join(done.names)}"
+        )
     else:
         print(f"left {cert} alone: {done.reason}")
     return 0
@@ -241,14 +333,20 @@ def _renew(args: argparse.Namespace) -> int:
 
 def _add_review(sub: Any) -> None:
     p = _command(
-        sub, "review",
+        sub,
+        "review",
         "Dry-run the webhook offline: FILE is a Pod manifest or a whole AdmissionReview (YAML or JSON; - reads stdin).",
         "netqos-webhook review deploy/examples/test-pod.yaml -o pod",
         _review,
     )
     p.add_argument("file", metavar="FILE|-", help="Pod manifest or AdmissionReview")
-    p.add_argument("-o", "--output", choices=("response", "patch", "pod"), default="response",
-                   help="response: the AdmissionReview answer (default); patch: the decoded JSON patch; pod: the mutated pod as YAML")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=("response", "patch", "pod"),
+        default="response",
+        help="response: the AdmissionReview answer (default); patch: the decoded JSON patch; pod: the mutated pod as YAML",
+    )
     _add_config(p)
 
 
@@ -331,7 +429,8 @@ def _add_manifests(sub: Any) -> None:
     from webhook.certs import DEFAULT_NAMESPACE
 
     p = _command(
-        sub, "manifests",
+        sub,
+        "manifests",
         "Print the MutatingWebhookConfiguration for a policy: one webhook entry per rule, each with that "
         "rule's podSelector as objectSelector. deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml is this "
         "output for deploy/base/policy.yaml.",
@@ -339,14 +438,25 @@ def _add_manifests(sub: Any) -> None:
         _manifests,
     )
     _add_config(p)
-    p.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
-                   help=f"namespace of the webhook's Service, also excluded from mutation (default {DEFAULT_NAMESPACE})")
-    p.add_argument("--url", metavar="URL",
-                   help="call the webhook at this https URL instead of the in-cluster Service (out-of-cluster "
-                        "development), e.g. https://host.minikube.internal:8443/mutate")
-    p.add_argument("--ca-bundle", type=Path, metavar="FILE",
-                   help="PEM CA certificate(s) the API server trusts for the webhook (e.g. certs/ca.crt); "
-                        "without it caBundle is left out, for 'register' or cert-manager to fill in")
+    p.add_argument(
+        "--namespace",
+        default=DEFAULT_NAMESPACE,
+        metavar="NS",
+        help=f"namespace of the webhook's Service, also excluded from mutation (default {DEFAULT_NAMESPACE})",
+    )
+    p.add_argument(
+        "--url",
+        metavar="URL",
+        help="call the webhook at this https URL instead of the in-cluster Service (out-of-cluster "
+        "development), e.g. https://host.minikube.internal:8443/mutate",
+    )
+    p.add_argument(
+        "--ca-bundle",
+        type=Path,
+        metavar="FILE",
+        help="PEM CA certificate(s) the API server trusts for the webhook (e.g. certs/ca.crt); "
+        "without it caBundle is left out, for 'register' or cert-manager to fill in",
+    )
     p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml", help="output format (default yaml)")
 
 
@@ -408,23 +518,40 @@ def _add_register(sub: Any) -> None:
     from webhook.certs import DEFAULT_NAMESPACE
 
     p = _command(
-        sub, "register",
+        sub,
+        "register",
         "Create or update the webhook's TLS Secret and its MutatingWebhookConfiguration (with the caBundle) in "
         "a cluster, by server-side apply: only the fields netqos-webhook owns are changed. Without "
         "certificates in --certs, new ones are generated there first.",
         "netqos-webhook register --context minikube --config deploy/base/policy.yaml --certs certs",
         _register,
     )
-    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else the in-cluster service account)")
+    p.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else the in-cluster service account)",
+    )
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
-    p.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
-                   help=f"namespace of the webhook (its Service and the TLS Secret; default {DEFAULT_NAMESPACE})")
-    p.add_argument("--certs", type=Path, default=DEV_CERT_DIR, metavar="DIR",
-                   help=f"directory with ca.crt, tls.crt, tls.key from 'netqos-webhook certs' (default {DEV_CERT_DIR}/)")
+    p.add_argument(
+        "--namespace",
+        default=DEFAULT_NAMESPACE,
+        metavar="NS",
+        help=f"namespace of the webhook (its Service and the TLS Secret; default {DEFAULT_NAMESPACE})",
+    )
+    p.add_argument(
+        "--certs",
+        type=Path,
+        default=DEV_CERT_DIR,
+        metavar="DIR",
+        help=f"directory with ca.crt, tls.crt, tls.key from 'netqos-webhook certs' (default {DEV_CERT_DIR}/)",
+    )
     _add_config(p)
-    p.add_argument("--url", metavar="URL",
-                   help="register a webhook served outside the cluster at this https URL (no Secret is sent), "
-                        "e.g. https://host.minikube.internal:8443/mutate")
+    p.add_argument(
+        "--url",
+        metavar="URL",
+        help="register a webhook served outside the cluster at this https URL (no Secret is sent), "
+        "e.g. https://host.minikube.internal:8443/mutate",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the objects it would send (YAML) and change nothing")
 
 
@@ -448,7 +575,9 @@ def _register(args: argparse.Namespace) -> int:
         try:
             generate(files.directory, namespace=args.namespace, hosts=hosts)
         except OSError as err:
-            raise CommandError(f"cannot write certificates into {files.directory}: {err.strerror}", EXIT_RUNTIME) from None
+            raise CommandError(
+                f"cannot write certificates into {files.directory}: {err.strerror}", EXIT_RUNTIME
+            ) from None
         print(f"generated a CA and a server certificate in {files.directory}/", file=sys.stderr)
     try:
         certs = check_certificates(files, args.namespace, args.url)
@@ -466,5 +595,7 @@ def _register(args: argparse.Namespace) -> int:
         raise CommandError(str(err), err.code) from None
     for obj in objs:
         if obj["kind"] == "MutatingWebhookConfiguration":
-            print(f"registered {describe(obj)}: webhooks {', '.join(w['name'] for w in obj['webhooks'])}", file=sys.stderr)
+            print(
+                f"registered {describe(obj)}: webhooks {', '.join(w['name'] for w in obj['webhooks'])}", file=sys.stderr
+            )
     return 0

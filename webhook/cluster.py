@@ -25,9 +25,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REQUEST_TIMEOUT = (5, 30)  # seconds: connect, read. An unreachable cluster fails fast.
 FIELD_MANAGER = "netqos-webhook"
@@ -68,7 +69,12 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
     from kubernetes import client, config  # noqa: PLC0415 - lazy on purpose, see the module doc
 
     configuration = client.Configuration()
-    if kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not _default_kubeconfig_exists():
+    if (
+        kubeconfig is None
+        and context is None
+        and os.environ.get("KUBERNETES_SERVICE_HOST")
+        and not _default_kubeconfig_exists()
+    ):
         where = IN_CLUSTER
         hint = "check that the pod mounts its service account token (automountServiceAccountToken)"
 
@@ -78,11 +84,16 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
         source = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         _check_readable(kubeconfig)
         where = f"kubeconfig {source}" + (f", context {context}" if context else "")
-        hint = "check the file and the context name (kubectl" + (f" --kubeconfig {kubeconfig}" if kubeconfig else "") + " config get-contexts)"
+        hint = (
+            "check the file and the context name (kubectl"
+            + (f" --kubeconfig {kubeconfig}" if kubeconfig else "")
+            + " config get-contexts)"
+        )
 
         def load() -> None:
             # The file is named here, not left to the client: it reads $KUBECONFIG once, at import.
             config.load_kube_config(config_file=source, context=context, client_configuration=configuration)
+
     try:
         load()
     except Exception as err:  # ConfigException, YAML errors, unreadable certificate files...
@@ -123,7 +134,8 @@ def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> lis
     cluster = connect(kubeconfig, context)
     with client.ApiClient(cluster.configuration) as api:
         response = _request(
-            cluster, "list nodes",
+            cluster,
+            "list nodes",
             lambda: client.CoreV1Api(api).list_node(_preload_content=False, _request_timeout=REQUEST_TIMEOUT).data,
             forbidden="check that your user may list nodes (kubectl auth can-i list nodes)",
         )
@@ -158,10 +170,15 @@ def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], 
                 patch, args = admission.patch_mutating_webhook_configuration, (name,)
                 scope, can_i = "cluster-scoped mutatingwebhookconfigurations", "mutatingwebhookconfigurations"
             response = _request(
-                cluster, f"apply {describe(obj)}",
+                cluster,
+                f"apply {describe(obj)}",
                 lambda: patch(
-                    *args, body=obj, field_manager=FIELD_MANAGER, force=True,
-                    _preload_content=False, _request_timeout=REQUEST_TIMEOUT,
+                    *args,
+                    body=obj,
+                    field_manager=FIELD_MANAGER,
+                    force=True,
+                    _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT,
                 ),
                 forbidden=(
                     f"applying it needs the verbs create and patch on {scope} (kubectl auth can-i patch {can_i}); "
@@ -170,7 +187,9 @@ def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], 
                 missing=(
                     f"create the namespace first: 'kubectl apply -k deploy/base' (or 'kubectl create namespace "
                     f"{namespace}'), or pass --namespace"
-                ) if namespace else None,
+                )
+                if namespace
+                else None,
             )
             report(f"{describe(obj)} {'created' if response.status == 201 else 'configured'} (server-side apply)")
 
@@ -195,7 +214,11 @@ def _request(cluster: Cluster, action: str, send: Callable[[], Any], forbidden: 
         return send()
     except client.ApiException as err:
         if err.status:  # the API server answered, and said no
-            hint = {401: "the credentials were rejected: log in again or pick another --context", 403: forbidden, 404: missing}.get(err.status)
+            hint = {
+                401: "the credentials were rejected: log in again or pick another --context",
+                403: forbidden,
+                404: missing,
+            }.get(err.status)
             raise ClusterError(
                 f"the API server at {cluster.host} ({cluster.where}) refused to {action}: {_api_error(err)}"
                 + (f"; {hint}" if hint else "")

@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, TextIO
 
 import jsonpatch
 
@@ -95,8 +96,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Node objects (YAML or JSON): one Node, several documents, or a List as `kubectl get nodes -o yaml` prints",
     )
     source.add_argument("--kubeconfig", metavar="FILE", help="read the nodes from the cluster of this kubeconfig")
-    parser.add_argument("--context", metavar="NAME", help="the kubeconfig context to use (default: its current context)")
-    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
+    parser.add_argument(
+        "--context", metavar="NAME", help="the kubeconfig context to use (default: its current context)"
+    )
+    parser.add_argument(
+        "-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)"
+    )
 
 
 def run(
@@ -188,7 +193,9 @@ def _notes(pod: scheduling.PodView, ranking: scheduling.Ranking) -> tuple[str, .
             "scoring (no Score plugin runs, the NetQoS plugin's neither); the scores show what scoring would give"
         )
     elif len(ranking.affinity_choice) > 1:
-        notes.append("NodeAffinity ties: the other score plugins decide, and among equal totals the scheduler picks at random")
+        notes.append(
+            "NodeAffinity ties: the other score plugins decide, and among equal totals the scheduler picks at random"
+        )
     sampled = scheduling.nodes_scored_at_most(total)
     if sampled < total:
         notes.append(
@@ -307,7 +314,16 @@ def render_json(report: Report) -> str:
     return json.dumps(to_json(report), indent=2) + "\n"
 
 
-HEADERS = ("NODE", "NET", "FEASIBLE", "NETQOS", "AFFINITY RAW", "NORMALIZED", f"WEIGHTED (x{scheduling.NODE_AFFINITY_WEIGHT})", "REASON")
+HEADERS = (
+    "NODE",
+    "NET",
+    "FEASIBLE",
+    "NETQOS",
+    "AFFINITY RAW",
+    "NORMALIZED",
+    f"WEIGHTED (x{scheduling.NODE_AFFINITY_WEIGHT})",
+    "REASON",
+)
 
 
 def render_table(report: Report) -> str:

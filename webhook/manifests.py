@@ -59,14 +59,18 @@ def webhook_name(rule_name: str) -> str:
     return f"{rule_name}.{WEBHOOK_DOMAIN}"
 
 
-def client_config(namespace: str = DEFAULT_NAMESPACE, url: str | None = None, ca_bundle: bytes | None = None) -> dict[str, Any]:
+def client_config(
+    namespace: str = DEFAULT_NAMESPACE, url: str | None = None, ca_bundle: bytes | None = None
+) -> dict[str, Any]:
     """`clientConfig`: the in-cluster Service, or `url` for a webhook served elsewhere."""
     if url is not None:
         check_url(url)
         config: dict[str, Any] = {"url": url}
     else:
         check_namespace(namespace)
-        config = {"service": {"name": DEFAULT_SERVICE, "namespace": namespace, "path": MUTATE_PATH, "port": SERVICE_PORT}}
+        config = {
+            "service": {"name": DEFAULT_SERVICE, "namespace": namespace, "path": MUTATE_PATH, "port": SERVICE_PORT}
+        }
     if ca_bundle is not None:
         config["caBundle"] = base64.b64encode(ca_bundle).decode("ascii")
     return config

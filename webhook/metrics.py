@@ -23,10 +23,11 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Iterable
+from typing import Any
 
 from webhook import __version__
 from webhook.policy import Decision
@@ -69,39 +70,53 @@ def _metrics() -> SimpleNamespace:
     registry = CollectorRegistry(auto_describe=True)
     ns = SimpleNamespace(registry=registry)
     ns.requests = Counter(
-        "netqos_admission_requests", "AdmissionReviews answered, by decision, operation and dry run.",
-        ("decision", "operation", "dry_run"), registry=registry,
+        "netqos_admission_requests",
+        "AdmissionReviews answered, by decision, operation and dry run.",
+        ("decision", "operation", "dry_run"),
+        registry=registry,
     )
     ns.duration = Histogram(
-        "netqos_admission_duration_seconds", "Server time to answer one AdmissionReview (decode, decide, encode).",
-        buckets=DURATION_BUCKETS, registry=registry,
+        "netqos_admission_duration_seconds",
+        "Server time to answer one AdmissionReview (decode, decide, encode).",
+        buckets=DURATION_BUCKETS,
+        registry=registry,
     )
     ns.injections = Counter(
-        "netqos_rule_injections", "Rules injected into pods (dry runs included), by rule name.",
-        ("rule",), registry=registry,
+        "netqos_rule_injections",
+        "Rules injected into pods (dry runs included), by rule name.",
+        ("rule",),
+        registry=registry,
     )
     ns.cert_expiry = Gauge(
         "netqos_tls_certificate_expiry_timestamp_seconds",
         "Unix time when the serving certificate in force expires (earliest over live workers).",
-        registry=registry, multiprocess_mode="livemin",
+        registry=registry,
+        multiprocess_mode="livemin",
     )
     ns.cert_reloads = Counter(
         "netqos_tls_certificate_reloads",
         "Serving certificate reloads after the files changed, by result (counted per worker process).",
-        ("result",), registry=registry,
+        ("result",),
+        registry=registry,
     )
     ns.policy_info = Gauge(
-        "netqos_policy_info", "1 for the policy in force (sha256 of the policy file) in some live worker.",
-        ("sha256",), registry=registry, multiprocess_mode="livemax",
+        "netqos_policy_info",
+        "1 for the policy in force (sha256 of the policy file) in some live worker.",
+        ("sha256",),
+        registry=registry,
+        multiprocess_mode="livemax",
     )
     ns.policy_rejected = Gauge(
         "netqos_policy_file_rejected",
         "1 while the policy file on disk is invalid and an older policy stays in force.",
-        registry=registry, multiprocess_mode="livemax",
+        registry=registry,
+        multiprocess_mode="livemax",
     )
     ns.policy_reloads = Counter(
-        "netqos_policy_reloads", "Policy file reloads after it changed, by result (counted per worker process).",
-        ("result",), registry=registry,
+        "netqos_policy_reloads",
+        "Policy file reloads after it changed, by result (counted per worker process).",
+        ("result",),
+        registry=registry,
     )
     # Pre-create the series an operator alerts on, so they read 0 rather than being absent.
     for result in ("success", "failure"):
@@ -158,12 +173,12 @@ class _BuildInfo:
     """`netqos_build_info`: a constant 1 labelled with the versions, computed at scrape time."""
 
     def collect(self) -> Iterable[Any]:
+        import gunicorn
         from prometheus_client.core import GaugeMetricFamily
 
-        import gunicorn
-
         family = GaugeMetricFamily(
-            "netqos_build_info", "Versions of the running webhook; always 1.",
+            "netqos_build_info",
+            "Versions of the running webhook; always 1.",
             labels=("version", "python_version", "gunicorn_version"),
         )
         family.add_metric((__version__, platform.python_version(), gunicorn.__version__), 1)

@@ -8,9 +8,10 @@ keeps evaluation and diffing cheap for large pods.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 from webhook.affinity import (
     PreferredTerm,
@@ -182,9 +183,7 @@ def _read(pod: Any) -> _PodView:
     if raw_preferred is None:
         raw_preferred = []
     expect(raw_preferred, list, f"{base}.{PREFERRED}", "a list")
-    preferred = tuple(
-        preferred_term_from_api(t, f"{base}.{PREFERRED}[{i}]") for i, t in enumerate(raw_preferred)
-    )
+    preferred = tuple(preferred_term_from_api(t, f"{base}.{PREFERRED}[{i}]") for i, t in enumerate(raw_preferred))
     return _PodView(labels, annotations, frozenset(required_keys), preferred)
 
 

@@ -210,7 +210,11 @@ class _Checker:
 
     def label_value(self, value: Any, path: str) -> None:
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-            self.fail(path, value, "must be a label value string: at most 63 of [A-Za-z0-9-_.], quoted in YAML if it looks like a number or boolean")
+            self.fail(
+                path,
+                value,
+                "must be a label value string: at most 63 of [A-Za-z0-9-_.], quoted in YAML if it looks like a number or boolean",
+            )
 
 
 def _valid_label_key(key: str) -> bool:

@@ -50,7 +50,9 @@ def server_name(namespace: str, url: str | None) -> str:
     return f"{DEFAULT_SERVICE}.{namespace}.svc"
 
 
-def check_certificates(files: CertFiles, namespace: str, url: str | None = None, now: dt.datetime | None = None) -> Certificates:
+def check_certificates(
+    files: CertFiles, namespace: str, url: str | None = None, now: dt.datetime | None = None
+) -> Certificates:
     """Read ca.crt, tls.crt and tls.key from `files` and check they will work for the webhook.
 
     Raises `CertificateError` naming the file and what to do when a file is missing or
@@ -92,18 +94,15 @@ def check_certificates(files: CertFiles, namespace: str, url: str | None = None,
             f"{files.cert} was not issued by the CA in {files.ca_cert} ({reason}); the API server would "
             f"reject it; {regenerate}"
         ) from None
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     for path, c in ((files.cert, cert), (files.ca_cert, ca)):
         if c.not_valid_after_utc <= now:
-            raise CertificateError(
-                f"{path} expired on {c.not_valid_after_utc:%Y-%m-%d %H:%M} UTC; {regenerate}"
-            )
+            raise CertificateError(f"{path} expired on {c.not_valid_after_utc:%Y-%m-%d %H:%M} UTC; {regenerate}")
     name = server_name(namespace, url)
     if name not in _subject_alt_names(cert):
         names = ", ".join(_subject_alt_names(cert)) or "none"
         raise CertificateError(
-            f"{files.cert} does not name {name}, the host the API server connects to (its names: "
-            f"{names}); {regenerate}"
+            f"{files.cert} does not name {name}, the host the API server connects to (its names: {names}); {regenerate}"
         )
     return Certificates(ca_cert=data[files.ca_cert], cert=data[files.cert], key=data[files.key])
 
@@ -154,4 +153,3 @@ def objects(policy: Policy, certs: Certificates, namespace: str, url: str | None
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
-

@@ -22,9 +22,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from webhook import metrics
 from webhook.documents import read_bytes
@@ -136,7 +136,9 @@ class PolicyWatcher:
             if self._seen is not None:  # log the disappearance once, not every second
                 log.error(
                     "policy file %s: cannot read it (%s); keeping policy %s in force",
-                    self._path, err.strerror, self._snapshot.version,
+                    self._path,
+                    err.strerror,
+                    self._snapshot.version,
                 )
                 self._seen = None
             return None
@@ -146,7 +148,9 @@ class PolicyWatcher:
         try:
             data = Path(self._path).read_bytes()
         except OSError as err:
-            log.error("policy file %s: cannot read it (%s); keeping policy %s in force", self._path, err.strerror, old.version)
+            log.error(
+                "policy file %s: cannot read it (%s); keeping policy %s in force", self._path, err.strerror, old.version
+            )
             return False
         digest = hashlib.sha256(data).hexdigest()
         if digest == old.sha256:
@@ -163,7 +167,9 @@ class PolicyWatcher:
             metrics.policy_reload(ok=False)
             log.error(
                 "refused the changed policy file: %s; policy %s stays in force until the file is fixed",
-                err, old.version, extra={"policy_version": old.version, "refused_sha256": digest},
+                err,
+                old.version,
+                extra={"policy_version": old.version, "refused_sha256": digest},
             )
             return False
         self._snapshot = new  # the swap: one reference, so a review sees old or new, never a mix
@@ -172,7 +178,10 @@ class PolicyWatcher:
         metrics.policy_reload(ok=True)
         log.info(
             "policy reloaded from %s: version %s (was %s), rules %s",
-            self._path, new.version, old.version, ", ".join(r.name for r in new.policy.rules),
+            self._path,
+            new.version,
+            old.version,
+            ", ".join(r.name for r in new.policy.rules),
             extra={"policy_version": new.version, "previous_version": old.version},
         )
         return True

@@ -23,8 +23,9 @@ staging/src/k8s.io/api/core/v1/toleration.go, pkg/scheduler/apis/config/v1/defau
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from webhook.affinity import (
     NODE_NAME_FIELD,
@@ -195,9 +196,7 @@ def pod_view(pod: Any) -> PodView:
         path = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
         expect(raw_required, dict, path, "an object")
         terms = _list(raw_required, "nodeSelectorTerms", f"{path}.nodeSelectorTerms")
-        required = tuple(
-            node_selector_term_from_api(t, f"{path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms)
-        )
+        required = tuple(node_selector_term_from_api(t, f"{path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
     path = f"{base}.preferredDuringSchedulingIgnoredDuringExecution"
     preferred = tuple(
         _checked_weight(weighted_term_from_api(t, f"{path}[{i}]"), f"{path}[{i}].weight")

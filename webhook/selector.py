@@ -8,8 +8,9 @@ label-selector operators here), so both kinds of selector share one implementati
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from webhook.affinity import Requirement
 

@@ -38,9 +38,10 @@ import signal
 import socket
 import ssl
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
@@ -147,8 +148,11 @@ def _post_fork(server: Any, worker: Any) -> None:
 
 
 def _log_listening(arbiter: Any) -> None:
-    arbiter.log.info("Listening at: https://%s (a SO_REUSEPORT socket in each of %d workers)",
-                     arbiter.cfg.bind[0], arbiter.cfg.workers)
+    arbiter.log.info(
+        "Listening at: https://%s (a SO_REUSEPORT socket in each of %d workers)",
+        arbiter.cfg.bind[0],
+        arbiter.cfg.workers,
+    )
 
 
 def _yield_to_other_connections(worker: Any, req: Any, environ: Any, resp: Any) -> None:
@@ -223,8 +227,12 @@ def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None =
     if options.metrics_dir is None:
         temporary = tempfile.mkdtemp(prefix="netqos-metrics-")
     directory = metrics.prepare_multiprocess_dir(options.metrics_dir or temporary)
-    log.info("metrics: per-worker files in %s%s", directory, " (removed at exit)" if temporary else "",
-             extra={"metrics_dir": str(directory)})
+    log.info(
+        "metrics: per-worker files in %s%s",
+        directory,
+        " (removed at exit)" if temporary else "",
+        extra={"metrics_dir": str(directory)},
+    )
     master = os.getpid()
     try:
         WebhookServer(options, policy, watcher).run()

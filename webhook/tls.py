@@ -28,9 +28,10 @@ import os
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cryptography import x509
 
@@ -101,7 +102,9 @@ def _signature(paths: tuple[Path, ...]) -> tuple | None:
 class CertificateRotator:
     """Owns the serving contexts of one worker: the front one gunicorn holds, and the newest."""
 
-    def __init__(self, files: TLSFiles, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, files: TLSFiles, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.files = files
         self._interval = interval
         self._clock = clock
@@ -141,7 +144,8 @@ class CertificateRotator:
                 metrics.certificate_reload(ok=False)
                 log.error(
                     "TLS files changed but cannot be used: %s; still serving the previous certificate "
-                    "(tried again when the files change)", _reason(self.files, err),
+                    "(tried again when the files change)",
+                    _reason(self.files, err),
                 )
                 return False
             self.current = context
@@ -149,7 +153,8 @@ class CertificateRotator:
             metrics.certificate_reload(ok=True)
             metrics.certificate_loaded(expires)
             log.info(
-                "serving the new certificate from %s (expires %s)", self.files.certfile,
+                "serving the new certificate from %s (expires %s)",
+                self.files.certfile,
                 time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires)),
                 extra={"certificate_expiry": int(expires)},
             )
