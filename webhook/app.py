@@ -20,10 +20,10 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from webhook import admission, metrics
+from webhook.names import DEFAULT_MAX_BODY_BYTES
 from webhook.policy import Decision, Policy
 from webhook.reload import PolicyWatcher, static_snapshot
 
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_ERROR_CHARS = 500  # an error echoes parts of the request: keep logs and answers bounded
 
 log = logging.getLogger("webhook.review")

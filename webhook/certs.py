@@ -23,11 +23,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-DEFAULT_SERVICE = "netqos-webhook"
-DEFAULT_NAMESPACE = "netqos-system"
-DEV_HOSTS = ("localhost", "127.0.0.1", "::1")
-KEY_TYPES = ("ecdsa", "rsa")
-DEFAULT_CA_DAYS = 3650  # the `certs` command's CA; generate() defaults to the server's validity
+from webhook.errors import UsageError
+from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
+
 _CLOCK_SKEW = dt.timedelta(minutes=5)  # accept clients whose clock runs a little behind
 
 
@@ -95,7 +93,7 @@ class Renewal:
     names: tuple[str, ...]
 
 
-class RenewError(ValueError):
+class RenewError(UsageError, ValueError):
     """The directory holds no usable CA to renew from; the message says what to do."""
 
 

@@ -1,49 +1,63 @@
-"""The `netqos-webhook` command: argument parsing and wiring, nothing else.
+"""The `netqos-webhook` command: parse the command line, call the command, map errors to exit codes.
 
-Exit codes: 0 success; 2 bad usage or unusable input (a file that cannot be read or parsed, an
-invalid policy); 1 a failure at run time.
+Each command lives in `webhook.commands.<name>` and takes typed arguments. Every failure a user
+can cause is a `webhook.errors.NetqosError`, printed here as one line with its exit code: 0 success,
+1 a failure at run time, 2 bad usage or unusable input, 3 problems found (`review --fail-on`).
+A closed stdout (`| head`) ends the command quietly, as SIGPIPE ends other Unix tools (141).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
-
-import yaml
 
 from webhook import __version__
+from webhook.errors import NetqosError
+from webhook.names import (
+    CONFIG_ENV,
+    DEFAULT_BIND,
+    DEFAULT_CA_DAYS,
+    DEFAULT_CERT_DAYS,
+    DEFAULT_KEEPALIVE_SECONDS,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_NAMESPACE,
+    DEFAULT_SERVICE,
+    DEFAULT_WORKERS,
+    DEV_CERT_DIR,
+    KEY_TYPES,
+    LOG_FORMATS,
+    LOG_LEVELS,
+    METRICS_DIR_ENV,
+    WORKER_CLASSES,
+)
 
-EXIT_RUNTIME = 1
-EXIT_USAGE = 2
-CONFIG_ENV = "NETQOS_CONFIG"
-DEV_CERT_DIR = Path("certs")
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+EXIT_CLOSED_STDOUT = 128 + signal.SIGPIPE
 
-
-class CommandError(Exception):
-    """A failure to report as one line on stderr, with an exit code."""
-
-    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.code = code
+Handler = Callable[[argparse.Namespace], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        return args.handler(args) or 0
-    except CommandError as err:
+        code = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return code
+    except NetqosError as err:
         print(f"netqos-webhook {args.command}: {err}", file=sys.stderr)
-        return err.code
+        return err.exit_code
+    except BrokenPipeError:
+        # The reader went away (`| head`): nothing left to say. Point stdout at /dev/null so the
+        # interpreter's own flush at exit finds nothing to complain about.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_STDOUT
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="netqos-webhook",
         description="A mutating admission webhook that turns the pod label qos=latency-sensitive into "
         "preferred node affinity for net=high nodes, so the stock kube-scheduler scores nodes as the "
-        "NetQoS plugin did (net=high 100, unlabelled 10, net=low 0).",
+        "NetQoS scheduler plugin did (net=high 100, unlabelled 10, net=low 0).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Run 'netqos-webhook COMMAND --help' for a command's options and an example.",
     )
@@ -62,10 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command(
-    sub: Any, name: str, help: str, example: str, handler: Callable[[argparse.Namespace], int]
-) -> argparse.ArgumentParser:
-    parser = sub.add_parser(
+def _command(sub: Any, name: str, help: str, example: str, handler: Handler) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
         name,
         help=help,
         description=help,
@@ -85,26 +97,20 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _policy(args: argparse.Namespace):
-    from webhook.policy_file import PolicyError, load_policy
-
+def _positive(text: str) -> int:
     try:
-        return load_policy(args.config)
-    except PolicyError as err:
-        raise CommandError(str(err)) from None
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 # --- serve -------------------------------------------------------------------------------------
 
 
 def _add_serve(sub: Any) -> None:
-    from webhook.server import (
-        DEFAULT_BIND,
-        DEFAULT_KEEPALIVE_SECONDS,
-        DEFAULT_WORKERS,
-        WORKER_CLASSES,
-    )
-
     p = _command(
         sub,
         "serve",
@@ -113,7 +119,10 @@ def _add_serve(sub: Any) -> None:
         _serve,
     )
     p.add_argument(
-        "--bind", default=DEFAULT_BIND, metavar="HOST:PORT", help=f"address to listen on (default {DEFAULT_BIND})"
+        "--bind",
+        default=DEFAULT_BIND,
+        metavar="HOST:PORT",
+        help=f"address to listen on (default {DEFAULT_BIND}; IPv6 as [::]:8443)",
     )
     p.add_argument("--certfile", type=Path, metavar="FILE", help="server certificate (PEM); default certs/tls.crt")
     p.add_argument("--keyfile", type=Path, metavar="FILE", help="server private key (PEM); default certs/tls.key")
@@ -144,17 +153,15 @@ def _add_serve(sub: Any) -> None:
     p.add_argument(
         "--max-body-bytes",
         type=_positive,
-        default=None,
+        default=DEFAULT_MAX_BODY_BYTES,
         metavar="N",
         help="larger request bodies get 413 (default 8 MiB)",
     )
-    p.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log level (default info)"
-    )
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="log level (default info)")
     p.add_argument(
         "--log-format",
         default="json",
-        choices=("json", "text"),
+        choices=LOG_FORMATS,
         help="json: one JSON object per line (default); text: for a terminal",
     )
     p.add_argument(
@@ -167,91 +174,38 @@ def _add_serve(sub: Any) -> None:
         "--metrics-dir",
         type=Path,
         metavar="DIR",
-        default=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
-        help="writable directory for the workers' metric files, emptied at start "
-        "(default: $PROMETHEUS_MULTIPROC_DIR, else a temporary directory)",
+        default=os.environ.get(METRICS_DIR_ENV) or None,
+        help=f"writable directory for the workers' metric files, emptied at start "
+        f"(default: ${METRICS_DIR_ENV}, else a temporary directory)",
     )
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from webhook import logs
-    from webhook.app import DEFAULT_MAX_BODY_BYTES
-    from webhook.policy_file import PolicyError
-    from webhook.reload import PolicyWatcher, load_snapshot
-    from webhook.server import BindError, ServeOptions, serve
-    from webhook.tls import TLSFiles, check_files
+    from webhook.commands import serve
 
-    logs.configure(args.log_format, args.log_level)
-    if (args.certfile is None) != (args.keyfile is None):
-        raise CommandError("--certfile and --keyfile go together: give both, or neither to use certs/")
-    try:
-        snapshot = load_snapshot(args.config)
-    except PolicyError as err:
-        raise CommandError(str(err)) from None
-    policy = snapshot.policy
-    certfile, keyfile = args.certfile, args.keyfile
-    if certfile is None:
-        certfile, keyfile = _dev_certificate()
-    for path in (certfile, keyfile, args.client_ca):
-        if path is not None and not os.access(path, os.R_OK):
-            raise CommandError(f"cannot read {path}; create it with 'netqos-webhook certs' or fix the path")
-    problem = check_files(TLSFiles(certfile, keyfile, args.client_ca))
-    if problem:
-        raise CommandError(f"{problem}; fix the files or re-create them with 'netqos-webhook certs'")
-    options = ServeOptions(
-        certfile=certfile,
-        keyfile=keyfile,
-        bind=args.bind,
-        workers=args.workers,
-        worker_class=args.worker_class,
-        threads=args.threads,
-        keepalive=args.keepalive,
-        max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
-        log_level=args.log_level,
-        log_format=args.log_format,
-        client_ca=args.client_ca,
-        metrics_dir=args.metrics_dir,
-    )
-    source = args.config or "the built-in default"
-    logging.getLogger("webhook").info(
-        "policy from %s: version %s, rules %s%s",
-        source,
-        snapshot.version,
-        ", ".join(r.name for r in policy.rules),
-        "; watching the file for changes" if args.config else "",
-    )
-    if args.client_ca:
-        logging.getLogger("webhook").info("client certificates required, signed by %s", args.client_ca)
-    try:
-        serve(options, policy, PolicyWatcher(snapshot, args.config))
-    except BindError as err:
-        raise CommandError(str(err), EXIT_RUNTIME) from None
-    return 0
-
-
-def _dev_certificate() -> tuple[Path, Path]:
-    from webhook.certs import DEV_HOSTS, CertFiles, generate
-
-    files = CertFiles(DEV_CERT_DIR)
-    if not (files.cert.exists() and files.key.exists()):
-        generate(DEV_CERT_DIR, hosts=DEV_HOSTS)
-        logging.getLogger("webhook").warning(
-            "no --certfile/--keyfile and no %s: generated a development CA and certificate for %s "
-            "and the in-cluster Service names in %s/ (trust %s)",
-            files.cert,
-            ", ".join(DEV_HOSTS),
-            DEV_CERT_DIR,
-            files.ca_cert,
+    return serve.run(
+        serve.ServeArgs(
+            bind=args.bind,
+            certfile=args.certfile,
+            keyfile=args.keyfile,
+            config=args.config,
+            workers=args.workers,
+            worker_class=args.worker_class,
+            threads=args.threads,
+            keepalive=args.keepalive,
+            max_body_bytes=args.max_body_bytes,
+            log_level=args.log_level,
+            log_format=args.log_format,
+            client_ca=args.client_ca,
+            metrics_dir=args.metrics_dir,
         )
-    return files.cert, files.key
+    )
 
 
 # --- certs -------------------------------------------------------------------------------------
 
 
 def _add_certs(sub: Any) -> None:
-    from webhook.certs import DEFAULT_CA_DAYS, DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
-
     p = _command(
         sub,
         "certs",
@@ -274,7 +228,11 @@ def _add_certs(sub: Any) -> None:
         help="extra DNS name or IP address for the certificate (repeatable)",
     )
     p.add_argument(
-        "--days", type=_positive, default=365, metavar="N", help="server certificate validity in days (default 365)"
+        "--days",
+        type=_positive,
+        default=DEFAULT_CERT_DAYS,
+        metavar="N",
+        help=f"server certificate validity in days (default {DEFAULT_CERT_DAYS})",
     )
     p.add_argument(
         "--ca-days",
@@ -296,36 +254,20 @@ def _add_certs(sub: Any) -> None:
 
 
 def _certs(args: argparse.Namespace) -> int:
-    from webhook.certs import generate
+    from webhook.commands import certs
 
-    if args.renew_before is not None:
-        return _renew(args)
-    try:
-        files = generate(args.out, args.service, args.namespace, args.host, args.days, args.key_type, args.ca_days)
-    except OSError as err:
-        raise CommandError(f"cannot write certificates into {args.out}: {err.strerror}", EXIT_RUNTIME) from None
-    for path in (files.ca_cert, files.ca_key, files.cert, files.key):
-        print(path)
-    return 0
-
-
-def _renew(args: argparse.Namespace) -> int:
-    from webhook.certs import CertFiles, RenewError, renew
-
-    try:
-        done = renew(args.out, args.renew_before, args.days, args.host, args.key_type)
-    except RenewError as err:
-        raise CommandError(str(err)) from None
-    except OSError as err:
-        raise CommandError(f"cannot write certificates into {args.out}: {err.strerror}", EXIT_RUNTIME) from None
-    cert = CertFiles(args.out).cert
-    if done.renewed:
-        print(
-            f"renewed {cert} ({done.reason}): now valid until {done.not_after:%Y-%m-%d %H:%M}Z for {', '.join(done.names)}"
+    return certs.run(
+        certs.CertsArgs(
+            out=args.out,
+            service=args.service,
+            namespace=args.namespace,
+            hosts=tuple(args.host),
+            days=args.days,
+            ca_days=args.ca_days,
+            key_type=args.key_type,
+            renew_before=args.renew_before,
         )
-    else:
-        print(f"left {cert} alone: {done.reason}")
-    return 0
+    )
 
 
 # --- review ------------------------------------------------------------------------------------
@@ -345,48 +287,16 @@ def _add_review(sub: Any) -> None:
         "--output",
         choices=("response", "patch", "pod"),
         default="response",
-        help="response: the AdmissionReview answer (default); patch: the decoded JSON patch; pod: the mutated pod as YAML",
+        help="response: the AdmissionReview answer (default); patch: the decoded JSON patch; "
+        "pod: the mutated pod as YAML",
     )
     _add_config(p)
 
 
 def _review(args: argparse.Namespace) -> int:
-    import jsonpatch
+    from webhook.commands import review
 
-    from webhook.admission import BadReview, create_review, review, wire_patch
-
-    document = _read_manifest(args.file)
-    policy = _policy(args)
-    if isinstance(document, dict) and document.get("kind") == "Pod":
-        document = create_review(document, "netqos-webhook-review")
-    elif not (isinstance(document, dict) and document.get("kind") == "AdmissionReview"):
-        kind = document.get("kind") if isinstance(document, dict) else type(document).__name__
-        raise CommandError(f"{args.file}: expected a Pod or an AdmissionReview, got kind {kind!r}")
-    try:
-        result = review(policy, document)
-    except BadReview as err:
-        raise CommandError(f"{args.file}: {err}") from None
-    if args.output == "response":
-        print(json.dumps(result.response, indent=2))
-    else:
-        ops = wire_patch(result.response)
-        if args.output == "patch":
-            print(json.dumps(ops, indent=2))
-        else:  # apply what we would send, so the output proves the patch and not just the policy
-            pod = jsonpatch.apply_patch(document["request"].get("object"), ops)
-            print(yaml.safe_dump(pod, sort_keys=False), end="")
-    for warning in result.response["response"].get("warnings", ()):
-        print(f"Warning: {warning}", file=sys.stderr)
-    return 0
-
-
-def _read_manifest(name: str) -> Any:
-    from webhook.documents import DocumentError, read_document
-
-    try:
-        return read_document(name, "input")
-    except DocumentError as err:
-        raise CommandError(str(err)) from None
+    return review.run(review.ReviewArgs(file=args.file, output=args.output, config=args.config))
 
 
 # --- explain -----------------------------------------------------------------------------------
@@ -401,39 +311,21 @@ def _add_explain(sub: Any) -> None:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from webhook import explain
-    from webhook.cluster import ClusterError
+    from webhook.commands import explain
 
-    try:
-        return explain.run(args, _policy(args))
-    except explain.ExplainError as err:
-        raise CommandError(str(err)) from None
-    except ClusterError as err:  # 2 for a kubeconfig that cannot be used, else 1 (as register)
-        raise CommandError(str(err), err.code) from None
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return explain.run(args)
 
 
 # --- manifests ---------------------------------------------------------------------------------
 
 
 def _add_manifests(sub: Any) -> None:
-    from webhook.certs import DEFAULT_NAMESPACE
-
     p = _command(
         sub,
         "manifests",
         "Print the MutatingWebhookConfiguration for a policy: one webhook entry per rule, each with that "
-        "rule's podSelector as objectSelector. deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml is this "
-        "output for deploy/base/policy.yaml.",
+        "rule's podSelector as objectSelector. deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml "
+        "is this output for deploy/base/policy.yaml.",
         "netqos-webhook manifests --config deploy/base/policy.yaml --ca-bundle certs/ca.crt | kubectl apply -f -",
         _manifests,
     )
@@ -461,62 +353,19 @@ def _add_manifests(sub: Any) -> None:
 
 
 def _manifests(args: argparse.Namespace) -> int:
-    from webhook.manifests import ManifestError, webhook_configuration
+    from webhook.commands import manifests
 
-    policy = _policy(args)
-    ca_bundle = _read_ca_bundle(args.ca_bundle) if args.ca_bundle is not None else None
-    try:
-        config = webhook_configuration(policy, namespace=args.namespace, url=args.url, ca_bundle=ca_bundle)
-    except ManifestError as err:
-        raise CommandError(str(err)) from None
-    if args.output == "json":
-        print(json.dumps(config, indent=2))
-    else:
-        print(f"# Generated by: {_manifests_command(args)}")
-        print("# Do not edit by hand: change the policy and run that command again.")
-        print(yaml.safe_dump(config, sort_keys=False), end="")
-    return 0
-
-
-def _manifests_command(args: argparse.Namespace) -> str:
-    """The command line that reproduces this output, for the header of generated files."""
-    from webhook.certs import DEFAULT_NAMESPACE
-
-    words = ["netqos-webhook", "manifests"]
-    if args.config:
-        words += ["--config", str(args.config)]
-    if args.namespace != DEFAULT_NAMESPACE:
-        words += ["--namespace", args.namespace]
-    if args.url:
-        words += ["--url", args.url]
-    if args.ca_bundle is not None:
-        words += ["--ca-bundle", str(args.ca_bundle)]
-    return " ".join(words)
-
-
-def _read_ca_bundle(path: Path) -> bytes:
-    from cryptography import x509
-
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise CommandError(f"cannot read --ca-bundle {path}: {err.strerror}") from None
-    try:
-        x509.load_pem_x509_certificates(data)
-    except ValueError:
-        raise CommandError(
-            f"--ca-bundle {path} holds no PEM certificate; give the CA certificate, e.g. certs/ca.crt "
-            "from 'netqos-webhook certs'"
-        ) from None
-    return data
+    return manifests.run(
+        manifests.ManifestsArgs(
+            config=args.config, namespace=args.namespace, url=args.url, ca_bundle=args.ca_bundle, output=args.output
+        )
+    )
 
 
 # --- register ----------------------------------------------------------------------------------
 
 
 def _add_register(sub: Any) -> None:
-    from webhook.certs import DEFAULT_NAMESPACE
-
     p = _command(
         sub,
         "register",
@@ -556,46 +405,16 @@ def _add_register(sub: Any) -> None:
 
 
 def _register(args: argparse.Namespace) -> int:
-    from webhook.certs import CertFiles, generate
-    from webhook.cluster import ClusterError, apply, connect, describe
-    from webhook.manifests import ManifestError, check_namespace, check_url
-    from webhook.register import CertificateError, check_certificates, objects
+    from webhook.commands import register
 
-    policy = _policy(args)
-    try:
-        check_namespace(args.namespace)
-        if args.url is not None:
-            check_url(args.url)
-    except ManifestError as err:
-        raise CommandError(str(err)) from None
-    files = CertFiles(args.certs)
-    none_there = not any(p.exists() for p in (files.ca_cert, files.ca_key, files.cert, files.key))
-    if none_there and not args.dry_run:
-        hosts = [urlsplit(args.url).hostname] if args.url else []
-        try:
-            generate(files.directory, namespace=args.namespace, hosts=hosts)
-        except OSError as err:
-            raise CommandError(
-                f"cannot write certificates into {files.directory}: {err.strerror}", EXIT_RUNTIME
-            ) from None
-        print(f"generated a CA and a server certificate in {files.directory}/", file=sys.stderr)
-    try:
-        certs = check_certificates(files, args.namespace, args.url)
-    except CertificateError as err:
-        raise CommandError(str(err)) from None
-    objs = objects(policy, certs, args.namespace, args.url)
-    if args.dry_run:
-        print(yaml.safe_dump_all(objs, sort_keys=False), end="")
-        if any(o["kind"] == "Secret" for o in objs):
-            print(f"(dry run: nothing sent; the Secret above holds the private key from {files.key})", file=sys.stderr)
-        return 0
-    try:
-        apply(connect(args.kubeconfig, args.context), objs)
-    except ClusterError as err:  # exit 2 for a kubeconfig that cannot be used, else 1
-        raise CommandError(str(err), err.code) from None
-    for obj in objs:
-        if obj["kind"] == "MutatingWebhookConfiguration":
-            print(
-                f"registered {describe(obj)}: webhooks {', '.join(w['name'] for w in obj['webhooks'])}", file=sys.stderr
-            )
-    return 0
+    return register.run(
+        register.RegisterArgs(
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            namespace=args.namespace,
+            certs=args.certs,
+            config=args.config,
+            url=args.url,
+            dry_run=args.dry_run,
+        )
+    )

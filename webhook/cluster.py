@@ -12,7 +12,7 @@
   owned it.
 
 Every failure is a `ClusterError`: one line that names the kubeconfig and context (or the service
-account) and the API server, and says what went wrong and what to check. Its `code` is the exit
+account) and the API server, and says what went wrong and what to check. Its `exit_code` is the exit
 code: a `KubeconfigError` (2) means the credentials cannot be used at all; any other
 `ClusterError` (1) is the cluster failing at run time, unreachable or refusing a request.
 
@@ -30,22 +30,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from webhook.errors import NetqosError
+from webhook.names import FIELD_MANAGER
+
 REQUEST_TIMEOUT = (5, 30)  # seconds: connect, read. An unreachable cluster fails fast.
-FIELD_MANAGER = "netqos-webhook"
 APPLY_PATCH = "application/apply-patch+yaml"
 IN_CLUSTER = "the in-cluster service account"
 
 
-class ClusterError(RuntimeError):
+class ClusterError(NetqosError, RuntimeError):
     """The cluster failed at run time: unreachable, or it refused a request (exit code 1)."""
 
-    code = 1
+    exit_code = 1
 
 
 class KubeconfigError(ClusterError):
     """No usable credentials: the kubeconfig (or the service account) cannot be loaded (exit code 2)."""
 
-    code = 2
+    exit_code = 2
 
 
 @dataclass(frozen=True)

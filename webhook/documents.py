@@ -12,8 +12,10 @@ from typing import Any
 
 import yaml
 
+from webhook.errors import UsageError
 
-class DocumentError(ValueError):
+
+class DocumentError(UsageError, ValueError):
     """An input file that cannot be read or parsed."""
 
 

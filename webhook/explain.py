@@ -24,6 +24,7 @@ import jsonpatch
 from webhook import admission, cluster, scheduling
 from webhook.affinity import ShapeError, WeightedTerm
 from webhook.documents import read_documents
+from webhook.errors import UsageError
 from webhook.policy import PREFERRED, Decision, Policy
 
 HELP = "Show how the stock kube-scheduler ranks nodes for a pod once the webhook has mutated it."
@@ -50,7 +51,7 @@ examples:
 NodeLister = Callable[[str, "str | None"], list]
 
 
-class ExplainError(ValueError):
+class ExplainError(UsageError, ValueError):
     """An input that cannot be explained; the message names the file, the field and the fix."""
 
 

@@ -24,8 +24,10 @@ from gunicorn import glogging
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
-FORMATS = ("json", "text")
-LEVELS = ("debug", "info", "warning", "error")
+from webhook.names import LOG_FORMATS, LOG_LEVELS
+
+FORMATS = LOG_FORMATS
+LEVELS = LOG_LEVELS
 _RENAMES = {"asctime": "time", "levelname": "level", "name": "logger", "object_name": "name"}
 _RESERVED = frozenset(RESERVED_ATTRS) | {"taskName", "message"}
 

@@ -1,9 +1,9 @@
 """The MutatingWebhookConfiguration for a policy: pure, policy in, API object (a dict) out.
 
-This is the one source of the webhook registration. `deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml`
-is this module's output for `deploy/base/policy.yaml` (regenerate it with
-`netqos-webhook manifests --config deploy/base/policy.yaml > deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml`;
-a test fails when they differ), and `netqos-webhook register` sends the same object with the
+This is the one source of the webhook registration: the file
+`deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml` is this module's output for
+`deploy/base/policy.yaml` (README, "Changing the policy", has the command; a test fails when they
+differ), and `netqos-webhook register` sends the same object with the
 caBundle filled in.
 
 Every choice below keeps a broken or absent webhook from hurting the cluster:
@@ -30,28 +30,30 @@ The API server prefixes the response's `auditAnnotations` keys with the webhook'
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE
+from webhook.errors import UsageError
+from webhook.names import (
+    CONFIGURATION_NAME,
+    DEFAULT_NAMESPACE,
+    DEFAULT_SERVICE,
+    DNS_LABEL,
+    LABELS,
+    NAMESPACE_NAME_LABEL,
+    WEBHOOK_DOMAIN,
+)
 from webhook.policy import Policy
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 KIND = "MutatingWebhookConfiguration"
-CONFIGURATION_NAME = "netqos-webhook"
-WEBHOOK_DOMAIN = "netqos.io"
 SERVICE_PORT = 443
 MUTATE_PATH = "/mutate"
 TIMEOUT_SECONDS = 5
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 ALWAYS_EXCLUDED_NAMESPACES = ("kube-system",)
-LABELS = {"app.kubernetes.io/name": "netqos-webhook", "app.kubernetes.io/component": "webhook"}
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-class ManifestError(ValueError):
+class ManifestError(UsageError, ValueError):
     """An option that cannot produce a valid webhook configuration; the message says which."""
 
 
@@ -128,7 +130,7 @@ def webhook_configuration(
 
 
 def check_namespace(namespace: str) -> None:
-    if not (isinstance(namespace, str) and _DNS_LABEL.match(namespace)):
+    if not (isinstance(namespace, str) and DNS_LABEL.match(namespace)):
         raise ManifestError(
             f"namespace {namespace!r} is not a valid namespace name: use lower-case letters, digits and '-', at most 63"
         )

@@ -30,9 +30,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from webhook import __version__
+from webhook.names import METRICS_DIR_ENV
 from webhook.policy import Decision
 
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+MULTIPROC_ENV = METRICS_DIR_ENV
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 DECISIONS = tuple(d.value for d in Decision)
 # Reviews take ~0.1-1 ms of server time; the top buckets catch a stalled worker.

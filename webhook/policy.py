@@ -20,10 +20,9 @@ from webhook.affinity import (
     preferred_term_from_api,
     requirements_from_api,
 )
+from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.selector import LabelSelector
 
-OPT_OUT_ANNOTATION = "netqos.io/inject"  # "false" skips every rule
-INJECTED_ANNOTATION = "netqos.io/injected"  # comma-separated names of the rules applied
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 

@@ -26,6 +26,8 @@ from typing import Any
 
 from webhook.affinity import NODE_SELECTOR_OPERATORS, PreferredTerm, Requirement
 from webhook.documents import document_from_bytes, read_document
+from webhook.errors import UsageError
+from webhook.names import DNS_LABEL
 from webhook.policy import Policy, Rule
 from webhook.selector import LABEL_SELECTOR_OPERATORS, LabelSelector
 
@@ -51,13 +53,13 @@ DEFAULT_DOCUMENT: dict[str, Any] = {
     ],
 }
 
-_RULE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_RULE_NAME = DNS_LABEL
 _NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
-class PolicyError(ValueError):
+class PolicyError(UsageError, ValueError):
     """A policy file that cannot be used; the message says where and what to do."""
 
 

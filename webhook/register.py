@@ -20,14 +20,14 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
-from webhook.certs import DEFAULT_SERVICE, CertFiles
-from webhook.manifests import LABELS, webhook_configuration
+from webhook.certs import CertFiles
+from webhook.errors import UsageError
+from webhook.manifests import webhook_configuration
+from webhook.names import DEFAULT_SERVICE, LABELS, TLS_SECRET
 from webhook.policy import Policy
 
-TLS_SECRET = "netqos-webhook-tls"
 
-
-class CertificateError(Exception):
+class CertificateError(UsageError):
     """The certificate files cannot be used; the message names the file and how to make new ones."""
 
 

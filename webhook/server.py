@@ -46,17 +46,20 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from webhook import metrics
-from webhook.app import DEFAULT_MAX_BODY_BYTES, AppConfig, create_app
+from webhook.app import AppConfig, create_app
+from webhook.errors import NetqosError
 from webhook.logs import gunicorn_logger
+from webhook.names import (
+    DEFAULT_BIND,
+    DEFAULT_KEEPALIVE_SECONDS,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_WORKERS,
+)
 from webhook.policy import Policy
 from webhook.reload import PolicyWatcher
 from webhook.tls import CertificateRotator, TLSFiles
 
-DEFAULT_BIND = "127.0.0.1:8443"
-DEFAULT_WORKERS = 2
-DEFAULT_KEEPALIVE_SECONDS = 120  # > the API server's 90 s idle-connection timeout
 DEFAULT_REUSE_PORT = True  # one listening socket per worker: connections spread over workers
-WORKER_CLASSES = ("gevent", "gthread", "sync")
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +166,7 @@ def _yield_to_other_connections(worker: Any, req: Any, environ: Any, resp: Any) 
     gevent.sleep(0.000001)
 
 
-class BindError(Exception):
+class BindError(NetqosError):
     """The listening address cannot be used; the message says which and why."""
 
 

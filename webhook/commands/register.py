@@ -1,0 +1,59 @@
+"""`netqos-webhook register`: the TLS Secret and the webhook configuration, into a cluster."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+from webhook.errors import RuntimeFailure
+from webhook.names import DEFAULT_NAMESPACE, DEV_CERT_DIR
+
+
+@dataclass(frozen=True)
+class RegisterArgs:
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str = DEFAULT_NAMESPACE
+    certs: Path = DEV_CERT_DIR
+    config: str | None = None
+    url: str | None = None
+    dry_run: bool = False
+
+
+def run(args: RegisterArgs) -> int:
+    from webhook.certs import CertFiles, generate
+    from webhook.cluster import apply, connect, describe
+    from webhook.manifests import check_namespace, check_url
+    from webhook.policy_file import load_policy
+    from webhook.register import check_certificates, objects
+
+    policy = load_policy(args.config)
+    check_namespace(args.namespace)
+    if args.url is not None:
+        check_url(args.url)
+    files = CertFiles(args.certs)
+    none_there = not any(p.exists() for p in (files.ca_cert, files.ca_key, files.cert, files.key))
+    if none_there and not args.dry_run:
+        hosts = [urlsplit(args.url).hostname or ""] if args.url else []
+        try:
+            generate(files.directory, namespace=args.namespace, hosts=hosts)
+        except OSError as err:
+            raise RuntimeFailure(f"cannot write certificates into {files.directory}: {err.strerror}") from None
+        print(f"generated a CA and a server certificate in {files.directory}/", file=sys.stderr)
+    certs = check_certificates(files, args.namespace, args.url)
+    objs = objects(policy, certs, args.namespace, args.url)
+    if args.dry_run:
+        print(yaml.safe_dump_all(objs, sort_keys=False), end="")
+        if any(o["kind"] == "Secret" for o in objs):
+            print(f"(dry run: nothing sent; the Secret above holds the private key from {files.key})", file=sys.stderr)
+        return 0
+    apply(connect(args.kubeconfig, args.context), objs)  # ClusterError: exit 2 for the kubeconfig, else 1
+    for obj in objs:
+        if obj["kind"] == "MutatingWebhookConfiguration":
+            entries = ", ".join(w["name"] for w in obj["webhooks"])
+            print(f"registered {describe(obj)}: webhooks {entries}", file=sys.stderr)
+    return 0

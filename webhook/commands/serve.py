@@ -1,0 +1,142 @@
+"""`netqos-webhook serve`: check everything that can be checked, then hand over to gunicorn."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from webhook.errors import UsageError
+from webhook.names import (
+    DEFAULT_BIND,
+    DEFAULT_KEEPALIVE_SECONDS,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_WORKERS,
+    DEV_CERT_DIR,
+    DEV_HOSTS,
+)
+
+log = logging.getLogger("webhook")
+
+# HOST:PORT, [IPV6]:PORT or :PORT; the host is a DNS name or an IP address.
+_BIND = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[^:\[\]]*)):(?P<port>[^:]*)$")
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$"
+)
+
+
+@dataclass(frozen=True)
+class ServeArgs:
+    bind: str = DEFAULT_BIND
+    certfile: Path | None = None  # both or neither; neither: development certificates in certs/
+    keyfile: Path | None = None
+    config: str | None = None
+    workers: int = DEFAULT_WORKERS
+    worker_class: str = "gevent"
+    threads: int = 1
+    keepalive: int = DEFAULT_KEEPALIVE_SECONDS
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    log_level: str = "info"
+    log_format: str = "json"
+    client_ca: Path | None = None
+    metrics_dir: Path | None = None
+
+
+def check_bind(bind: str) -> tuple[str, int]:
+    """HOST:PORT as gunicorn takes it, checked: a host name or IP address (IPv6 in brackets, an
+    empty host for every address) and a port from 1 to 65535. `unix:PATH` and `fd://N` pass."""
+    if bind.startswith(("unix:", "fd://")):
+        return bind, 0
+    example = "e.g. 127.0.0.1:8443, 0.0.0.0:8443 or [::]:8443"
+    match = _BIND.match(bind)
+    if match is None:
+        raise UsageError(f"--bind {bind!r} is not HOST:PORT ({example}; an IPv6 address goes in brackets)")
+    port_text = match["port"]
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise UsageError(f"--bind {bind!r}: the port must be a number from 1 to 65535, got {port_text!r} ({example})")
+    if match["v6"] is not None:
+        try:
+            ipaddress.IPv6Address(match["v6"])
+        except ValueError:
+            raise UsageError(f"--bind {bind!r}: {match['v6']!r} is not an IPv6 address ({example})") from None
+        return match["v6"], int(port_text)
+    host = match["host"]
+    if host and not _is_host(host):
+        raise UsageError(f"--bind {bind!r}: {host!r} is not a host name or IP address ({example})")
+    return host, int(port_text)
+
+
+def _is_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return bool(_HOSTNAME.match(host))
+
+
+def run(args: ServeArgs) -> int:
+    check_bind(args.bind)
+    if (args.certfile is None) != (args.keyfile is None):
+        raise UsageError("--certfile and --keyfile go together: give both, or neither to use certs/")
+    if args.threads != 1 and args.worker_class != "gthread":
+        raise UsageError(f"--threads is for --worker-class gthread only; the {args.worker_class} worker ignores it")
+
+    from webhook import logs
+    from webhook.reload import PolicyWatcher, load_snapshot
+    from webhook.server import ServeOptions, serve
+    from webhook.tls import TLSFiles, check_files
+
+    logs.configure(args.log_format, args.log_level)
+    snapshot = load_snapshot(args.config)
+    certfile, keyfile = (args.certfile, args.keyfile) if args.certfile and args.keyfile else _dev_certificate()
+    for path in (certfile, keyfile, args.client_ca):
+        if path is not None and not os.access(path, os.R_OK):
+            raise UsageError(f"cannot read {path}; create it with 'netqos-webhook certs' or fix the path")
+    problem = check_files(TLSFiles(certfile, keyfile, args.client_ca))
+    if problem:
+        raise UsageError(f"{problem}; fix the files or re-create them with 'netqos-webhook certs'")
+    options = ServeOptions(
+        certfile=certfile,
+        keyfile=keyfile,
+        bind=args.bind,
+        workers=args.workers,
+        worker_class=args.worker_class,
+        threads=args.threads,
+        keepalive=args.keepalive,
+        max_body_bytes=args.max_body_bytes,
+        log_level=args.log_level,
+        log_format=args.log_format,
+        client_ca=args.client_ca,
+        metrics_dir=args.metrics_dir,
+    )
+    log.info(
+        "policy from %s: version %s, rules %s%s",
+        args.config or "the built-in default",
+        snapshot.version,
+        ", ".join(r.name for r in snapshot.policy.rules),
+        "; watching the file for changes" if args.config else "",
+    )
+    if args.client_ca:
+        log.info("client certificates required, signed by %s", args.client_ca)
+    serve(options, snapshot.policy, PolicyWatcher(snapshot, args.config))  # BindError: exit 1
+    return 0
+
+
+def _dev_certificate() -> tuple[Path, Path]:
+    from webhook.certs import CertFiles, generate
+
+    files = CertFiles(DEV_CERT_DIR)
+    if not (files.cert.exists() and files.key.exists()):
+        generate(DEV_CERT_DIR, hosts=DEV_HOSTS)
+        log.warning(
+            "no --certfile/--keyfile and no %s: generated a development CA and certificate for %s "
+            "and the in-cluster Service names in %s/ (trust %s)",
+            files.cert,
+            ", ".join(DEV_HOSTS),
+            DEV_CERT_DIR,
+            files.ca_cert,
+        )
+    return files.cert, files.key

@@ -1,0 +1,47 @@
+"""Names and defaults shared by more than one module: one place to read or change each.
+
+Only constants live here (strings, numbers, tuples, a compiled pattern): importing this module
+imports nothing else of the project, so every layer can use it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# --- the installation ----------------------------------------------------------------------------
+DEFAULT_SERVICE = "netqos-webhook"  # the Service the API server calls, and the certificates' first name
+DEFAULT_NAMESPACE = "netqos-system"
+TLS_SECRET = "netqos-webhook-tls"  # kubernetes.io/tls Secret mounted by the Deployment at /tls
+CONFIGURATION_NAME = "netqos-webhook"  # the MutatingWebhookConfiguration
+FIELD_MANAGER = "netqos-webhook"  # server-side apply owner of what `register` sends
+WEBHOOK_DOMAIN = "netqos.io"  # webhook entries are named <rule>.netqos.io
+LABELS = {"app.kubernetes.io/name": "netqos-webhook", "app.kubernetes.io/component": "webhook"}
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace since Kubernetes 1.21
+
+# --- pods ----------------------------------------------------------------------------------------
+OPT_OUT_ANNOTATION = "netqos.io/inject"  # exactly "false" skips every rule
+INJECTED_ANNOTATION = "netqos.io/injected"  # comma-separated names of the rules applied
+
+# --- files and the environment -------------------------------------------------------------------
+CONFIG_ENV = "NETQOS_CONFIG"  # the policy file when --config is not given
+METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+DEV_CERT_DIR = Path("certs")  # serve's development certificates and register's default
+DEV_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+# --- certificates --------------------------------------------------------------------------------
+DEFAULT_CA_DAYS = 3650  # every CA we make: outlives many server certificates, so renewals keep the caBundle
+DEFAULT_CERT_DAYS = 365
+KEY_TYPES = ("ecdsa", "rsa")
+
+# --- serving -------------------------------------------------------------------------------------
+DEFAULT_BIND = "127.0.0.1:8443"
+DEFAULT_WORKERS = 2
+DEFAULT_KEEPALIVE_SECONDS = 120  # > the API server's 90 s idle-connection timeout
+WORKER_CLASSES = ("gevent", "gthread", "sync")
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+LOG_FORMATS = ("json", "text")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# RFC 1123 label: namespaces, rule names. The API server's own pattern (IsDNS1123Label).
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
