@@ -134,7 +134,7 @@ else
   say "3. Serve the webhook from this machine and register it by URL (the seed's out-of-cluster mode)"
   host="$(printf '%s' "$URL" | sed -E 's|^https://\[?([^]/:]+)\]?.*|\1|')"
   port="$(printf '%s' "$URL" | sed -nE 's|^https://[^/]*:([0-9]+)/.*|\1|p')"
-  run "$NETQOS" certs --out "$DEV_CERTS" --host "$host" --host 127.0.0.1
+  run "$NETQOS" certs --out "$DEV_CERTS" --host "$host" --host 127.0.0.1 --force  # registered below with its CA
   stop_dev_server
   printf '$ %s\n' "$NETQOS serve --bind 0.0.0.0:${port:-443} ... > $DEV_LOG &"
   "$NETQOS" serve --bind "0.0.0.0:${port:-443}" --certfile "$DEV_CERTS/tls.crt" --keyfile "$DEV_CERTS/tls.key" \

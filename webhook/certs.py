@@ -5,6 +5,12 @@ The API server verifies the webhook against `caBundle` (our `ca.crt`) with the S
 use: `NAME`, `NAME.NS`, `NAME.NS.svc`, `NAME.NS.svc.cluster.local`, plus extra hosts (DNS names or
 IP addresses) for out-of-cluster use. ECDSA P-256 by default: smaller and a faster handshake than
 RSA. Files are written atomically (write, then rename) so a running server never reads half a key.
+
+Every CA made here lasts `DEFAULT_CA_DAYS` (10 years) and each server certificate
+`DEFAULT_CERT_DAYS` (1 year), whichever command made the directory, so `renew` re-issues server
+certificates under the same CA, and the caBundle stays, for years. Replacing the CA is a
+rollover (`rollover`): `ca-bundle.crt` holds the new CA and the previous one, for the caBundle
+while the servers switch (README, "Renewing certificates").
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from webhook.errors import UsageError
-from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
+from webhook.names import DEFAULT_CA_DAYS, DEFAULT_CERT_DAYS, DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
 
 _CLOCK_SKEW = dt.timedelta(minutes=5)  # accept clients whose clock runs a little behind
 
@@ -51,6 +57,14 @@ class CertFiles:
     def key(self) -> Path:
         return self.directory / "tls.key"
 
+    @property
+    def ca_bundle(self) -> Path:
+        """The new and the previous CA after a rollover; absent otherwise (the caBundle is ca.crt)."""
+        return self.directory / "ca-bundle.crt"
+
+    def has_ca(self) -> bool:
+        return self.ca_cert.exists() or self.ca_key.exists()
+
 
 def service_names(service: str, namespace: str) -> list[str]:
     return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
@@ -61,17 +75,18 @@ def generate(
     service: str = DEFAULT_SERVICE,
     namespace: str = DEFAULT_NAMESPACE,
     hosts: Iterable[str] = (),
-    days: int = 365,
+    days: int = DEFAULT_CERT_DAYS,
     key_type: str = "ecdsa",
-    ca_days: int | None = None,
+    ca_days: int = DEFAULT_CA_DAYS,
 ) -> CertFiles:
-    """Write a new CA and a server certificate for the Service (and `hosts`) into `out`."""
+    """Write a new CA and a server certificate for the Service (and `hosts`) into `out`, replacing
+    whatever is there; a stale `ca-bundle.crt` (of another CA) goes too."""
     files = CertFiles(Path(out))
     files.directory.mkdir(parents=True, exist_ok=True)
     ca_key = _new_key(key_type)
     # A CA that outlives its server certificate lets `renew` re-issue the latter with the same
     # caBundle; one that expires with it would have to be replaced (and the caBundle with it).
-    ca_cert = _ca_certificate(ca_key, ca_days or days)
+    ca_cert = _ca_certificate(ca_key, ca_days)
     key = _new_key(key_type)
     names = service_names(service, namespace)
     names += [h for h in hosts if h not in names]
@@ -80,6 +95,33 @@ def generate(
     _write(files.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     _write(files.key, _key_pem(key), 0o600)
     _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    files.ca_bundle.unlink(missing_ok=True)
+    return files
+
+
+def rollover(
+    out: Path,
+    service: str = DEFAULT_SERVICE,
+    namespace: str = DEFAULT_NAMESPACE,
+    hosts: Iterable[str] = (),
+    days: int = DEFAULT_CERT_DAYS,
+    key_type: str = "ecdsa",
+    ca_days: int = DEFAULT_CA_DAYS,
+    now: dt.datetime | None = None,
+) -> CertFiles:
+    """Replace the CA in `out` (and the server certificate, now signed by the new CA), keeping the
+    previous CA in `ca-bundle.crt` beside the new one while it is still valid: published as the
+    caBundle, it verifies the servers still on the old certificate and those already on the new."""
+    files = CertFiles(Path(out))
+    now = now or dt.datetime.now(dt.UTC)
+    try:
+        previous = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
+    except (OSError, ValueError):
+        previous = None  # nothing to keep trusting: a plain new CA
+    generate(out, service, namespace, hosts, days, key_type, ca_days)
+    if previous is not None and previous.not_valid_after_utc > now:
+        bundle = files.ca_cert.read_bytes() + previous.public_bytes(serialization.Encoding.PEM)
+        _write(files.ca_bundle, bundle, 0o644)
     return files
 
 
@@ -100,7 +142,7 @@ class RenewError(UsageError, ValueError):
 def renew(
     out: Path,
     renew_before_days: int,
-    days: int = 365,
+    days: int = DEFAULT_CERT_DAYS,
     hosts: Iterable[str] = (),
     key_type: str = "ecdsa",
     now: dt.datetime | None = None,
@@ -114,8 +156,8 @@ def renew(
     if ca_cert.not_valid_after_utc <= now + dt.timedelta(days=renew_before_days):
         raise RenewError(
             f"the CA {files.ca_cert} itself expires {ca_cert.not_valid_after_utc:%Y-%m-%d}, within "
-            f"{renew_before_days} days: create a new CA with 'netqos-webhook certs --out {files.directory}' "
-            "and update the webhook's caBundle"
+            f"{renew_before_days} days: replace it with 'netqos-webhook certs --out {files.directory} --new-ca' "
+            "and follow the CA rollover in README (Renewing certificates)"
         )
     current, problem = _current_server_cert(files, ca_cert)
     names = list(_san_names(current)) if current is not None else []

@@ -209,7 +209,9 @@ def _add_certs(sub: Any) -> None:
     p = _command(
         sub,
         "certs",
-        "Write a CA and a server certificate for the webhook's Service: ca.crt, ca.key, tls.crt, tls.key.",
+        "Write a CA (10 years) and a server certificate (1 year) for the webhook's Service: ca.crt, ca.key, "
+        "tls.crt, tls.key. An existing CA is never replaced without --new-ca or --force; --renew-before "
+        "re-issues the server certificate under it.",
         "netqos-webhook certs --out certs --service netqos-webhook --namespace netqos-system --host 127.0.0.1",
         _certs,
     )
@@ -243,6 +245,16 @@ def _add_certs(sub: Any) -> None:
         "--renew-before can re-issue the latter under the same CA",
     )
     p.add_argument("--key-type", choices=KEY_TYPES, default="ecdsa", help="ecdsa (P-256, default) or rsa (2048)")
+    replace = p.add_mutually_exclusive_group()
+    replace.add_argument(
+        "--new-ca",
+        action="store_true",
+        help="replace the CA in --out by a new one (a rollover): also writes ca-bundle.crt, the new and the "
+        "previous CA, for the caBundle while the servers switch to the new certificate",
+    )
+    replace.add_argument(
+        "--force", action="store_true", help="replace the CA in --out by a new one, trusting only the new one"
+    )
     p.add_argument(
         "--renew-before",
         type=_positive,
@@ -266,6 +278,8 @@ def _certs(args: argparse.Namespace) -> int:
             ca_days=args.ca_days,
             key_type=args.key_type,
             renew_before=args.renew_before,
+            force=args.force,
+            new_ca=args.new_ca,
         )
     )
 
@@ -371,7 +385,8 @@ def _add_register(sub: Any) -> None:
         "register",
         "Create or update the webhook's TLS Secret and its MutatingWebhookConfiguration (with the caBundle) in "
         "a cluster, by server-side apply: only the fields netqos-webhook owns are changed. Without "
-        "certificates in --certs, new ones are generated there first.",
+        "certificates in --certs, new ones are generated there first (a 10-year CA, a 1-year server certificate; "
+        "not with --dry-run). With ca-bundle.crt in --certs (after 'certs --new-ca') the caBundle is that file.",
         "netqos-webhook register --context minikube --config deploy/base/policy.yaml --certs certs",
         _register,
     )
@@ -401,7 +416,12 @@ def _add_register(sub: Any) -> None:
         help="register a webhook served outside the cluster at this https URL (no Secret is sent), "
         "e.g. https://host.minikube.internal:8443/mutate",
     )
-    p.add_argument("--dry-run", action="store_true", help="print the objects it would send (YAML) and change nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the objects it would send (YAML) and change nothing: no request to the cluster and no "
+        "certificate generated (make them first with 'netqos-webhook certs')",
+    )
 
 
 def _register(args: argparse.Namespace) -> int:

@@ -36,11 +36,13 @@ class CertificateError(UsageError):
 
 @dataclass(frozen=True)
 class Certificates:
-    """The PEM files register sends: the server's certificate and key, and the CA that signed it."""
+    """The PEM files register sends: the server's certificate and key, the CA that signed it, and
+    the caBundle: that CA, or during a CA rollover the new and the previous CA (ca-bundle.crt)."""
 
     ca_cert: bytes
     cert: bytes
     key: bytes
+    ca_bundle: bytes
 
 
 def server_name(namespace: str, url: str | None) -> str:
@@ -104,13 +106,35 @@ def check_certificates(
         raise CertificateError(
             f"{files.cert} does not name {name}, the host the API server connects to (its names: {names}); {regenerate}"
         )
-    return Certificates(ca_cert=data[files.ca_cert], cert=data[files.cert], key=data[files.key])
+    bundle = _ca_bundle(files, ca) if files.ca_bundle.exists() else data[files.ca_cert]
+    return Certificates(ca_cert=data[files.ca_cert], cert=data[files.cert], key=data[files.key], ca_bundle=bundle)
+
+
+def _ca_bundle(files: CertFiles, ca: Any) -> bytes:
+    """ca-bundle.crt, checked to trust the CA that signed the certificate the pods will serve."""
+    try:
+        data = files.ca_bundle.read_bytes()
+        trusted = x509.load_pem_x509_certificates(data)
+    except OSError as err:
+        raise CertificateError(f"cannot read {files.ca_bundle}: {err.strerror}") from None
+    except ValueError:
+        raise CertificateError(
+            f"{files.ca_bundle} holds no PEM certificate; remove it to use {files.ca_cert} alone as the caBundle"
+        ) from None
+    if ca not in trusted:
+        raise CertificateError(
+            f"{files.ca_bundle} does not hold the CA in {files.ca_cert}, which signed the server certificate: the "
+            f"API server would reject the webhook; remove it to use {files.ca_cert} alone as the caBundle"
+        )
+    return data
 
 
 def _regenerate_hint(files: CertFiles, namespace: str, url: str | None) -> str:
     command = f"netqos-webhook certs --out {files.directory} --namespace {namespace}"
     if url is not None:
         command += f" --host {urlsplit(url).hostname}"
+    if files.has_ca():  # `certs` keeps an existing CA unless told: these files are being replaced anyway
+        command += " --force"
     return f"make new ones with '{command}'"
 
 
@@ -144,11 +168,16 @@ def tls_secret(certs: Certificates, namespace: str) -> dict[str, Any]:
 
 def objects(policy: Policy, certs: Certificates, namespace: str, url: str | None = None) -> list[dict[str, Any]]:
     """What register applies, in order. With `url` the webhook is served outside the cluster, so
-    no Secret is needed: only the webhook configuration pointing at `url`."""
-    config = webhook_configuration(policy, namespace=namespace, url=url, ca_bundle=certs.ca_cert)
+    no Secret is needed: only the webhook configuration pointing at `url`.
+
+    Normally the Secret comes first (the namespace must exist; the configuration is useless
+    without it). During a CA rollover (a caBundle beyond ca.crt) the configuration comes first:
+    the API server then trusts the new CA before any pod can read the new certificate."""
+    config = webhook_configuration(policy, namespace=namespace, url=url, ca_bundle=certs.ca_bundle)
     if url is not None:
         return [config]
-    return [tls_secret(certs, namespace), config]
+    secret = tls_secret(certs, namespace)
+    return [config, secret] if certs.ca_bundle != certs.ca_cert else [secret, config]
 
 
 def _b64(data: bytes) -> str:

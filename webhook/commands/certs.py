@@ -1,12 +1,18 @@
-"""`netqos-webhook certs`: write a CA and a server certificate, or renew the latter from the former."""
+"""`netqos-webhook certs`: write a CA and a server certificate, renew the latter from the former,
+or roll the CA over; never replace a CA by accident."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from webhook.errors import RuntimeFailure
+from webhook.errors import RuntimeFailure, UsageError
 from webhook.names import DEFAULT_CA_DAYS, DEFAULT_CERT_DAYS, DEFAULT_NAMESPACE, DEFAULT_SERVICE
+
+if TYPE_CHECKING:  # webhook.certs imports cryptography: only when a certificate is made
+    from webhook.certs import CertFiles
 
 
 @dataclass(frozen=True)
@@ -19,26 +25,65 @@ class CertsArgs:
     ca_days: int = DEFAULT_CA_DAYS
     key_type: str = "ecdsa"
     renew_before: int | None = None  # renew only, when due
+    force: bool = False  # replace an existing CA, trusting only the new one
+    new_ca: bool = False  # replace an existing CA, keeping the old one in ca-bundle.crt
 
 
 def run(args: CertsArgs) -> int:
-    from webhook.certs import CertFiles, generate, renew
+    from webhook.certs import CertFiles
 
+    files = CertFiles(args.out)
+    if args.renew_before is not None:
+        if args.force or args.new_ca:
+            raise UsageError("--renew-before keeps the CA; it does not go with --force or --new-ca")
+        return _renew(args, files)
+    if files.has_ca() and not (args.force or args.new_ca):
+        raise UsageError(_refusal(files))
     try:
-        if args.renew_before is not None:
-            done = renew(args.out, args.renew_before, args.days, args.hosts, args.key_type)
+        if args.new_ca:
+            from webhook.certs import rollover
+
+            rollover(args.out, args.service, args.namespace, args.hosts, args.days, args.key_type, args.ca_days)
         else:
-            files = generate(args.out, args.service, args.namespace, args.hosts, args.days, args.key_type, args.ca_days)
+            from webhook.certs import generate
+
+            generate(args.out, args.service, args.namespace, args.hosts, args.days, args.key_type, args.ca_days)
     except OSError as err:
         raise RuntimeFailure(f"cannot write certificates into {args.out}: {err.strerror}") from None
-    if args.renew_before is None:
-        for path in (files.ca_cert, files.ca_key, files.cert, files.key):
+    for path in (files.ca_cert, files.ca_key, files.cert, files.key, files.ca_bundle):
+        if path.exists():
             print(path)
-        return 0
-    cert = CertFiles(args.out).cert
+    return 0
+
+
+def _renew(args: CertsArgs, files: CertFiles) -> int:
+    from webhook.certs import renew
+
+    try:
+        done = renew(args.out, args.renew_before or 0, args.days, args.hosts, args.key_type)
+    except OSError as err:
+        raise RuntimeFailure(f"cannot write certificates into {args.out}: {err.strerror}") from None
     if done.renewed:
         until = f"{done.not_after:%Y-%m-%d %H:%M}Z"
-        print(f"renewed {cert} ({done.reason}): now valid until {until} for {', '.join(done.names)}")
+        print(f"renewed {files.cert} ({done.reason}): now valid until {until} for {', '.join(done.names)}")
     else:
-        print(f"left {cert} alone: {done.reason}")
+        print(f"left {files.cert} alone: {done.reason}")
     return 0
+
+
+def _refusal(files: CertFiles) -> str:
+    from cryptography import x509
+
+    try:
+        until = x509.load_pem_x509_certificate(files.ca_cert.read_bytes()).not_valid_after_utc
+        what = f"a CA ({files.ca_cert}, valid until {until:%Y-%m-%d})"
+        expired = until <= dt.datetime.now(dt.UTC)
+    except (OSError, ValueError):
+        what, expired = f"a CA ({files.ca_cert} or {files.ca_key})", False
+    renew = f"'netqos-webhook certs --out {files.directory} --renew-before 30'"
+    instead = "" if expired else f"to renew the server certificate under it, run {renew}; "
+    return (
+        f"{files.directory} already holds {what}, which the webhook's caBundle may trust: {instead}"
+        "to replace the CA, add --new-ca (a rollover: ca-bundle.crt keeps the old CA trusted during the "
+        "switch) or --force (the old CA is no longer trusted at once)"
+    )
