@@ -65,9 +65,9 @@ def test_review_prints_warnings_on_stderr_as_kubectl_would():
     [
         ("missing file", ["review", "no/such/pod.yaml"], None, "input file no/such/pod.yaml: cannot read it"),
         ("not YAML", ["review", "-"], "a: [", "input file -: not valid YAML or JSON"),
-        ("two documents", ["review", "-"], "kind: Pod\n---\nkind: Pod\n", "holds 2 YAML documents"),
-        ("not a pod", ["review", "-"], "kind: Service\n", "expected a Pod or an AdmissionReview, got kind 'Service'"),
-        ("a list", ["review", "-"], "- 1\n", "got kind 'list'"),
+        ("not a pod", ["review", "-"], "kind: Service\n", "expected a Pod, an AdmissionReview or a workload"),
+        ("a list", ["review", "-"], "- 1\n", "input file -: is a list, not a Kubernetes object"),
+        ("nothing", ["review", "-"], "", "input - holds no object"),
         (
             "broken review",
             ["review", "-"],

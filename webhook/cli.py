@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook import __version__
+from webhook.commands.review import OUTPUTS as REVIEW_OUTPUTS
 from webhook.errors import NetqosError
 from webhook.names import (
     CONFIG_ENV,
@@ -35,7 +36,10 @@ from webhook.names import (
     METRICS_DIR_ENV,
     WORKER_CLASSES,
 )
+from webhook.policy import Decision
+from webhook.workloads import KIND_NAMES as WORKLOAD_KINDS
 
+DECISIONS = tuple(d.value for d in Decision)
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_CLOSED_STDOUT = 128 + signal.SIGPIPE
 
@@ -291,26 +295,47 @@ def _add_review(sub: Any) -> None:
     p = _command(
         sub,
         "review",
-        "Dry-run the webhook offline: FILE is a Pod manifest or a whole AdmissionReview (YAML or JSON; - reads stdin).",
-        "netqos-webhook review deploy/examples/test-pod.yaml -o pod",
+        "Dry-run the webhook offline over Pods, AdmissionReviews and the pod templates of workloads "
+        f"({', '.join(WORKLOAD_KINDS)}): the same code as POST /mutate. FILE is a YAML or JSON file "
+        "with one or more documents, a directory of them, or - for stdin (e.g. kubectl kustomize DIR | "
+        "netqos-webhook review -); other objects are listed as 'not a pod'.",
+        "kubectl kustomize deploy/examples | netqos-webhook review - --fail-on skipped_explicit,invalid",
         _review,
     )
-    p.add_argument("file", metavar="FILE|-", help="Pod manifest or AdmissionReview")
+    p.add_argument("file", metavar="FILE|DIR|-", help="manifests to review")
     p.add_argument(
         "-o",
         "--output",
-        choices=("response", "patch", "pod"),
-        default="response",
-        help="response: the AdmissionReview answer (default); patch: the decoded JSON patch; "
-        "pod: the mutated pod as YAML",
+        choices=REVIEW_OUTPUTS,
+        default=None,
+        help="for one object: response (default), the AdmissionReview answer; patch, the decoded JSON patch; "
+        "pod, the mutated pod as YAML; workload, the workload with its mutated template. For several: "
+        "table (default), one row per object; json, one record per object",
     )
     _add_config(p)
+    p.add_argument(
+        "--fail-on",
+        type=_decisions,
+        default=frozenset(),
+        metavar="DECISIONS",
+        help=f"exit with code 3 when an object gets one of these comma-separated decisions: {', '.join(DECISIONS)}",
+    )
+
+
+def _decisions(text: str) -> frozenset[str]:
+    chosen = frozenset(word.strip() for word in text.split(",") if word.strip())
+    unknown = sorted(chosen - set(DECISIONS))
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(unknown) or repr(text)}: not a decision; choose from {', '.join(DECISIONS)}"
+        )
+    return chosen
 
 
 def _review(args: argparse.Namespace) -> int:
     from webhook.commands import review
 
-    return review.run(review.ReviewArgs(file=args.file, output=args.output, config=args.config))
+    return review.run(review.ReviewArgs(file=args.file, output=args.output, config=args.config, fail_on=args.fail_on))
 
 
 # --- explain -----------------------------------------------------------------------------------

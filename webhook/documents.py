@@ -67,7 +67,16 @@ def _parse(text: str, path: str | Path, what: str, error: type[Exception]) -> li
     try:
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except yaml.YAMLError as err:
-        raise error(f"{what} file {path}: not valid YAML or JSON: {err}") from None
+        raise error(f"{what} file {path}: not valid YAML or JSON: {_yaml_problem(err)}") from None
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """What PyYAML found and where, without its "<unicode string>" in place of the file name."""
+    if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
+        mark = err.problem_mark
+        context = f"{err.context} " if err.context else ""
+        return f"line {mark.line + 1}, column {mark.column + 1}: {context}{err.problem}".rstrip()
+    return str(err)
 
 
 def _single(docs: list[Any], path: str | Path, what: str, error: type[Exception]) -> Any:

@@ -88,7 +88,8 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     selected = [r for r in policy.rules if r.pod_selector.matches(view.labels)]
     if not selected:
         return Outcome(Decision.NOT_SELECTED, pod)
-    if view.annotations.get(OPT_OUT_ANNOTATION) == "false":
+    opt_out = view.annotations.get(OPT_OUT_ANNOTATION)
+    if opt_out == "false":  # exact, as Kubernetes compares annotation values
         return Outcome(Decision.SKIPPED_OPT_OUT, pod)
 
     # A term that also has matchFields says more than ours does, so it is never "already ours".
@@ -113,8 +114,14 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
             to_add.append(term)
         applied.append(rule.name)
 
+    clashed = bool(warnings)
+    if opt_out not in (None, "true"):
+        warnings.append(
+            f"netqos-webhook: annotation {OPT_OUT_ANNOTATION}={opt_out!r} does not opt out: only \"false\" "
+            'does (values are exact strings: "true" or "false")'
+        )
     if not applied:
-        decision = Decision.SKIPPED_EXPLICIT if warnings else Decision.UNCHANGED
+        decision = Decision.SKIPPED_EXPLICIT if clashed else Decision.UNCHANGED
         return Outcome(decision, pod, warnings=tuple(warnings))
     names = _merge_names(view.annotations.get(INJECTED_ANNOTATION), applied)
     return Outcome(Decision.MUTATED, _with_terms(pod, to_add, names), tuple(applied), tuple(warnings))

@@ -1,51 +1,227 @@
-"""`netqos-webhook review`: the offline dry run, through the same code as `POST /mutate`."""
+"""`netqos-webhook review`: the offline dry run, through the same code as `POST /mutate`.
+
+Input: a file, a directory of .yaml/.yml/.json files, or `-` (a stream such as `kubectl kustomize`
+prints), each holding one or more documents; a `List` (`kubectl get -o yaml`) counts as its items.
+Pods and AdmissionReviews go to `webhook.admission.review` as they are; a workload's pod template
+becomes the Pod its controller would create (`webhook.workloads`) first. Other objects are
+listed as `not a pod`.
+
+Output: for one object, the AdmissionReview response, the patch, the mutated pod or the mutated
+workload; for several (or with `-o table|json`), one row or record per object. `--fail-on`
+turns chosen decisions into exit code 3, for CI.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from webhook.errors import UsageError
+from webhook.errors import EXIT_FOUND, UsageError
+from webhook.workloads import KIND_NAMES
+
+NOT_A_POD = "not a pod"
+SINGLE_OUTPUTS = ("response", "patch", "pod", "workload")
+LIST_OUTPUTS = ("table", "json")
+OUTPUTS = SINGLE_OUTPUTS + LIST_OUTPUTS
+SUFFIXES = (".yaml", ".yml", ".json")
+REVIEWER = "netqos-webhook-review"
+ACCEPTED = f"a Pod, an AdmissionReview or a workload ({', '.join(KIND_NAMES)})"
 
 
 @dataclass(frozen=True)
 class ReviewArgs:
-    file: str  # a path, or - for stdin
-    output: str = "response"
+    file: str  # a file, a directory, or - for stdin
+    output: str | None = None  # None: response for one object, table for several
     config: str | None = None
+    fail_on: frozenset[str] = frozenset()  # decisions that make the exit code 3
+
+
+@dataclass(frozen=True)
+class Item:
+    """One object of the input and where it came from, for messages."""
+
+    source: str
+    obj: Any
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """What the webhook made of one object."""
+
+    item: Item
+    kind: str
+    namespace: str
+    name: str
+    decision: str  # a policy.Decision value, or NOT_A_POD
+    rules: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    patch: list[dict[str, Any]] = field(default_factory=list)  # as sent: decoded from the response
+    response: dict[str, Any] | None = None
+    pod: Any = None  # the pod as the webhook received it
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "decision": self.decision,
+            "rules": list(self.rules),
+            "warnings": list(self.warnings),
+            "patch": self.patch,
+        }
 
 
 def run(args: ReviewArgs) -> int:
-    import jsonpatch
-
-    from webhook.admission import BadReview, create_review, review, wire_patch
-    from webhook.documents import read_document
     from webhook.policy_file import load_policy
 
-    document: Any = read_document(args.file, "input")
+    items = read_items(args.file)
     policy = load_policy(args.config)
-    if isinstance(document, dict) and document.get("kind") == "Pod":
-        document = create_review(document, "netqos-webhook-review")
-    elif not (isinstance(document, dict) and document.get("kind") == "AdmissionReview"):
-        kind = document.get("kind") if isinstance(document, dict) else type(document).__name__
-        raise UsageError(f"{args.file}: expected a Pod or an AdmissionReview, got kind {kind!r}")
+    output = args.output or ("response" if len(items) == 1 else "table")
+    if output in SINGLE_OUTPUTS and len(items) != 1:
+        raise UsageError(f"-o {output} shows one object; {args.file} holds {len(items)}: use -o table or -o json")
+    results = [review_item(policy, item, single=len(items) == 1) for item in items]
+    if output in SINGLE_OUTPUTS:
+        print(_single(results[0], output), end="")
+    elif output == "json":
+        print(json.dumps([r.record() for r in results], indent=2))
+    else:
+        print(table(results), end="")
+    for r in results:
+        prefix = "" if len(results) == 1 else f"{r.kind} {r.namespace}/{r.name}: "
+        for warning in r.warnings:
+            print(f"Warning: {prefix}{warning}", file=sys.stderr)
+    return _verdict(results, args.fail_on)
+
+
+def read_items(path: str) -> list[Item]:
+    """The objects in a file, a directory's files (sorted, not recursive) or stdin (`-`)."""
+    from webhook.documents import read_documents
+
+    if path != "-" and Path(path).is_dir():
+        files = sorted(p for p in Path(path).iterdir() if p.suffix in SUFFIXES and p.is_file())
+        if not files:
+            raise UsageError(f"directory {path} holds no {', '.join(SUFFIXES)} file")
+    else:
+        files = [Path(path)] if path != "-" else []
+    sources = [(str(f), read_documents(f, "input")) for f in files] or [(path, read_documents(path, "input"))]
+    items: list[Item] = []
+    for name, docs in sources:
+        for index, doc in enumerate(docs, start=1):
+            source = f"input file {name}" + (f", document {index}" if len(docs) > 1 else "")
+            items.extend(_objects(source, doc))
+    if not items:
+        raise UsageError(f"input {path} holds no object; give {ACCEPTED}")
+    return items
+
+
+def _objects(source: str, doc: Any) -> list[Item]:
+    if not isinstance(doc, dict):
+        raise UsageError(f"{source}: is a {_type_name(doc)}, not a Kubernetes object; give {ACCEPTED}")
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        return [obj for i, item in enumerate(doc["items"]) for obj in _objects(f"{source}, items[{i}]", item)]
+    return [Item(source, doc)]
+
+
+def review_item(policy: Any, item: Item, single: bool = False) -> Reviewed:
+    """One object through the /mutate path. With `single`, an object that carries no pod is an
+    error (the user asked about it alone); in a stream it is listed as `not a pod`."""
+    from webhook import workloads
+    from webhook.admission import BadReview, create_review, review, wire_patch
+
+    obj = item.obj
+    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else ""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    workload = workloads.kind_of(obj)
+    if kind == "AdmissionReview":
+        document = obj
+    elif kind == "Pod":
+        document = create_review(obj, REVIEWER)
+    elif workload is not None:
+        try:
+            document = create_review(workloads.pod_of(obj, workload), REVIEWER)
+        except workloads.NotAWorkload as err:
+            raise UsageError(f"{item.source}: {kind} {_text(meta.get('name'))!r}: {err}") from None
+    elif single:
+        raise UsageError(f"{item.source}: expected {ACCEPTED}, got kind {kind or None!r}")
+    else:
+        return Reviewed(item, kind or "?", _text(meta.get("namespace")), _text(meta.get("name")), NOT_A_POD)
     try:
         result = review(policy, document)
     except BadReview as err:
-        raise UsageError(f"{args.file}: {err}") from None
-    if args.output == "response":
-        print(json.dumps(result.response, indent=2))
-    else:
-        ops = wire_patch(result.response)
-        if args.output == "patch":
-            print(json.dumps(ops, indent=2))
-        else:  # apply what we would send, so the output proves the patch and not just the policy
-            pod = jsonpatch.apply_patch(document["request"].get("object"), ops)
-            print(yaml.safe_dump(pod, sort_keys=False), end="")
-    for warning in result.response["response"].get("warnings", ()):
-        print(f"Warning: {warning}", file=sys.stderr)
-    return 0
+        raise UsageError(f"{item.source}: {err}") from None
+    request = document["request"]
+    answer = result.response["response"]
+    if kind == "AdmissionReview":
+        pod_kind = request.get("kind", {}).get("kind") if isinstance(request.get("kind"), dict) else None
+        kind, name = _text(pod_kind) or "AdmissionReview", result.name
+    else:  # a Pod made by a controller has only a generateName: result.name falls back to it
+        name = result.name if kind == "Pod" else _text(meta.get("name"))
+    return Reviewed(
+        item,
+        kind,
+        result.namespace,
+        name,
+        result.decision.value,
+        result.injected,
+        tuple(answer.get("warnings", ())),
+        wire_patch(result.response),
+        result.response,
+        request.get("object"),
+    )
+
+
+def table(results: Sequence[Reviewed]) -> str:
+    rows = [("KIND", "NAMESPACE/NAME", "DECISION", "RULES", "WARNINGS")]
+    for r in results:
+        where = f"{r.namespace}/{r.name}" if r.namespace else r.name
+        rows.append((r.kind, where, r.decision, ",".join(r.rules) or "-", str(len(r.warnings))))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "".join("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n" for row in rows)
+
+
+def _single(r: Reviewed, output: str) -> str:
+    import jsonpatch
+
+    from webhook import workloads
+
+    if output == "response":
+        return json.dumps(r.response, indent=2) + "\n"
+    if output == "patch":
+        return json.dumps(r.patch, indent=2) + "\n"
+    # apply what we would send, so the output proves the patch and not just the policy
+    pod = jsonpatch.apply_patch(r.pod, r.patch)
+    if output == "pod":
+        return yaml.safe_dump(pod, sort_keys=False)
+    kind = workloads.kind_of(r.item.obj)
+    if kind is None:
+        raise UsageError(f"-o workload shows a mutated workload; {r.item.source} is a {r.kind}: use -o pod")
+    return yaml.safe_dump(workloads.with_pod(r.item.obj, kind, pod), sort_keys=False)
+
+
+def _verdict(results: Sequence[Reviewed], fail_on: frozenset[str]) -> int:
+    failing = [r for r in results if r.decision in fail_on]
+    if not failing:
+        return 0
+    decisions = ", ".join(sorted({r.decision for r in failing}))
+    print(
+        f"netqos-webhook review: {len(failing)} of {len(results)} objects decided {decisions} (--fail-on)",
+        file=sys.stderr,
+    )
+    return EXIT_FOUND
+
+
+def _type_name(value: Any) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
