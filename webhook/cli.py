@@ -14,11 +14,11 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from webhook import __version__
 from webhook.commands.review import OUTPUTS as REVIEW_OUTPUTS
-from webhook.errors import NetqosError
+from webhook.errors import EXIT_USAGE, NetqosError
 from webhook.names import (
     CONFIG_ENV,
     DEFAULT_BIND,
@@ -47,14 +47,8 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        code = args.handler(args)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
-        return code
-    except NetqosError as err:
-        print(f"netqos-webhook {args.command}: {err}", file=sys.stderr)
-        return err.exit_code
+        return _run(argv)
     except BrokenPipeError:
         # The reader went away (`| head`): nothing left to say. Point stdout at /dev/null so the
         # interpreter's own flush at exit finds nothing to complain about.
@@ -64,8 +58,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
+def _run(argv: Sequence[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:
+        sys.stdout.flush()  # --help, --version: a closed pipe shows here, not at exit
+        raise
+    try:
+        code: int = args.handler(args)
+    except NetqosError as err:
+        print(f"netqos-webhook {args.command}: {err}", file=sys.stderr)
+        return err.exit_code
+    sys.stdout.flush()
+    return code
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors as one line (the usage is one --help away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="netqos-webhook",
         description="A mutating admission webhook that turns the pod label qos=latency-sensitive into "
         "preferred node affinity for net=high nodes, so the stock kube-scheduler scores nodes as the "

@@ -117,7 +117,7 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     clashed = bool(warnings)
     if opt_out not in (None, "true"):
         warnings.append(
-            f"netqos-webhook: annotation {OPT_OUT_ANNOTATION}={opt_out!r} does not opt out: only \"false\" "
+            f'netqos-webhook: annotation {OPT_OUT_ANNOTATION}="{opt_out}" does not opt out: only "false" '
             'does (values are exact strings: "true" or "false")'
         )
     if not applied:

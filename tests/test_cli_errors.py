@@ -1,0 +1,192 @@
+"""Every mistake a user can make on the command line: one line on stderr, no traceback, the
+documented exit code (2 unusable input, 1 a failure at run time), through the real CLI."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from webhook.certs import generate
+from webhook.commands.serve import check_bind
+from webhook.errors import UsageError
+
+REPO = Path(__file__).parent.parent
+POD = str(REPO / "deploy" / "examples" / "test-pod.yaml")
+NODES = str(REPO / "deploy" / "examples" / "nodes.yaml")
+
+
+def netqos(*args: str, stdin: str = "", cwd: Path | None = None, stdout: int | None = subprocess.PIPE):
+    return subprocess.run(
+        [sys.executable, "-m", "webhook", *args],
+        input=stdin,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={"PATH": "", "KUBECONFIG": "/nonexistent/kubeconfig"},
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, str]:
+    """Inputs the table refers to as {name}."""
+    tmp = tmp_path_factory.mktemp("inputs")
+    certs = generate(tmp / "certs")
+    (tmp / "not-pem.txt").write_text("hello\n")
+    (tmp / "bad.yaml").write_text("kind: Pod\nmetadata: [\n")
+    (tmp / "empty-dir").mkdir()
+    (tmp / "bad-workload.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\nspec: 5\n")
+    (tmp / "a-file").write_text("")
+    return {
+        "certs": str(certs.directory),
+        "not_pem": str(tmp / "not-pem.txt"),
+        "bad_yaml": str(tmp / "bad.yaml"),
+        "empty_dir": str(tmp / "empty-dir"),
+        "bad_workload": str(tmp / "bad-workload.yaml"),
+        "file_as_dir": str(tmp / "a-file" / "certs"),
+        "pod": POD,
+        "nodes": NODES,
+    }
+
+
+# command line, stdin, exit code, a fragment of the one line on stderr
+CASES = [
+    # the command line itself
+    ("", "", 2, "the following arguments are required: COMMAND"),
+    ("bogus", "", 2, "invalid choice: 'bogus'"),
+    # serve: nothing starts
+    ("serve --bind 127.0.0.1:99999", "", 2, "the port must be a number from 1 to 65535, got '99999'"),
+    ("serve --bind 127.0.0.1:0", "", 2, "the port must be a number from 1 to 65535, got '0'"),
+    ("serve --bind localhost", "", 2, "is not HOST:PORT"),
+    ("serve --bind :abc", "", 2, "got 'abc'"),
+    ("serve --bind ::1:8443", "", 2, "an IPv6 address goes in brackets"),
+    ("serve --bind [zz::1]:8443", "", 2, "'zz::1' is not an IPv6 address"),
+    ("serve --bind bad_host!:8443", "", 2, "'bad_host!' is not a host name or IP address"),
+    ("serve --workers 0", "", 2, "--workers: must be at least 1, got 0"),
+    ("serve --threads 4", "", 2, "--threads is for --worker-class gthread only"),
+    ("serve --certfile x.crt", "", 2, "--certfile and --keyfile go together"),
+    ("serve --config no/such.yaml", "", 2, "policy file no/such.yaml: cannot read it"),
+    ("serve --certfile {not_pem} --keyfile {not_pem}", "", 2, "re-create them with 'netqos-webhook certs'"),
+    ("serve --certfile {certs}/tls.crt --keyfile {certs}/tls.key --client-ca missing.crt", "", 2, "missing.crt"),
+    # review
+    ("review no/such/pod.yaml", "", 2, "input file no/such/pod.yaml: cannot read it"),
+    ("review {bad_yaml}", "", 2, "input file {bad_yaml}: not valid YAML or JSON: line 3, column 1"),
+    ("review -", "", 2, "input - holds no object"),
+    ("review -", "- 1\n", 2, "is a list, not a Kubernetes object"),
+    ("review -", "just text\n", 2, "is a string, not a Kubernetes object"),
+    ("review -", "kind: Service\n", 2, "expected a Pod, an AdmissionReview or a workload"),
+    ("review -", '{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}', 2, "request must be an object"),
+    ("review {bad_workload}", "", 2, "Deployment 'w': spec must be an object"),
+    ("review {empty_dir}", "", 2, "directory {empty_dir} holds no .yaml, .yml, .json file"),
+    ("review {pod} --fail-on sometimes", "", 2, "sometimes: not a decision"),
+    ("review {pod} -o yaml", "", 2, "invalid choice: 'yaml'"),
+    ("review {pod} --config {not_pem}", "", 2, "policy file {not_pem}"),
+    # certs
+    ("certs --out {certs}", "", 2, "already holds a CA"),
+    ("certs --out {empty_dir} --renew-before 30", "", 2, "renewing needs the CA"),
+    ("certs --out {certs} --renew-before 30 --force", "", 2, "--renew-before keeps the CA"),
+    ("certs --out {certs} --force --new-ca", "", 2, "not allowed with argument"),
+    ("certs --out {file_as_dir}", "", 1, "cannot write certificates into {file_as_dir}"),
+    ("certs --days 0 --out x", "", 2, "--days: must be at least 1, got 0"),
+    # explain
+    ("explain --pod no/such.yaml --nodes {nodes}", "", 2, "pod file no/such.yaml: cannot read it"),
+    ("explain --pod {pod} --nodes {bad_yaml}", "", 2, "nodes file {bad_yaml}: not valid YAML or JSON"),
+    ("explain --pod {pod} --kubeconfig /no/such/kubeconfig", "", 2, "/no/such/kubeconfig"),
+    # manifests
+    ("manifests --namespace Bad_NS", "", 2, "namespace 'Bad_NS' is not a valid namespace name"),
+    ("manifests --url http://example.test/mutate", "", 2, "the scheme must be https"),
+    ("manifests --ca-bundle no/such.crt", "", 2, "cannot read --ca-bundle no/such.crt"),
+    ("manifests --ca-bundle {not_pem}", "", 2, "holds no PEM certificate"),
+    # register
+    ("register --namespace Bad_NS --dry-run", "", 2, "is not a valid namespace name"),
+    ("register --certs {empty_dir} --dry-run", "", 2, "missing {empty_dir}/ca.crt"),
+    ("register --certs {certs} --kubeconfig /no/such/kubeconfig", "", 2, "/no/such/kubeconfig"),
+    ("register --certs {certs} --url http://x/mutate --dry-run", "", 2, "the scheme must be https"),
+]
+
+
+@pytest.mark.parametrize("line, stdin, code, fragment", CASES, ids=[c[0] or "(nothing)" for c in CASES])
+def test_a_users_mistake_is_one_line_and_the_documented_exit_code(files, tmp_path, line, stdin, code, fragment):
+    done = netqos(*line.format(**files).split(), stdin=stdin, cwd=tmp_path)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == code, done.stderr
+    assert fragment.format(**files) in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert not (tmp_path / "certs").exists(), "a refused serve generates nothing"
+
+
+def test_a_taken_port_is_a_runtime_failure_in_one_line(tmp_path, files):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = netqos(
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--certfile",
+            f"{files['certs']}/tls.crt",
+            "--keyfile",
+            f"{files['certs']}/tls.key",
+            cwd=tmp_path,
+        )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"netqos-webhook serve: cannot listen on 127.0.0.1:{port}" in done.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "bind, host, port",
+    [
+        ("127.0.0.1:8443", "127.0.0.1", 8443),
+        ("0.0.0.0:1", "0.0.0.0", 1),
+        ("[::]:8443", "::", 8443),
+        ("[::1]:65535", "::1", 65535),
+        (":8443", "", 8443),
+        ("localhost:8443", "localhost", 8443),
+        ("webhook.netqos-system.svc:443", "webhook.netqos-system.svc", 443),
+    ],
+)
+def test_bind_addresses_gunicorn_can_use_pass(bind, host, port):
+    assert check_bind(bind) == (host, port)
+
+
+@pytest.mark.parametrize(
+    "bind", ["", "8443", "host:", "host:65536", "host:-1", "[::1]", "[::1]8443", "a b:1", "[1.2.3.4]:1"]
+)
+def test_bind_addresses_gunicorn_cannot_use_are_usage_errors(bind):
+    with pytest.raises(UsageError):
+        check_bind(bind)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["manifests"],
+        ["review", POD],
+        ["review", str(REPO / "deploy" / "examples")],
+        ["explain", "--pod", POD, "--nodes", NODES],
+        ["certs", "--out", "{fresh}"],
+        ["register", "--certs", "{certs}", "--dry-run"],
+        ["--help"],
+        ["serve", "--help"],
+        ["--version"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_every_command_exits_quietly_when_stdout_is_closed(files, tmp_path, args):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the first byte, as `| head -0` leaves it
+    try:
+        argv = [a.format(fresh=tmp_path / "fresh", **files) for a in args]
+        done = netqos(*argv, stdout=write_end, cwd=tmp_path)
+    finally:
+        os.close(write_end)
+    for noise in ("Traceback", "BrokenPipe", "Exception ignored"):
+        assert noise not in done.stderr, done.stderr
+    assert done.returncode in (0, 141), done.stderr  # 141: ended by the closed pipe, as SIGPIPE ends Unix tools

@@ -1,0 +1,250 @@
+"""`review` over what users keep in git: workloads, many documents, directories and streams."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from support import NETQOS_TERMS, PREFERRED, REPO, assert_patch_agrees
+
+from webhook.workloads import kind_of, pod_of, with_pod
+
+WORKLOADS = REPO / "tests" / "fixtures" / "workloads" / "all-kinds.yaml"
+EXAMPLES = REPO / "deploy" / "examples"
+
+
+def netqos(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "webhook", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": ""},
+    )
+
+
+def objects(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def by_kind(kind: str) -> dict:
+    return next(o for o in objects(WORKLOADS) if o["kind"] == kind)
+
+
+# --- the Pod a controller would create -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind, name, generate_name, namespace, owner, controller_labels",
+    [
+        ("Deployment", None, "web-", "shop", ("apps/v1", "ReplicaSet", "web"), {}),
+        (
+            "StatefulSet",
+            "db-0",
+            None,
+            "shop",
+            ("apps/v1", "StatefulSet", "db"),
+            {"statefulset.kubernetes.io/pod-name": "db-0", "apps.kubernetes.io/pod-index": "0"},
+        ),
+        ("DaemonSet", None, "agent-", "ops", ("apps/v1", "DaemonSet", "agent"), {}),
+        ("ReplicaSet", None, "batch-front-", "shop", ("apps/v1", "ReplicaSet", "batch-front"), {}),
+        ("ReplicationController", None, "legacy-", None, ("v1", "ReplicationController", "legacy"), {}),
+        (
+            "Job",
+            None,
+            "migrate-",
+            "shop",
+            ("batch/v1", "Job", "migrate"),
+            {"job-name": "migrate", "batch.kubernetes.io/job-name": "migrate"},
+        ),
+        ("CronJob", None, "report-", "shop", ("batch/v1", "Job", "report"), {}),
+        ("PodTemplate", None, "sandbox-", "dev", None, {}),
+    ],
+)
+def test_a_workload_becomes_the_pod_its_controller_would_create(
+    kind, name, generate_name, namespace, owner, controller_labels
+):
+    workload = by_kind(kind)
+    original = copy.deepcopy(workload)
+    template = workload["spec"]["jobTemplate"]["spec"]["template"] if kind == "CronJob" else None
+    template = template or workload.get("template") or workload["spec"]["template"]
+    pod = pod_of(workload, kind_of(workload))
+    meta = pod["metadata"]
+    assert (pod["apiVersion"], pod["kind"]) == ("v1", "Pod")
+    assert (meta.get("name"), meta.get("generateName"), meta.get("namespace")) == (name, generate_name, namespace)
+    assert meta["labels"] == {**template["metadata"]["labels"], **controller_labels}
+    assert meta.get("annotations") == template["metadata"].get("annotations")
+    assert pod["spec"] == template["spec"]
+    refs = [(r["apiVersion"], r["kind"], r["name"]) for r in meta.get("ownerReferences", [])]
+    assert refs == ([owner] if owner else [])
+    assert all(r["controller"] is True for r in meta.get("ownerReferences", []))
+    assert workload == original, "the workload itself is never changed"
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"apiVersion": "v1", "kind": "Service"},
+        {"apiVersion": "extensions/v1beta1", "kind": "Deployment"},  # not the apps group
+        {"apiVersion": "v1", "kind": "Deployment"},
+        {"kind": "Job"},
+        "Deployment",
+    ],
+    ids=repr,
+)
+def test_only_the_pod_bearing_kinds_of_their_api_group_are_workloads(obj):
+    assert kind_of(obj) is None
+
+
+def test_the_mutated_pod_goes_back_into_the_template_and_nothing_else_changes():
+    workload = by_kind("Deployment")
+    pod = pod_of(workload, kind_of(workload))
+    mutated = copy.deepcopy(pod)
+    mutated["metadata"]["annotations"] = {"netqos.io/injected": "netqos"}
+    mutated["spec"]["affinity"] = {"nodeAffinity": {PREFERRED: NETQOS_TERMS}}
+    out = with_pod(workload, kind_of(workload), mutated)
+    assert out["spec"]["template"]["spec"] == mutated["spec"]
+    assert out["spec"]["template"]["metadata"] == {
+        "labels": workload["spec"]["template"]["metadata"]["labels"],
+        "annotations": {"netqos.io/injected": "netqos"},
+    }
+    out["spec"]["template"] = workload["spec"]["template"]
+    assert out == workload
+
+
+# --- one workload: today's outputs, and -o workload ------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "ReplicationController", "CronJob", "PodTemplate"])
+def test_one_workload_patch_pod_and_workload_outputs_agree_with_kubectl(tmp_path, kind):
+    source = tmp_path / f"{kind}.yaml"
+    source.write_text(yaml.safe_dump(by_kind(kind)))
+    ops = json.loads(netqos("review", str(source), "-o", "patch").stdout)
+    pod = yaml.safe_load(netqos("review", str(source), "-o", "pod").stdout)
+    before = pod_of(by_kind(kind), kind_of(by_kind(kind)))
+    assert pod["spec"]["affinity"]["nodeAffinity"][PREFERRED] == NETQOS_TERMS
+    assert_patch_agrees(before, ops, pod, tmp_path)
+    workload = yaml.safe_load(netqos("review", str(source), "-o", "workload").stdout)
+    assert with_pod(by_kind(kind), kind_of(by_kind(kind)), pod) == workload
+
+
+def test_o_workload_of_a_pod_says_to_use_o_pod():
+    done = netqos("review", str(EXAMPLES / "test-pod.yaml"), "-o", "workload")
+    assert done.returncode == 2 and "use -o pod" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_o_pod_of_several_objects_says_to_use_table_or_json():
+    done = netqos("review", str(WORKLOADS), "-o", "pod")
+    assert done.returncode == 2 and "holds 10: use -o table or -o json" in done.stderr
+
+
+# --- several objects: table, json, --fail-on -------------------------------------------------------
+
+EXPECTED = [
+    # kind, namespace/name, decision, rules, warnings
+    ("Deployment", "shop/web", "mutated", "netqos", "0"),
+    ("StatefulSet", "shop/db", "mutated", "netqos", "0"),
+    ("DaemonSet", "ops/agent", "not_selected", "-", "0"),
+    ("ReplicaSet", "shop/batch-front", "skipped_opt_out", "-", "0"),
+    ("ReplicationController", "default/legacy", "mutated", "netqos", "0"),
+    ("Job", "shop/migrate", "skipped_explicit", "-", "1"),
+    ("CronJob", "shop/report", "mutated", "netqos", "0"),
+    ("PodTemplate", "dev/sandbox", "mutated", "netqos", "1"),
+    ("Service", "shop/web", "not a pod", "-", "0"),
+    ("ConfigMap", "shop/settings", "not a pod", "-", "0"),
+]
+
+
+def table_rows(text: str) -> list[tuple[str, ...]]:
+    lines = text.splitlines()
+    assert lines[0].split() == ["KIND", "NAMESPACE/NAME", "DECISION", "RULES", "WARNINGS"]
+    return [tuple(part for part in line.split("   ") if part.strip()) for line in lines[1:]]
+
+
+def test_several_objects_get_one_table_row_each_and_warnings_name_their_object():
+    done = netqos("review", str(WORKLOADS))
+    assert done.returncode == 0, done.stderr
+    assert [tuple(c.strip() for c in row) for row in table_rows(done.stdout)] == EXPECTED
+    assert done.stderr.splitlines()[0].startswith("Warning: Job shop/migrate: netqos-webhook: rule")
+    assert 'annotation netqos.io/inject="False" does not opt out' in done.stderr
+
+
+def test_json_records_carry_kind_namespace_name_decision_rules_warnings_and_patch(tmp_path):
+    done = netqos("review", str(WORKLOADS), "-o", "json")
+    records = json.loads(done.stdout)
+    assert [(r["kind"], f"{r['namespace']}/{r['name']}", r["decision"]) for r in records] == [
+        (k, n, d) for k, n, d, _, _ in EXPECTED
+    ]
+    assert all(set(r) == {"kind", "namespace", "name", "decision", "rules", "warnings", "patch"} for r in records)
+    for record, obj in zip(records, objects(WORKLOADS), strict=True):
+        kind = kind_of(obj)
+        if record["decision"] != "mutated":
+            assert record["patch"] == []
+            continue
+        pod = pod_of(obj, kind)
+        expected = copy.deepcopy(pod)
+        expected.setdefault("metadata", {}).setdefault("annotations", {})["netqos.io/injected"] = "netqos"
+        expected["spec"]["affinity"] = {"nodeAffinity": {PREFERRED: NETQOS_TERMS}}
+        assert_patch_agrees(pod, record["patch"], expected, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "fail_on, code",
+    [
+        ("skipped_explicit", 3),
+        ("skipped_explicit,invalid", 3),
+        ("invalid", 0),
+        ("not_selected", 3),
+        ("error,invalid", 0),
+    ],
+)
+def test_fail_on_chosen_decisions_exits_3_after_printing_everything(fail_on, code):
+    done = netqos("review", str(WORKLOADS), "--fail-on", fail_on)
+    assert done.returncode == code, done.stderr
+    assert len(table_rows(done.stdout)) == len(EXPECTED)
+    assert ("(--fail-on)" in done.stderr) == (code == 3)
+
+
+def test_a_directory_is_each_of_its_manifest_files_in_name_order(tmp_path):
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump(by_kind("Job")))
+    (tmp_path / "a.json").write_text(json.dumps(by_kind("Deployment")))
+    (tmp_path / "notes.txt").write_text("not a manifest")
+    done = netqos("review", str(tmp_path))
+    assert [row[0].strip() for row in table_rows(done.stdout)] == ["Deployment", "Job"]
+
+
+def test_a_list_counts_as_its_items():
+    items = {"apiVersion": "v1", "kind": "List", "items": [by_kind("Deployment"), by_kind("Service")]}
+    done = netqos("review", "-", "-o", "json", stdin=json.dumps(items))
+    assert [r["kind"] for r in json.loads(done.stdout)] == ["Deployment", "Service"]
+
+
+# --- a rendered stream -----------------------------------------------------------------------------
+
+
+def test_a_kustomize_stream_with_the_examples_and_every_workload_kind_is_summarised():
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: cannot render deploy/base with kustomize")
+    rendered = subprocess.run(
+        [kubectl, "kustomize", str(REPO / "deploy" / "base")], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    examples = [(EXAMPLES / name).read_text() for name in sorted(p.name for p in EXAMPLES.glob("*.yaml"))]
+    stream = "\n---\n".join([rendered, *examples, WORKLOADS.read_text()])
+    done = netqos("review", "-", "--fail-on", "invalid,error", stdin=stream)
+    assert done.returncode == 0, done.stderr
+    rows = [tuple(c.strip() for c in row) for row in table_rows(done.stdout)]
+    kinds = {row[0]: row for row in rows}
+    assert kinds["MutatingWebhookConfiguration"][2] == "not a pod"
+    assert ("Deployment", "netqos-system/netqos-webhook", "not_selected", "-", "0") in rows
+    assert ("Deployment", "default/latency-demo", "mutated", "netqos", "0") in rows
+    assert ("Pod", "default/qos-demo-pod", "mutated", "netqos", "0") in rows
+    assert rows[-len(EXPECTED) :] == EXPECTED
+    assert [row[0] for row in rows if row[2] == "not a pod"][:3] == ["Namespace", "ServiceAccount", "ConfigMap"]
