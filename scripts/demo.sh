@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# The seed's NetQoS experiment, with netqos-webhook and the stock kube-scheduler instead of a
+# The experiment of the NetQoS scheduler plugin, with netqos-webhook and the stock kube-scheduler instead of a
 # custom scheduler plugin:
 #
 #   1. add a fake node (deploy/examples/fake-node.yaml), so the scheduler has two nodes to score;
 #   2. label the real node net=low and the fake node net=high;
 #   3. install and register the webhook (in the cluster, or served from this machine with --dev);
-#   4. apply the seed's test pod (qos=latency-sensitive, tolerating the fake node's taints);
+#   4. apply the experiment's test pod (qos=latency-sensitive, tolerating the fake node's taints);
 #   5. show the node it was bound to and the node affinity the webhook injected.
 #
-# Expected, as in the seed: the pod is bound to fake-node-1 (net=high). It stays Pending there,
+# Expected, as with the NetQoS scheduler plugin: the pod is bound to fake-node-1 (net=high). It stays Pending there,
 # because no kubelet runs behind a fake node; the binding is the point.
 #
 # Usage: scripts/demo.sh [--context NAME] [--dev [--url URL]] [--build] [--cleanup]
 #   --context NAME  kubeconfig context (default: the current one), e.g. minikube or kind-kind
-#   --dev           serve the webhook from this machine (out of cluster, like the seed's
+#   --dev           serve the webhook from this machine (out of cluster, like the NetQoS scheduler plugin's
 #                   scheduler) and register it by URL; no image needed
 #   --url URL       with --dev: how the API server reaches this machine
 #                   (default https://host.minikube.internal:8443/mutate, minikube's name for the host)
@@ -103,10 +103,10 @@ if [ "$CLEANUP" = 1 ]; then
   exit 0
 fi
 
-say "1. A second node to score: the seed's fake node (no kubelet behind it)"
+say "1. A second node to score: the experiment's fake node (no kubelet behind it)"
 run "${KUBECTL[@]}" apply -f "$HERE/deploy/examples/fake-node.yaml"
 
-say "2. Label the nodes as in the seed"
+say "2. Label the nodes as in the experiment"
 run "${KUBECTL[@]}" label node "$REAL_NODE" net=low --overwrite
 run "${KUBECTL[@]}" label node "$FAKE_NODE" net=high --overwrite
 run "${KUBECTL[@]}" get nodes -L net
@@ -131,7 +131,7 @@ not in the cluster: run the demo again with --build (needs docker), or build and
 (see the Dockerfile). Or use --dev to serve the webhook from this machine."
   fi
 else
-  say "3. Serve the webhook from this machine and register it by URL (the seed's out-of-cluster mode)"
+  say "3. Serve the webhook from this machine and register it by URL (as the NetQoS scheduler plugin's scheduler was run)"
   host="$(printf '%s' "$URL" | sed -E 's|^https://\[?([^]/:]+)\]?.*|\1|')"
   port="$(printf '%s' "$URL" | sed -nE 's|^https://[^/]*:([0-9]+)/.*|\1|p')"
   run "$NETQOS" certs --out "$DEV_CERTS" --host "$host" --host 127.0.0.1 --force  # registered below with its CA
@@ -150,7 +150,7 @@ else
   echo "(the webhook's log: $DEV_LOG; stop it with: scripts/demo.sh --cleanup)"
 fi
 
-say "4. Apply the seed's test pod"
+say "4. Apply the experiment's test pod"
 run "${KUBECTL[@]}" delete pod "$POD" --ignore-not-found --force --grace-period=0
 run "${KUBECTL[@]}" apply -f "$HERE/deploy/examples/test-pod.yaml"
 
@@ -168,7 +168,7 @@ echo "node affinity:"
 run "${KUBECTL[@]}" get events --field-selector "involvedObject.name=$POD,reason=Scheduled"
 
 if [ "$node" = "$FAKE_NODE" ]; then
-  say "As in the seed: $POD is bound to $FAKE_NODE (net=high), not $REAL_NODE (net=low)"
+  say "As with the NetQoS scheduler plugin: $POD is bound to $FAKE_NODE (net=high), not $REAL_NODE (net=low)"
   echo "Undo with: scripts/demo.sh${CONTEXT:+ --context $CONTEXT} --cleanup"
 else
   die "$POD was bound to '${node:-nothing yet}', not $FAKE_NODE. If the affinity above is empty the

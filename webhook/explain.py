@@ -38,7 +38,7 @@ score the NetQoS scheduler plugin gave (net=high 100, other or no label 10, net=
 """
 EPILOG = f"""\
 examples:
-  # the seed's experiment: minikube (net=low) and fake-node-1 (net=high, tainted)
+  # the experiment of the NetQoS scheduler plugin: minikube (net=low) and fake-node-1 (net=high, tainted)
   {EXAMPLE}
 
   # against the nodes of a live cluster, as JSON

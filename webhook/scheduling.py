@@ -335,7 +335,7 @@ def _tolerates(pod: PodView, taint: Taint) -> bool:
 
 
 def netqos_score(pod_labels: Mapping[str, str], node_labels: Mapping[str, str]) -> int:
-    """The NetQoS plugin's score table (see docs/scheduling.md for the seed's fall-through)."""
+    """The NetQoS plugin's score table (see docs/scheduling.md for the plugin's fall-through)."""
     key, value = NETQOS_POD_LABEL
     if pod_labels.get(key) != value:
         return 0
