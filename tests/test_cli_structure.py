@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from webhook import errors
 from webhook.certs import RenewError
+from webhook.cli import build_parser
 from webhook.cluster import ClusterError, KubeconfigError
 from webhook.documents import DocumentError
 from webhook.explain import ExplainError
@@ -64,3 +68,36 @@ def test_the_server_bind_error_is_a_runtime_failure():
     from webhook.server import BindError
 
     assert issubclass(BindError, errors.NetqosError) and BindError("taken").exit_code == 1
+
+
+# --- README's command table is the parsers' flags ---------------------------------------------------
+
+README = Path(__file__).parent.parent / "README.md"
+_ROW = re.compile(r"^\| `netqos-webhook (?P<command>[a-z]+)(?P<usage>[^`]*)` \|", re.MULTILINE)
+_FLAG = re.compile(r"(?<![\w-])(--?[a-z][-a-z]*)")
+
+
+def readme_usage() -> dict[str, set[str]]:
+    return {m["command"]: set(_FLAG.findall(m["usage"])) for m in _ROW.finditer(README.read_text())}
+
+
+def parser_flags() -> dict[str, list[tuple[str, ...]]]:
+    """Each command's options, one tuple of spellings (e.g. ('-o', '--output')) per option."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {
+        name: [tuple(a.option_strings) for a in parser._actions if a.option_strings and a.dest != "help"]
+        for name, parser in sub.choices.items()
+    }
+
+
+def test_readme_has_one_command_table_row_per_command():
+    assert sorted(readme_usage()) == sorted(parser_flags())
+
+
+@pytest.mark.parametrize("command", sorted(parser_flags()))
+def test_readme_command_table_lists_exactly_the_parsers_flags(command):
+    listed = readme_usage()[command]
+    options = parser_flags()[command]
+    missing = [spellings for spellings in options if not listed & set(spellings)]
+    unknown = sorted(flag for flag in listed if not any(flag in spellings for spellings in options))
+    assert (missing, unknown) == ([], [])
