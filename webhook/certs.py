@@ -32,6 +32,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from webhook.errors import UsageError
 from webhook.names import DEFAULT_CA_DAYS, DEFAULT_CERT_DAYS, DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
 
+PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 _CLOCK_SKEW = dt.timedelta(minutes=5)  # accept clients whose clock runs a little behind
 
 
@@ -200,7 +201,7 @@ def _load_ca(files: CertFiles) -> tuple[x509.Certificate, Any]:
         raise RenewError(
             f"{files.ca_cert} or {files.ca_key} is not a PEM certificate and unencrypted key: {err}"
         ) from None
-    if ca_cert.public_key().public_numbers() != ca_key.public_key().public_numbers():
+    if _spki(ca_cert.public_key()) != _spki(ca_key.public_key()):
         raise RenewError(f"{files.ca_key} is not the key of {files.ca_cert}")
     return ca_cert, ca_key
 
@@ -221,7 +222,7 @@ def _current_server_cert(files: CertFiles, ca_cert: x509.Certificate) -> tuple[x
         key = serialization.load_pem_private_key(files.key.read_bytes(), password=None)
     except (OSError, ValueError, TypeError):
         return cert, f"no usable key in {files.key}"
-    if key.public_key().public_numbers() != cert.public_key().public_numbers():
+    if _spki(key.public_key()) != _spki(cert.public_key()):
         return cert, f"{files.key} is not the key of {files.cert}"
     return cert, None
 
@@ -234,7 +235,7 @@ def _san_names(cert: x509.Certificate) -> list[str]:
     return [str(n.value) for n in san]
 
 
-def _new_key(key_type: str) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey:
+def _new_key(key_type: str) -> PrivateKey:
     if key_type == "ecdsa":
         return ec.generate_private_key(ec.SECP256R1())
     if key_type == "rsa":
@@ -249,7 +250,15 @@ def _validity(days: int) -> tuple[dt.datetime, dt.datetime]:
     return now - _CLOCK_SKEW, now + dt.timedelta(days=days)
 
 
-def _ca_certificate(key, days: int) -> x509.Certificate:
+def _spki(public_key: Any) -> bytes:
+    """A public key's canonical encoding: equal for the key of a certificate and its private key."""
+    encoded: bytes = public_key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return encoded
+
+
+def _ca_certificate(key: PrivateKey, days: int) -> x509.Certificate:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "netqos-webhook CA")])
     not_before, not_after = _validity(days)
     return (
@@ -280,7 +289,9 @@ def _ca_certificate(key, days: int) -> x509.Certificate:
     )
 
 
-def _server_certificate(key, names: list[str], ca_cert: x509.Certificate, ca_key, days: int) -> x509.Certificate:
+def _server_certificate(
+    key: PrivateKey, names: list[str], ca_cert: x509.Certificate, ca_key: Any, days: int
+) -> x509.Certificate:
     not_before, not_after = _validity(days)
     rsa_key = isinstance(key, rsa.RSAPrivateKey)
     ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
@@ -322,7 +333,7 @@ def _general_name(host: str) -> x509.GeneralName:
         return x509.DNSName(host)
 
 
-def _key_pem(key) -> bytes:
+def _key_pem(key: PrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )

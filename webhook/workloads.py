@@ -61,19 +61,18 @@ def pod_of(workload: dict[str, Any], kind: Kind) -> dict[str, Any]:
     """The Pod the workload's controller would create, as the API server would receive it."""
     template = _template(workload, kind)
     meta = _mapping(workload.get("metadata"))
-    name = meta.get("name") if isinstance(meta.get("name"), str) else ""
+    name = _text(meta.get("name"))
     pod_meta = copy.deepcopy(_mapping(template.get("metadata")))
     pod_meta.pop("name", None)
     if kind.kind == "StatefulSet":
         pod_meta["name"] = f"{name}-0"
     else:
         pod_meta["generateName"] = f"{name}-"
-    if isinstance(meta.get("namespace"), str):
+    if _text(meta.get("namespace")):
         pod_meta["namespace"] = meta["namespace"]
     labels = _controller_labels(kind, name)
     if labels:
-        template_labels = pod_meta.get("labels") if isinstance(pod_meta.get("labels"), dict) else {}
-        pod_meta["labels"] = {**template_labels, **labels}
+        pod_meta["labels"] = {**_mapping(pod_meta.get("labels")), **labels}
     if kind.owner_kind:
         owner = {
             "apiVersion": kind.owner_api_version,
@@ -104,7 +103,7 @@ def _template(workload: dict[str, Any], kind: Kind) -> dict[str, Any]:
         if not isinstance(node, dict):
             where = ".".join(kind.template[: depth + 1])
             raise NotAWorkload(f"{where} must be an object (the pod template), got {type(node).__name__}")
-    return node
+    return _mapping(node)
 
 
 def _controller_labels(kind: Kind, name: str) -> dict[str, str]:
@@ -117,3 +116,7 @@ def _controller_labels(kind: Kind, name: str) -> dict[str, str]:
 
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""

@@ -197,12 +197,12 @@ def _single(r: Reviewed, output: str) -> str:
         return json.dumps(r.patch, indent=2) + "\n"
     # apply what we would send, so the output proves the patch and not just the policy
     pod = jsonpatch.apply_patch(r.pod, r.patch)
-    if output == "pod":
-        return yaml.safe_dump(pod, sort_keys=False)
     kind = workloads.kind_of(r.item.obj)
-    if kind is None:
+    if output == "workload" and kind is None:
         raise UsageError(f"-o workload shows a mutated workload; {r.item.source} is a {r.kind}: use -o pod")
-    return yaml.safe_dump(workloads.with_pod(r.item.obj, kind, pod), sort_keys=False)
+    shown = workloads.with_pod(r.item.obj, kind, pod) if output == "workload" and kind else pod
+    text: str = yaml.safe_dump(shown, sort_keys=False)
+    return text
 
 
 def _verdict(results: Sequence[Reviewed], fail_on: frozenset[str]) -> int:
@@ -218,10 +218,9 @@ def _verdict(results: Sequence[Reviewed], fail_on: frozenset[str]) -> int:
 
 
 def _type_name(value: Any) -> str:
-    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
-        type(value), type(value).__name__
-    )
+    names = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    return str(value) if isinstance(value, str) else ""
