@@ -11,6 +11,7 @@ in the order it would send it.
 from __future__ import annotations
 
 import base64
+import json
 import ssl
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from configmap import MountedVolume
 from cryptography import x509
 from server_process import start_server
 from serving import ServiceConnection
-from support import pod_review
+from support import assert_patch_agrees, decoded_patch, pod_review, with_netqos
 
 from webhook.certs import CertFiles
 
@@ -127,9 +128,18 @@ class Load:
 
 
 def _body(uid: int) -> bytes:
-    import json
-
     return json.dumps(pod_review(POD, uid=f"uid-{uid}")).encode()
+
+
+def assert_reviews_still_mutate(port: int, bundle: bytes, tmp_path: Path) -> None:
+    """A review on a new connection after the change: the same patch, as kubectl applies it too."""
+    conn = ServiceConnection("127.0.0.1", port, context=context(bundle), timeout=5)
+    try:
+        conn.request("POST", "/mutate", body=_body(0), headers={"Content-Type": "application/json"})
+        answer = json.loads(conn.getresponse().read())
+    finally:
+        conn.close()
+    assert_patch_agrees(POD, decoded_patch(answer), with_netqos(POD), tmp_path)
 
 
 def new_connection_serial(port: int, bundle: bytes) -> int:
@@ -170,7 +180,7 @@ def served_serial(local: Path) -> int:
     return x509.load_pem_x509_certificate(CertFiles(local).cert.read_bytes()).serial_number
 
 
-def test_renewal_under_the_same_ca_keeps_the_ca_bundle_and_fails_no_review(installed):
+def test_renewal_under_the_same_ca_keeps_the_ca_bundle_and_fails_no_review(installed, tmp_path):
     local, cluster, server = installed
     bundle_before, serial_before = cluster.bundle, served_serial(local)
     with Load(server.port, cluster) as load:
@@ -184,6 +194,7 @@ def test_renewal_under_the_same_ca_keeps_the_ca_bundle_and_fails_no_review(insta
     assert load.failures == [] and load.answered > 30
     for _ in range(4):  # new connections, whichever worker takes them, verify against the old bundle
         assert new_connection_serial(server.port, bundle_before) == served_serial(local)
+    assert_reviews_still_mutate(server.port, bundle_before, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -193,7 +204,7 @@ def test_renewal_under_the_same_ca_keeps_the_ca_bundle_and_fails_no_review(insta
         ("--force", True),  # the control: a new CA alone leaves the old certificate unverifiable
     ],
 )
-def test_a_ca_rollover_with_both_cas_in_the_bundle_fails_no_review(installed, replace, failures_expected):
+def test_a_ca_rollover_with_both_cas_in_the_bundle_fails_no_review(installed, tmp_path, replace, failures_expected):
     local, cluster, server = installed
     old_ca = CertFiles(local).ca_cert.read_bytes()
     with Load(server.port, cluster) as load:
@@ -210,3 +221,4 @@ def test_a_ca_rollover_with_both_cas_in_the_bundle_fails_no_review(installed, re
     assert cluster.bundle == CertFiles(local).ca_cert.read_bytes() != old_ca
     with pytest.raises(ssl.SSLCertVerificationError):
         new_connection_serial(server.port, old_ca)  # the old CA no longer verifies the webhook
+    assert_reviews_still_mutate(server.port, cluster.bundle, tmp_path)
