@@ -18,12 +18,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from webhook.errors import EXIT_FOUND, UsageError
 from webhook.workloads import KIND_NAMES
+
+if TYPE_CHECKING:
+    from webhook.policy import Policy
 
 NOT_A_POD = "not a pod"
 SINGLE_OUTPUTS = ("response", "patch", "pod", "workload")
@@ -107,9 +110,9 @@ def read_items(path: str) -> list[Item]:
         files = sorted(p for p in Path(path).iterdir() if p.suffix in SUFFIXES and p.is_file())
         if not files:
             raise UsageError(f"directory {path} holds no {', '.join(SUFFIXES)} file")
+        sources = [(str(f), read_documents(f, "input")) for f in files]
     else:
-        files = [Path(path)] if path != "-" else []
-    sources = [(str(f), read_documents(f, "input")) for f in files] or [(path, read_documents(path, "input"))]
+        sources = [(path, read_documents(path, "input"))]
     items: list[Item] = []
     for name, docs in sources:
         for index, doc in enumerate(docs, start=1):
@@ -129,7 +132,7 @@ def _objects(source: str, doc: Any) -> list[Item]:
     return [Item(source, doc)]
 
 
-def review_item(policy: Any, item: Item, single: bool = False) -> Reviewed:
+def review_item(policy: Policy, item: Item, single: bool = False) -> Reviewed:
     """One object through the /mutate path. With `single`, an object that carries no pod is an
     error (the user asked about it alone); in a stream it is listed as `not a pod`."""
     from webhook import workloads
