@@ -36,8 +36,8 @@ def _workload(case: str, pod: str):
     from benchmarks import reviews
     from benchmarks.baseline_app import app as baseline
     from webhook import admission
-    from webhook.app import AppConfig, create_app
     from webhook.policy_file import default_policy
+    from webhook.serving.app import AppConfig, create_app
 
     logging.basicConfig(
         level="INFO", stream=open("/dev/null", "w"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -1,5 +1,5 @@
 """Serve the Flask baseline (benchmarks/baseline_app.py) with exactly the gunicorn settings of
-`netqos-webhook serve`: the settings come from `webhook.server.ServeOptions`, the same object the
+`netqos-webhook serve`: the settings come from `webhook.serving.server.ServeOptions`, the same object the
 CLI builds, so the two servers can differ only in the application.
 
     python benchmarks/serve_baseline.py --bind 127.0.0.1:8443 --certfile tls.crt --keyfile tls.key
@@ -18,7 +18,7 @@ from gunicorn.app.base import BaseApplication
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from webhook.server import ServeOptions  # noqa: E402
+from webhook.serving.server import ServeOptions  # noqa: E402
 
 
 class BaselineServer(BaseApplication):

@@ -5,8 +5,8 @@ import json
 import pytest
 from support import fixture
 
-from webhook.app import AppConfig, create_app
 from webhook.policy_file import default_policy
+from webhook.serving.app import AppConfig, create_app
 
 
 @pytest.fixture

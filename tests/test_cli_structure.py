@@ -65,7 +65,7 @@ def test_every_command_error_belongs_to_the_one_hierarchy_with_its_exit_code(err
 
 
 def test_the_server_bind_error_is_a_runtime_failure():
-    from webhook.server import BindError
+    from webhook.serving.server import BindError
 
     assert issubclass(BindError, errors.NetqosError) and BindError("taken").exit_code == 1
 

@@ -291,8 +291,8 @@ def test_probes_ask_the_server_over_https(container, serve_args, probe: str, pat
 
 
 def test_probe_paths_are_served_by_the_app() -> None:
-    from webhook.app import AppConfig, create_app
     from webhook.policy_file import default_policy
+    from webhook.serving.app import AppConfig, create_app
 
     client = create_app(AppConfig(policy=default_policy())).test_client()
     assert client.get("/healthz").status_code == 200

@@ -1,4 +1,4 @@
-"""POST /mutate's fast path (webhook.app._FastMutate) answers exactly as the Flask route does,
+"""POST /mutate's fast path (webhook.serving.app._FastMutate) answers exactly as the Flask route does,
 and leaves to Flask every request it does not take."""
 
 import io
@@ -9,8 +9,8 @@ import pytest
 from support import fixture
 
 from webhook import admission
-from webhook.app import AppConfig, create_app
 from webhook.policy_file import default_policy
+from webhook.serving.app import AppConfig, create_app
 
 LIMIT = 64 * 1024
 

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from support import NETQOS_TERMS, PREFERRED, apply_kubectl, apply_python, pod_review
 
-from webhook.app import AppConfig, create_app
 from webhook.policy_file import default_policy
+from webhook.serving.app import AppConfig, create_app
 
 EXAMPLES = int(os.environ.get("NETQOS_HYPOTHESIS_EXAMPLES", "200"))
 KUBECTL_EXAMPLES = int(os.environ.get("NETQOS_KUBECTL_EXAMPLES", "40"))

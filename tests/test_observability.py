@@ -12,9 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from server_process import metric_value, start_server
 from support import fixture, pod_review
 
-from webhook import logs
-from webhook.app import AppConfig, create_app
 from webhook.policy_file import default_policy
+from webhook.serving import logs
+from webhook.serving.app import AppConfig, create_app
 
 LS = {"qos": "latency-sensitive"}
 

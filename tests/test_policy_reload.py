@@ -14,8 +14,8 @@ from configmap import MountedVolume
 from server_process import metric_value, start_server
 from support import PREFERRED, decoded_patch, pod_review
 
-from webhook import reload as reload_module
-from webhook.reload import PolicyWatcher, load_snapshot
+from webhook.serving import reload as reload_module
+from webhook.serving.reload import PolicyWatcher, load_snapshot
 
 
 def policy_document(tag: str, net: str, zone: str, weights: tuple[int, int, int]) -> dict:
@@ -126,13 +126,13 @@ def test_the_file_is_looked_at_at_most_once_per_interval(volume, watcher, monkey
 
 
 def test_an_invalid_file_is_refused_logged_once_and_counted_and_the_old_policy_stays(volume, watcher, caplog):
-    from webhook.metrics import _metrics
+    from webhook.serving.metrics import _metrics
 
     w, clock = watcher
     old = w.current()
     failures = _metrics().policy_reloads.labels("failure")._value.get()
     volume.update({"policy.yaml": INVALID})
-    with caplog.at_level(logging.ERROR, logger="webhook.reload"):
+    with caplog.at_level(logging.ERROR, logger="webhook.serving.reload"):
         for _ in range(3):
             clock.now += 1.0
             assert w.current() is old
@@ -156,7 +156,7 @@ def test_a_vanished_file_keeps_the_policy_in_force(tmp_path, caplog):
     w = PolicyWatcher(load_snapshot(path), path, clock=clock)
     old = w.current()
     path.unlink()
-    with caplog.at_level(logging.ERROR, logger="webhook.reload"):
+    with caplog.at_level(logging.ERROR, logger="webhook.serving.reload"):
         for _ in range(3):
             clock.now += 1.0
             assert w.current() is old

@@ -18,7 +18,7 @@ from serving import SERVER_NAME, running_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import reviews  # noqa: E402
-from webhook.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions  # noqa: E402
+from webhook.serving.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -126,10 +126,10 @@ def test_the_serving_path_never_imports_kubernetes(tmp_path):
     code = """
 import sys
 from pathlib import Path
-import webhook.cli, webhook.server, webhook.app, webhook.admission, webhook.policy_file
-from webhook.app import AppConfig, create_app
+import webhook.cli, webhook.serving.server, webhook.serving.app, webhook.admission, webhook.policy_file
+from webhook.serving.app import AppConfig, create_app
 from webhook.policy_file import default_policy
-from webhook.server import ServeOptions, WebhookServer
+from webhook.serving.server import ServeOptions, WebhookServer
 import gunicorn.workers.ggevent  # the worker class the server runs
 options = ServeOptions(certfile=Path("tls.crt"), keyfile=Path("tls.key"))
 options.gunicorn_settings()

@@ -25,7 +25,7 @@ from server_process import make_certs, metric_value, start_server
 from support import pod_review
 
 from webhook.certs import CertFiles
-from webhook.tls import CertificateRotator, TLSFiles, check_files
+from webhook.serving.tls import CertificateRotator, TLSFiles, check_files
 
 pytestmark = pytest.mark.e2e
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {}}
@@ -223,7 +223,7 @@ def test_a_half_rotated_pair_is_refused_and_the_complete_pair_taken(tmp_path, ca
     first = rotator.current
     shutil.copy(new.cert, live / "tls.crt")  # the certificate has landed, its key not yet
     clock[0] += 1
-    with caplog.at_level(logging.ERROR, logger="webhook.tls"):
+    with caplog.at_level(logging.ERROR, logger="webhook.serving.tls"):
         assert rotator.check() is False
     assert rotator.current is first, "a context without a matching key must never serve"
     assert "is not the key of" in caplog.text and "still serving the previous certificate" in caplog.text

@@ -84,10 +84,10 @@ def run(args: ServeArgs) -> int:
     if args.threads != 1 and args.worker_class != "gthread":
         raise UsageError(f"--threads is for --worker-class gthread only; the {args.worker_class} worker ignores it")
 
-    from webhook import logs
-    from webhook.reload import PolicyWatcher, load_snapshot
-    from webhook.server import ServeOptions, serve
-    from webhook.tls import TLSFiles, check_files
+    from webhook.serving import logs
+    from webhook.serving.reload import PolicyWatcher, load_snapshot
+    from webhook.serving.server import ServeOptions, serve
+    from webhook.serving.tls import TLSFiles, check_files
 
     logs.configure(args.log_format, args.log_level)
     snapshot = load_snapshot(args.config)

@@ -35,7 +35,7 @@ from typing import Any
 
 from cryptography import x509
 
-from webhook import metrics
+from webhook.serving import metrics
 
 DEFAULT_INTERVAL = 1.0  # seconds between two looks at the certificate files, per worker
 

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from webhook import metrics
 from webhook.documents import read_bytes
 from webhook.policy import Policy
 from webhook.policy_file import BUILTIN_SOURCE, DEFAULT_DOCUMENT, PolicyError, default_policy, policy_from_bytes
+from webhook.serving import metrics
 
 DEFAULT_INTERVAL = 1.0  # seconds between two checks of the file, per worker
 

@@ -19,13 +19,13 @@ measurements behind each one:
   fast when the address is taken, since a reuse-port bind would otherwise share it silently.
 - one TLS context per worker, built once (`_worker_tls_context`); no TLS session
   tickets (the API server never resumes a session; tickets cost ~25% of a handshake). It is the
-  front of the worker's `webhook.tls.CertificateRotator`: a rotated certificate reaches new
+  front of the worker's `webhook.serving.tls.CertificateRotator`: a rotated certificate reaches new
   connections through its SNI callback, without a restart (docs/operations.md says why this and
   not `load_cert_chain` into the live context). `--client-ca` is gunicorn's own `ca_certs`.
-- operations wiring (`webhook.metrics`, `webhook.logs`, `webhook.reload`): the master empties the
+- operations wiring (`webhook.serving.metrics`, `.logs`, `.reload`): the master empties the
   metrics directory before the workers start and drops a dead worker's live gauges in
-  `child_exit`; gunicorn's own log lines use the webhook's formatter (`gunicorn_logger`); each worker serves the policy
-  snapshot of its `PolicyWatcher`.
+  `child_exit`; gunicorn's own log lines use the webhook's formatter (`gunicorn_logger`); each
+  worker serves the policy snapshot of its `PolicyWatcher`.
 """
 
 from __future__ import annotations
@@ -45,10 +45,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-from webhook import metrics
-from webhook.app import AppConfig, create_app
 from webhook.errors import NetqosError
-from webhook.logs import gunicorn_logger
 from webhook.names import (
     DEFAULT_BIND,
     DEFAULT_KEEPALIVE_SECONDS,
@@ -56,8 +53,11 @@ from webhook.names import (
     DEFAULT_WORKERS,
 )
 from webhook.policy import Policy
-from webhook.reload import PolicyWatcher
-from webhook.tls import CertificateRotator, TLSFiles
+from webhook.serving import metrics
+from webhook.serving.app import AppConfig, create_app
+from webhook.serving.logs import gunicorn_logger
+from webhook.serving.reload import PolicyWatcher
+from webhook.serving.tls import CertificateRotator, TLSFiles
 
 DEFAULT_REUSE_PORT = True  # one listening socket per worker: connections spread over workers
 
@@ -121,8 +121,8 @@ def _worker_tls_context() -> Callable[[Any, Any], ssl.SSLContext]:
     gevent asks once per worker; `sync` and `gthread` ask for every connection, and would
     otherwise build a context (~0.5 ms) per connection. The master builds one too, to check the
     files at start-up; a forked worker must not serve with its parent's, hence the pid. TLS 1.2+,
-    no session tickets, client certificates when `ca_certs` is set: `webhook.tls.build_context`.
-    The context is the front of the worker's CertificateRotator (webhook.tls), which hands new
+    no session tickets, client certificates when `ca_certs` is set: `webhook.serving.tls.build_context`.
+    The context is the front of the worker's CertificateRotator (webhook.serving.tls), which hands new
     connections a rebuilt context when the certificate files change.
     """
     built: dict[str, Any] = {}  # this closure's state: the owning pid and its context

@@ -4,7 +4,7 @@ Endpoints: `POST /mutate` (AdmissionReview in, AdmissionReview out), `GET /healt
 answers), `GET /readyz` (policy loaded and certificate files readable; names the policy version),
 `GET /metrics` (Prometheus). Every error a client can cause is a 4xx with a JSON body
 `{"error": "..."}`; the worker keeps serving. Each review takes one policy snapshot and uses it to
-the end (`webhook.reload`), and leaves one log line and its metrics (`webhook.metrics`).
+the end (`webhook.serving.reload`), and leaves one log line and its metrics (`webhook.serving.metrics`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from webhook import admission, metrics
+from webhook import admission
 from webhook.names import DEFAULT_MAX_BODY_BYTES
 from webhook.policy import Decision, Policy
-from webhook.reload import PolicyWatcher, static_snapshot
+from webhook.serving import metrics
+from webhook.serving.reload import PolicyWatcher, static_snapshot
 
 MAX_ERROR_CHARS = 500  # an error echoes parts of the request: keep logs and answers bounded
 
