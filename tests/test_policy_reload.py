@@ -14,7 +14,7 @@ from configmap import MountedVolume
 from server_process import metric_value, start_server
 from support import PREFERRED, decoded_patch, pod_review
 
-from webhook.serving import reload as reload_module
+from webhook.serving import filewatch
 from webhook.serving.reload import PolicyWatcher, load_snapshot
 
 
@@ -114,8 +114,8 @@ def test_a_configmap_update_is_swapped_in_at_the_next_check(volume, watcher):
 def test_the_file_is_looked_at_at_most_once_per_interval(volume, watcher, monkeypatch):
     w, clock = watcher
     stats = []
-    real = reload_module._signature
-    monkeypatch.setattr(reload_module, "_signature", lambda path: stats.append(path) or real(path))
+    real = filewatch.signature
+    monkeypatch.setattr(filewatch, "signature", lambda paths: stats.append(paths) or real(paths))
     for _ in range(1000):
         w.current()
     assert stats == []

@@ -19,8 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from webhook.documents import read_bytes
 from webhook.policy import Policy
 from webhook.policy_file import BUILTIN_SOURCE, DEFAULT_DOCUMENT, PolicyError, default_policy, policy_from_bytes
 from webhook.serving import metrics
+from webhook.serving.filewatch import FileWatch, Look
 
 DEFAULT_INTERVAL = 1.0  # seconds between two checks of the file, per worker
 
@@ -73,11 +72,6 @@ def static_snapshot(policy: Policy, source: str = "<in-process policy>") -> Poli
     return PolicySnapshot(policy, source, hashlib.sha256(repr(policy).encode()).hexdigest(), time.time())
 
 
-def _signature(path: str) -> tuple[int, int, int, int]:
-    st = os.stat(path)  # follows the ConfigMap's symlinks to the file they point at now
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
 class PolicyWatcher:
     """Hands out the policy snapshot in force; notices when the file changed (rate-limited)."""
 
@@ -90,13 +84,9 @@ class PolicyWatcher:
     ) -> None:
         self._snapshot = initial
         self._path = str(path) if path is not None else None
-        self._interval = interval
-        self._clock = clock
-        self._next_check = clock() + interval
-        self._checking = threading.Lock()  # gthread workers: one thread checks, the others go on
-        # Not a real signature: the first check reads the file once and compares its hash, so a
+        # No signature seen yet: the first look reads the file once and compares its hash, so a
         # change between the master's load and this point is not missed.
-        self._seen: tuple | None = ()
+        self._watch = FileWatch((self._path,), interval, clock) if self._path is not None else None
         self._refused: str | None = None  # sha256 of the last refused content, to log it once
         self._announced = False
 
@@ -109,44 +99,28 @@ class PolicyWatcher:
         if not self._announced:  # first use in this process (the worker): publish its metrics
             self._announced = True
             metrics.policy_in_force(self._snapshot.sha256)
-        if self._path is not None and self._clock() >= self._next_check:
+        if self._watch is not None and self._watch.due():
             self.check()
         return self._snapshot
 
     def check(self) -> bool:
         """Look at the file now; swap in its policy if it changed and is valid. True if swapped."""
-        if self._path is None or not self._checking.acquire(blocking=False):
+        if self._watch is None:
             return False
-        try:
-            self._next_check = self._clock() + self._interval
-            signature = self._stat()
-            if signature is None or signature == self._seen:
-                return False
-            self._seen = signature
-            return self._reload()
-        finally:
-            self._checking.release()
-
-    def _stat(self) -> tuple[int, int, int, int] | None:
-        if self._path is None:
-            return None
-        try:
-            return _signature(self._path)
-        except OSError as err:
-            if self._seen is not None:  # log the disappearance once, not every second
-                log.error(
-                    "policy file %s: cannot read it (%s); keeping policy %s in force",
-                    self._path,
-                    err.strerror,
-                    self._snapshot.version,
-                )
-                self._seen = None
-            return None
+        look = self._watch.look(force=True)
+        if look is Look.GONE:  # reported once, not every second, until the file is back
+            log.error(
+                "policy file %s: cannot read it (%s); keeping policy %s in force",
+                self._path,
+                getattr(self._watch.error, "strerror", self._watch.error),
+                self._snapshot.version,
+            )
+        return look is Look.CHANGED and self._reload()
 
     def _reload(self) -> bool:
         old = self._snapshot
         try:
-            data = Path(self._path).read_bytes()
+            data = Path(str(self._path)).read_bytes()
         except OSError as err:
             log.error(
                 "policy file %s: cannot read it (%s); keeping policy %s in force", self._path, err.strerror, old.version

@@ -24,9 +24,7 @@ two (a key that does not match yet) leaves the live context without a usable key
 from __future__ import annotations
 
 import logging
-import os
 import ssl
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ from typing import Any
 from cryptography import x509
 
 from webhook.serving import metrics
+from webhook.serving.filewatch import FileWatch, Look, signature
 
 DEFAULT_INTERVAL = 1.0  # seconds between two looks at the certificate files, per worker
 
@@ -92,13 +91,6 @@ def _reason(files: TLSFiles, err: Exception) -> str:
     return f"unusable TLS files ({what}): {detail}"
 
 
-def _signature(paths: tuple[Path, ...]) -> tuple | None:
-    try:
-        return tuple((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) for st in map(os.stat, paths))
-    except OSError:
-        return None
-
-
 class CertificateRotator:
     """Owns the serving contexts of one worker: the front one gunicorn holds, and the newest."""
 
@@ -106,20 +98,17 @@ class CertificateRotator:
         self, files: TLSFiles, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.files = files
-        self._interval = interval
-        self._clock = clock
-        self._seen = _signature(files.paths())
+        seen = signature(files.paths())  # before the build: a change in between is seen later
         self.front = build_context(files)  # bad files at start are an error for the caller
+        self._watch = FileWatch(files.paths(), interval, clock, seen)
         self.current = self.front
         self.front.sni_callback = self._on_client_hello
-        self._next_check = clock() + interval
-        self._checking = threading.Lock()
         self.reloads = 0
         metrics.certificate_loaded(not_after(files.certfile))
 
     def _on_client_hello(self, sslsock: Any, server_name: str | None, context: ssl.SSLContext) -> None:
         try:
-            if self._clock() >= self._next_check:
+            if self._watch.due():
                 self.check()
             if self.current is not context:
                 sslsock.context = self.current
@@ -128,36 +117,29 @@ class CertificateRotator:
         return None
 
     def check(self) -> bool:
-        """Look at the files now; use them for new connections if they changed and work."""
-        if not self._checking.acquire(blocking=False):
+        """Look at the files now; use them for new connections if they changed and work.
+        A file missing for a moment mid-swap changes nothing: it is looked at again later."""
+        if self._watch.look(force=True) is not Look.CHANGED:
             return False
         try:
-            self._next_check = self._clock() + self._interval
-            signature = _signature(self.files.paths())
-            if signature is None or signature == self._seen:
-                return False  # unchanged, or a file missing for a moment mid-swap: look again later
-            self._seen = signature
-            try:
-                context = build_context(self.files)
-                expires = not_after(self.files.certfile)
-            except (OSError, ssl.SSLError, ValueError) as err:
-                metrics.certificate_reload(ok=False)
-                log.error(
-                    "TLS files changed but cannot be used: %s; still serving the previous certificate "
-                    "(tried again when the files change)",
-                    _reason(self.files, err),
-                )
-                return False
-            self.current = context
-            self.reloads += 1
-            metrics.certificate_reload(ok=True)
-            metrics.certificate_loaded(expires)
-            log.info(
-                "serving the new certificate from %s (expires %s)",
-                self.files.certfile,
-                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires)),
-                extra={"certificate_expiry": int(expires)},
+            context = build_context(self.files)
+            expires = not_after(self.files.certfile)
+        except (OSError, ssl.SSLError, ValueError) as err:
+            metrics.certificate_reload(ok=False)
+            log.error(
+                "TLS files changed but cannot be used: %s; still serving the previous certificate "
+                "(tried again when the files change)",
+                _reason(self.files, err),
             )
-            return True
-        finally:
-            self._checking.release()
+            return False
+        self.current = context
+        self.reloads += 1
+        metrics.certificate_reload(ok=True)
+        metrics.certificate_loaded(expires)
+        log.info(
+            "serving the new certificate from %s (expires %s)",
+            self.files.certfile,
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires)),
+            extra={"certificate_expiry": int(expires)},
+        )
+        return True
