@@ -39,7 +39,8 @@ DEFAULT_BIND = "127.0.0.1:8443"
 DEFAULT_WORKERS = 2
 DEFAULT_KEEPALIVE_SECONDS = 120  # > the API server's 90 s idle-connection timeout
 WORKER_CLASSES = ("gevent", "gthread", "sync")
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+# The API server's own limit for a request body (3 MiB); a Pod in etcd is at most ~1.5 MiB.
+DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024
 LOG_FORMATS = ("json", "text")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 

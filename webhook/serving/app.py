@@ -1,10 +1,22 @@
-"""The Flask application: decode the HTTP request, call `admission`, encode the answer.
+"""The WSGI application: `POST /mutate` in one handler; Flask for the GET endpoints.
 
-Endpoints: `POST /mutate` (AdmissionReview in, AdmissionReview out), `GET /healthz` (the process
-answers), `GET /readyz` (policy loaded and certificate files readable; names the policy version),
-`GET /metrics` (Prometheus). Every error a client can cause is a 4xx with a JSON body
-`{"error": "..."}`; the worker keeps serving. Each review takes one policy snapshot and uses it to
-the end (`webhook.serving.reload`), and leaves one log line and its metrics (`webhook.serving.metrics`).
+`/mutate` (AdmissionReview in, AdmissionReview out) is answered by `MutateHandler`, one WSGI-level
+function with its checks in order, as controller-runtime's `Webhook.ServeHTTP`: method (405),
+content type (415), length (400 when unreadable, 413 over `max_body_bytes`), then the body is read
+within the limit (a chunked body over it is 413, never cut short), within the body deadline (408)
+and within the worker's body budget (503 with `Retry-After`), and the review answered (200, or 400
+when the body is no usable AdmissionReview). A malformed chunk or a body shorter than its
+Content-Length is 400. Every one of these is a JSON body `{"error": "..."}`, counted and logged
+once; only a bug of ours is a 500 (counted as decision `error`). The worker keeps serving.
+
+Each review takes one policy snapshot and uses it to the end (`webhook.serving.reload`), and
+leaves one log line and its metrics (`webhook.serving.metrics`).
+
+The GET endpoints stay on Flask: `/healthz` (the process answers), `/readyz` (policy loaded and
+certificate files readable; names the policy version), `/metrics` (Prometheus), and JSON 404/405
+for any other path. They are called every few seconds by the kubelet and Prometheus, not per pod,
+so Flask's routing costs nothing that matters there; the review path never enters Flask, whose
+request and response objects cost 40% of a review's instructions (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -12,7 +24,10 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +40,26 @@ from webhook.policy import Decision, Policy
 from webhook.serving import metrics
 from webhook.serving.reload import PolicyWatcher, static_snapshot
 
+# Request-body bytes one worker buffers at once (docs/operations.md, "Memory budget").
+DEFAULT_BODY_BUDGET_BYTES = 32 * 1024 * 1024
+# The part of the budget only bodies up to SMALL_BODY_BYTES may use: a few large slow bodies cannot
+# take the budget from the ordinary reviews (a few KiB each) that arrive beside them.
+SMALL_BODY_BYTES = 64 * 1024
+RESERVED_FOR_SMALL_BODIES = 8 * 1024 * 1024
+READ_STEP = 64 * 1024  # bytes asked of the stream at a time, and taken from the budget
+RETRY_AFTER_SECONDS = "1"
 MAX_ERROR_CHARS = 500  # an error echoes parts of the request: keep logs and answers bounded
+INTERNAL_ERROR = "internal error; see the webhook's logs"
+BUDGET_FULL = "this worker holds as many request bodies as its memory budget allows; retry"
 
 log = logging.getLogger("webhook.review")
+
+StartResponse = Callable[..., Any]
+Headers = list[tuple[str, str]]
+
+
+class BodyTimeout(Exception):
+    """Raised into a body read by the serving layer when the body deadline passes."""
 
 
 @dataclass(frozen=True)
@@ -37,20 +69,142 @@ class AppConfig:
     keyfile: Path | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     watcher: PolicyWatcher | None = None  # serve: reloads the policy file; else `policy` is fixed
+    body_budget_bytes: int = DEFAULT_BODY_BUDGET_BYTES
+    # Entered around the read of each body; the server's raises BodyTimeout at the body deadline.
+    body_deadline: Callable[[], AbstractContextManager[object]] | None = None
+
+
+class BodyBudget:
+    """The request-body bytes one worker holds at once, bounded.
+
+    A body takes from the budget as its bytes arrive and gives them back once answered, so a
+    client that declares a large Content-Length and sends nothing holds nothing. Bodies larger
+    than SMALL_BODY_BYTES may use all but `reserve`. One per worker; the gevent worker runs one
+    greenlet at a time and none yields inside `take`, so no lock (under gthread a race may let a
+    body over by one step, not more).
+    """
+
+    def __init__(self, limit: int, reserve: int = RESERVED_FOR_SMALL_BODIES) -> None:
+        self.limit = limit
+        self.reserve = min(reserve, limit // 2)
+        self.used = 0
+
+    def take(self, nbytes: int, small: bool) -> bool:
+        ceiling = self.limit if small else self.limit - self.reserve
+        if self.used + nbytes > ceiling:
+            return False
+        self.used += nbytes
+        return True
+
+    def give(self, nbytes: int) -> None:
+        self.used -= nbytes
+
+
+class _Refused(Exception):
+    """A /mutate request answered without a review: a 4xx (or 503) with a JSON reason."""
+
+    def __init__(self, status: int, message: str, headers: Headers | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = headers or []
+
+
+_STATUS_LINES = {s.value: f"{s.value} {s.phrase}" for s in HTTPStatus}
+_JSON = ("Content-Type", "application/json")
+
+
+class MutateHandler:
+    """WSGI: every request to /mutate, whatever its method or shape. See the module docstring."""
+
+    def __init__(self, config: AppConfig, watcher: PolicyWatcher) -> None:
+        self.max_body_bytes = config.max_body_bytes
+        self.budget = BodyBudget(config.body_budget_bytes)
+        self.deadline = config.body_deadline
+        self.watcher = watcher
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        started = time.perf_counter()
+        held = [0]  # budget bytes this request holds, given back once it is answered
+        headers: Headers = []
+        try:
+            status, payload = _answer(self.watcher, self._body(environ, held), started)
+        except _Refused as refused:
+            status, payload = _invalid_answer(refused.status, str(refused), started)
+            headers = refused.headers
+        except Exception:  # a bug of ours: log it, count it, answer 500, keep serving
+            log.exception("unhandled error serving %s /mutate", environ.get("REQUEST_METHOD"))
+            metrics.observe_review(Decision.ERROR, "", False, (), 0.0)
+            status, payload = 500, admission.encode({"error": INTERNAL_ERROR})
+        finally:
+            self.budget.give(held[0])
+        start_response(_STATUS_LINES[status], [_JSON, ("Content-Length", str(len(payload))), *headers])
+        return [payload]
+
+    def _body(self, environ: dict[str, Any], held: list[int]) -> bytes:
+        """The request body, after the checks that need no byte of it; raises _Refused."""
+        method = environ.get("REQUEST_METHOD")
+        if method != "POST":
+            raise _Refused(405, f"method {method} is not allowed; POST an AdmissionReview", [("Allow", "POST")])
+        mimetype = (environ.get("CONTENT_TYPE") or "").split(";", 1)[0].strip().lower()
+        if mimetype != "application/json":
+            raise _Refused(415, f"Content-Type must be application/json, got {mimetype or 'none'!r}")
+        declared = environ.get("CONTENT_LENGTH") or ""
+        if declared:
+            if not declared.isdigit():
+                raise _Refused(400, f"Content-Length {declared!r} is not a number of bytes")
+            length = int(declared)
+            if length > self.max_body_bytes:
+                raise _Refused(413, self._too_large(f"{length} bytes"))
+            return self._read(environ["wsgi.input"], length, held)
+        if environ.get("wsgi.input_terminated"):  # chunked: gunicorn decodes it and ends the stream
+            return self._read(environ["wsgi.input"], None, held)
+        return b""  # no length and no end: no body (as werkzeug reads it)
+
+    def _read(self, stream: Any, length: int | None, held: list[int]) -> bytes:
+        """`length` bytes, or (None) up to the end of a chunked body, one more than the limit at
+        most: more than the limit is 413, never a body cut short."""
+        wanted = self.max_body_bytes + 1 if length is None else length
+        chunks: list[bytes] = []
+        try:
+            if self.deadline is None:
+                self._read_into(chunks, stream, wanted, held)
+            else:
+                with self.deadline():
+                    self._read_into(chunks, stream, wanted, held)
+        except _Refused:
+            raise
+        except BodyTimeout:
+            raise _Refused(408, f"the request body did not arrive in time ({held[0]} bytes received)") from None
+        except Exception as err:  # the server's body reader: a malformed chunk, a broken connection
+            raise _Refused(400, f"cannot read the request body: {type(err).__name__}: {err}") from None
+        got = held[0]
+        if length is None and got > self.max_body_bytes:
+            raise _Refused(413, self._too_large(f"a chunked body of more than {self.max_body_bytes} bytes"))
+        if length is not None and got < length:
+            raise _Refused(400, f"the request body ended after {got} of its {length} bytes (Content-Length)")
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _read_into(self, chunks: list[bytes], stream: Any, wanted: int, held: list[int]) -> None:
+        """Read up to `wanted` bytes into `chunks`, each step taken from the budget first."""
+        got = 0
+        while got < wanted:
+            chunk = stream.read(min(READ_STEP, wanted - got))
+            if not chunk:
+                return
+            got += len(chunk)
+            if not self.budget.take(len(chunk), got <= SMALL_BODY_BYTES):
+                raise _Refused(503, BUDGET_FULL, [("Retry-After", RETRY_AFTER_SECONDS)])
+            held[0] = got
+            chunks.append(chunk)
+
+    def _too_large(self, what: str) -> str:
+        return f"request body too large: {what}; the limit is {self.max_body_bytes} bytes (--max-body-bytes)"
 
 
 def create_app(config: AppConfig) -> Flask:
     app = Flask("netqos-webhook")
-    app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes  # larger bodies: 413
     watcher = config.watcher or PolicyWatcher(static_snapshot(config.policy), None)
     watcher.current()  # publishes the policy metrics of this process (the worker) at start
-
-    @app.post("/mutate")
-    def mutate() -> Response:
-        started = time.perf_counter()
-        if request.mimetype != "application/json":
-            return _invalid(415, f"Content-Type must be application/json, got {request.mimetype or 'none'!r}", started)
-        return _json(*_answer(watcher, request.get_data(cache=False), started))
 
     @app.get("/healthz")
     def healthz() -> Response:
@@ -76,24 +230,33 @@ def create_app(config: AppConfig) -> Flask:
 
     @app.errorhandler(HTTPException)
     def http_error(err: HTTPException) -> Response:
-        if request.path == "/mutate":  # 405, 413 and the like: no usable review
-            return _json(*_invalid_answer(err.code or 500, err.description or err.name, None))
         return _error(err.code or 500, err.description or err.name)
 
     @app.errorhandler(Exception)
     def unexpected(err: Exception) -> Response:
         log.exception("unhandled error serving %s %s", request.method, request.path)
-        if request.path == "/mutate":  # a bug of ours; the API server admits the pod (Ignore)
-            metrics.observe_review(Decision.ERROR, "", False, (), 0.0)
-        return _error(500, "internal error; see the webhook's logs")
+        return _error(500, INTERNAL_ERROR)
 
-    app.wsgi_app = _FastMutate(app.wsgi_app, config, watcher)  # type: ignore[method-assign]
+    app.wsgi_app = _Routes(MutateHandler(config, watcher), app.wsgi_app)  # type: ignore[method-assign]
     return app
 
 
+class _Routes:
+    """/mutate to its handler, everything else to Flask."""
+
+    def __init__(self, mutate: MutateHandler, other: Callable[[dict[str, Any], StartResponse], Iterable[bytes]]):
+        self.mutate = mutate
+        self.other = other
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/mutate":
+            return self.mutate(environ, start_response)
+        return self.other(environ, start_response)
+
+
 def _answer(watcher: PolicyWatcher, body: bytes, started: float) -> tuple[int, bytes]:
-    """The status and JSON body answering a review: the one implementation of POST /mutate.
-    One policy snapshot for the whole review; one log line and the metrics for it."""
+    """The status and JSON body answering a review. One policy snapshot for the whole review;
+    one log line and the metrics for it."""
     snapshot = watcher.current()  # one whole policy for this review, old or new
     try:
         result = admission.handle(snapshot.policy, body)
@@ -122,52 +285,15 @@ def _answer(watcher: PolicyWatcher, body: bytes, started: float) -> tuple[int, b
     return 200, payload
 
 
-def _invalid_answer(status: int, message: str, started: float | None) -> tuple[int, bytes]:
+def _invalid_answer(status: int, message: str, started: float) -> tuple[int, bytes]:
     """A request to /mutate that carries no usable AdmissionReview: counted, logged, a 4xx."""
-    metrics.observe_invalid(time.perf_counter() - started if started else 0.0)
+    metrics.observe_invalid(time.perf_counter() - started)
     log.info("rejected a malformed review", extra={"status": status, "error": _short(message)})
     return status, admission.encode({"error": _short(message)})
 
 
-def _invalid(status: int, message: str, started: float | None) -> Response:
-    return _json(*_invalid_answer(status, message, started))
-
-
 def _short(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
-
-
-_STATUS_LINES = {200: "200 OK", 400: "400 BAD REQUEST", 500: "500 INTERNAL SERVER ERROR"}  # as werkzeug writes them
-
-
-class _FastMutate:
-    """WSGI middleware: the reviews the API server sends (POST /mutate, JSON, a Content-Length
-    within the limit) are answered by `_answer` directly, without Flask's routing and request and
-    response objects, which cost 40% of the app's instructions per review (docs/performance.md).
-    Every other request, well-formed or not, goes to Flask, whose handling is the reference."""
-
-    def __init__(self, wsgi_app: Any, config: AppConfig, watcher: PolicyWatcher) -> None:
-        self.wsgi_app = wsgi_app
-        self.config = config
-        self.watcher = watcher
-
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        if environ.get("PATH_INFO") == "/mutate" and environ.get("REQUEST_METHOD") == "POST":
-            length = environ.get("CONTENT_LENGTH") or ""
-            mimetype = (environ.get("CONTENT_TYPE") or "").split(";", 1)[0].strip().lower()
-            if mimetype == "application/json" and length.isdigit() and int(length) <= self.config.max_body_bytes:
-                started = time.perf_counter()
-                try:
-                    status, payload = _answer(self.watcher, environ["wsgi.input"].read(int(length)), started)
-                except Exception:  # as Flask's handler below: log it, count it, answer 500, keep serving
-                    log.exception("unhandled error serving POST /mutate")
-                    metrics.observe_review(Decision.ERROR, "", False, (), 0.0)
-                    status, payload = 500, admission.encode({"error": "internal error; see the webhook's logs"})
-                start_response(
-                    _STATUS_LINES[status], [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
-                )
-                return [payload]
-        return self.wsgi_app(environ, start_response)
 
 
 def _json(status: int, body: bytes) -> Response:
