@@ -15,7 +15,8 @@ multi-process mode when the first metric is constructed, which must come after t
 set the directory.
 
 Label values are bounded: decisions come from `Decision`, operations from the four admission
-operations (anything else is `unknown`), rules from the policy.
+operations (anything else is `unknown`), rules from the policy, handshake failure reasons from
+`HANDSHAKE_REASONS`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from webhook.policy import Decision
 MULTIPROC_ENV = METRICS_DIR_ENV
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 DECISIONS = tuple(d.value for d in Decision)
+# Why a TLS handshake failed (webhook.serving.handshake says what each means).
+HANDSHAKE_REASONS = ("http_request", "unknown_ca", "protocol_version", "client_certificate", "eof", "timeout", "other")
 # Reviews take ~0.1-1 ms of server time; the top buckets catch a stalled worker.
 DURATION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -119,10 +122,18 @@ def _metrics() -> SimpleNamespace:
         ("result",),
         registry=registry,
     )
+    ns.handshake_errors = Counter(
+        "netqos_tls_handshake_errors",
+        "TLS handshakes that failed, by reason (unknown_ca: a client rejected our certificate).",
+        ("reason",),
+        registry=registry,
+    )
     # Pre-create the series an operator alerts on, so they read 0 rather than being absent.
     for result in ("success", "failure"):
         ns.cert_reloads.labels(result)
         ns.policy_reloads.labels(result)
+    for reason in HANDSHAKE_REASONS:
+        ns.handshake_errors.labels(reason)
     ns.by_labels = {}
     if not multiprocess_dir():  # in multiprocess mode render() adds it to the merged registry
         registry.register(_BuildInfo())
@@ -153,6 +164,10 @@ def certificate_loaded(not_after: float) -> None:
 
 def certificate_reload(ok: bool) -> None:
     _metrics().cert_reloads.labels("success" if ok else "failure").inc()
+
+
+def tls_handshake_error(reason: str) -> None:
+    _metrics().handshake_errors.labels(reason if reason in HANDSHAKE_REASONS else "other").inc()
 
 
 def policy_in_force(sha256: str, previous: str | None = None) -> None:

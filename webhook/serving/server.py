@@ -33,13 +33,14 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import resource
 import shutil
 import signal
 import socket
 import ssl
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,26 @@ from webhook.names import (
 )
 from webhook.policy import Policy
 from webhook.serving import metrics
-from webhook.serving.app import AppConfig, create_app
+from webhook.serving.app import (
+    DEFAULT_BODY_BUDGET_BYTES,
+    AppConfig,
+    BodyTimeout,
+    create_app,
+)
 from webhook.serving.logs import gunicorn_logger
 from webhook.serving.reload import PolicyWatcher
 from webhook.serving.tls import CertificateRotator, TLSFiles
 
 DEFAULT_REUSE_PORT = True  # one listening socket per worker: connections spread over workers
+# Deadlines per stage of a connection (webhook.serving.worker; docs/operations.md, "Deadlines").
+# The API server completes each stage in milliseconds; its own call times out at 10 s by default.
+DEFAULT_HANDSHAKE_TIMEOUT = 5.0
+DEFAULT_HEADER_TIMEOUT = 5.0
+DEFAULT_BODY_TIMEOUT = 10.0
+# Connections per worker: as many as the file descriptor limit allows, up to this many (an idle
+# TLS connection costs ~20 KiB; docs/operations.md, "Capacity"). File descriptors kept for the rest.
+MAX_WORKER_CONNECTIONS = 10_000
+RESERVED_FDS = 64
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +90,11 @@ class ServeOptions:
     keepalive: int = DEFAULT_KEEPALIVE_SECONDS
     reuse_port: bool = DEFAULT_REUSE_PORT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_budget_bytes: int = DEFAULT_BODY_BUDGET_BYTES  # request-body bytes one worker holds at once
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    worker_connections: int | None = None  # None: from the file descriptor limit
     log_level: str = "info"
     log_format: str = "text"  # gunicorn's own lines use the same formatter as the webhook's
     client_ca: Path | None = None  # require client certificates signed by this CA
@@ -106,10 +126,19 @@ class ServeOptions:
             "control_socket_disable": True,
             # The request line and headers of an AdmissionReview are small; the body is limited by
             # max_body_bytes in the app. Keep gunicorn's header limits at their defaults.
+            # No proxy sits in front of the webhook: forwarding headers (SCRIPT_NAME,
+            # X-Forwarded-*) are ignored from every peer. gunicorn trusts them from loopback by
+            # default, where `kubectl port-forward` traffic arrives.
+            "forwarded_allow_ips": "",
+            "worker_connections": self.worker_connections or worker_connections(),
         }
         if self.reuse_port:
             settings["when_ready"] = _log_listening  # gunicorn's own line names no socket then
         if self.worker_class == "gevent":
+            from webhook.serving.worker import Deadlines, hardened_worker
+
+            deadlines = Deadlines(self.handshake_timeout, self.header_timeout, float(self.keepalive))
+            settings["worker_class"] = hardened_worker(deadlines)
             settings["post_request"] = _yield_to_other_connections
         settings.update(self.extra)
         return settings
@@ -166,6 +195,26 @@ def _yield_to_other_connections(worker: Any, req: Any, environ: Any, resp: Any) 
     gevent.sleep(0.000001)
 
 
+def raise_fd_limit() -> int:
+    """Raise this process's soft limit of open files to its hard limit (what the pod allows; the
+    workers inherit it) and return the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as err:
+            log.warning("cannot raise the open-files limit from %d to %d: %s", soft, hard, err)
+    return soft
+
+
+def worker_connections(fd_limit: int | None = None) -> int:
+    """Connections one worker takes at once: what its file descriptors allow, at most
+    MAX_WORKER_CONNECTIONS (beyond that, connections wait in the listen backlog)."""
+    limit = fd_limit if fd_limit is not None else resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return max(1, min(MAX_WORKER_CONNECTIONS, limit - RESERVED_FDS))
+
+
 class BindError(NetqosError):
     """The listening address cannot be used; the message says which and why."""
 
@@ -219,11 +268,30 @@ class WebhookServer(BaseApplication):
                 keyfile=self.options.keyfile,
                 max_body_bytes=self.options.max_body_bytes,
                 watcher=self.watcher,
+                body_budget_bytes=self.options.body_budget_bytes,
+                body_deadline=self._body_deadline(),
             )
         )
 
+    def _body_deadline(self) -> Callable[[], Any] | None:
+        if self.options.worker_class != "gevent":
+            return None  # sync and gthread: gunicorn's socket timeout bounds each read instead
+        import gevent
+
+        seconds = self.options.body_timeout
+        return lambda: gevent.Timeout(seconds, BodyTimeout())
+
 
 def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None = None) -> None:
+    fd_limit = raise_fd_limit()
+    if options.worker_connections is None:
+        options = replace(options, worker_connections=worker_connections(fd_limit))
+    log.info(
+        "capacity: %d connections per worker (open-files limit %d)",
+        options.worker_connections,
+        fd_limit,
+        extra={"worker_connections": options.worker_connections, "fd_limit": fd_limit},
+    )
     if options.reuse_port and not options.bind.startswith(("unix:", "fd://")):
         check_bind(options.bind)
     temporary = None

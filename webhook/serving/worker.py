@@ -1,0 +1,201 @@
+"""gunicorn's gevent worker with a deadline for every stage of a connection, and JSON errors.
+
+Stages and their deadlines (docs/operations.md, "Deadlines"):
+1. TLS handshake, from accept: `handshake` seconds. gunicorn's gevent worker hands the listening
+   socket to gevent's StreamServer with the TLS context, which does the handshake inside
+   `wrap_socket` with no deadline (gevent/server.py `wrap_socket_and_handle`), so a connection that
+   sends nothing held its greenlet and pool slot for ever, and a failed handshake escaped the
+   greenlet as a traceback on stderr (gevent/hub.py `print_exception`). Here the worker accepts
+   plain sockets and does the handshake itself under a `gevent.Timeout`; a failure is one
+   (rate-limited) log line and a count (`webhook.serving.handshake`), never a traceback.
+2. Idle keep-alive, between requests (and before the first): `keepalive` seconds for the first
+   byte of the next request. gunicorn bounds "wait for and read the request headers" with one
+   timer (`timeout_ctx` around `next(parser)` in gunicorn/workers/base_async.py); here the wait
+   comes first (`_await_request`), so that timer bounds only the reading of the headers:
+3. request line and headers, from their first byte: `header` seconds (`timeout_ctx`);
+4. the body: `body` seconds, enforced by the application around its read of the body
+   (`webhook.serving.app.AppConfig.body_deadline`), answered 408.
+Unread body bytes of an answered request are drained by gunicorn before the next request
+(gunicorn/http/parser.py `finish_body`), inside stage 3's timer.
+
+Capacity: the pool of each worker (`worker_connections`) is sized by the server from the file
+descriptor limit (webhook.serving.server), so silent connections do not fill it before their
+handshake deadline closes them.
+
+Errors gunicorn answers itself (a malformed request line or header, a header section or URI too
+large, an unsupported transfer coding) get the same JSON body `{"error": ...}` as the
+application's, instead of gunicorn's HTML page (`util.write_error`), with gunicorn's status.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import ssl
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import gevent
+from gevent.pool import Pool
+from gevent.server import StreamServer
+from gevent.socket import wait_read
+from gunicorn import util
+from gunicorn.http import errors as http_errors
+from gunicorn.sock import ssl_context
+from gunicorn.workers.ggevent import GeventWorker
+
+from webhook import admission
+from webhook.serving.handshake import FailureLog, HandshakeTimeout
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    handshake: float
+    header: float
+    keepalive: float
+
+
+# gunicorn's client errors and the status it answers each with (gunicorn/workers/base.py
+# `handle_error`); the first match wins, so subclasses come before their bases.
+_CLIENT_ERRORS: tuple[tuple[type[BaseException], int, str], ...] = (
+    (http_errors.LimitRequestLine, 414, "URI Too Long"),
+    (http_errors.LimitRequestHeaders, 431, "Request Header Fields Too Large"),
+    (http_errors.UnsupportedTransferCoding, 501, "Not Implemented"),
+    (http_errors.ExpectationFailed, 417, "Expectation Failed"),
+    (http_errors.ForbiddenProxyRequest, 403, "Forbidden"),
+    (http_errors.InvalidResponseHeader, 0, ""),  # the application's fault: gunicorn answers 500
+    (http_errors.InvalidResponseHeaderName, 0, ""),
+    (http_errors.ConfigurationProblem, 0, ""),
+    (http_errors.ParseException, 400, "Bad Request"),
+)
+
+
+def hardened_worker(deadlines: Deadlines) -> type[GeventWorker]:
+    """The worker class for gunicorn's `worker_class` setting, with `deadlines` bound into it
+    (gunicorn builds the worker itself, from the class)."""
+
+    class Worker(HardenedGeventWorker):
+        pass
+
+    Worker.deadlines = deadlines
+    return Worker
+
+
+class HardenedGeventWorker(GeventWorker):
+    deadlines = Deadlines(handshake=10.0, header=10.0, keepalive=120.0)
+
+    def init_process(self) -> None:
+        self.handshake_failures = FailureLog(time.monotonic)
+        super().init_process()
+
+    def run(self) -> None:
+        """GeventWorker.run with the TLS handshake taken out of StreamServer (stage 1). The rest,
+        graceful shutdown included, is GeventWorker.run's: it is called with no server of its own
+        left to start (`_servers` started here, `run_servers` below)."""
+        gevent.get_hub().print_exception = self._hub_error  # gevent's last resort: one JSON line
+        context = ssl_context(self.cfg)  # gunicorn's `ssl_context` hook: this worker's one context
+        self._servers = []
+        for listener in self.sockets:
+            listener.setblocking(1)
+            handle = functools.partial(self._accepted, listener, context)
+            server = StreamServer(listener, handle=handle, spawn=Pool(self.worker_connections))
+            if self.cfg.workers > 1:
+                server.max_accept = 1  # as GeventWorker.run: leave the next connection to another worker
+            server.start()
+            self._servers.append(server)
+        self._serve_until_stopped()
+
+    def _serve_until_stopped(self) -> None:
+        # GeventWorker.run's loop and graceful shutdown (gunicorn/workers/ggevent.py), unchanged.
+        while self.alive:
+            self.notify()
+            gevent.sleep(1.0)
+        try:
+            for server in self._servers:
+                server.close()
+            started = time.time()
+            while time.time() - started <= self.cfg.graceful_timeout:
+                if all(server.pool.free_count() == server.pool.size for server in self._servers):
+                    return
+                self.notify()
+                gevent.sleep(1.0)
+            self.log.warning("Worker graceful timeout (pid:%s)", self.pid)
+            for server in self._servers:
+                server.stop(timeout=1)
+        except Exception:
+            pass
+
+    def _accepted(self, listener: Any, context: ssl.SSLContext, client: Any, addr: Any) -> None:
+        client.setblocking(1)
+        tls = self._handshake(context, client, addr)
+        if tls is None:
+            return
+        if self._await_request(tls, None):
+            self.handle(listener, tls, addr)  # gunicorn's: parse, call the app, keep alive
+        else:
+            util.close(tls)
+
+    def _handshake(self, context: ssl.SSLContext, client: Any, addr: Any) -> Any:
+        tls = None
+        try:
+            with gevent.Timeout(self.deadlines.handshake, HandshakeTimeout()):
+                tls = context.wrap_socket(client, server_side=True, do_handshake_on_connect=False)
+                tls.do_handshake()
+            return tls
+        except (HandshakeTimeout, OSError) as err:  # ssl.SSLError is an OSError
+            self.handshake_failures.failed(err, _peer(addr))
+        util.close(tls or client)
+        return None
+
+    def _await_request(self, sock: Any, req: Any) -> bool:
+        """Stage 2: True when the next request has begun to arrive within the keep-alive time."""
+        unreader = getattr(req, "unreader", None)
+        buffered = getattr(unreader, "buf", None)
+        if buffered is not None and buffered.seek(0, os.SEEK_END):
+            return True  # pipelined: already read
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        try:
+            wait_read(sock.fileno(), timeout=self.deadlines.keepalive)
+        except (TimeoutError, OSError, ValueError):
+            return False
+        return True
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> None:
+        super().handle_request(listener_name, req, sock, addr)
+        if self.alive and not self._await_request(sock, req):
+            raise StopIteration()  # gunicorn's way out of its keep-alive loop (base_async.handle)
+
+    def timeout_ctx(self) -> gevent.Timeout:
+        """Stage 3: gunicorn enters this around reading each request's line and headers."""
+        return gevent.Timeout(self.deadlines.header, False)
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        status, reason = next(((s, r) for kind, s, r in _CLIENT_ERRORS if isinstance(exc, kind)), (0, ""))
+        if not status:
+            super().handle_error(req, client, addr, exc)  # a bug: gunicorn logs it and answers 500
+            return
+        log.warning(
+            "refused a malformed HTTP request: %s",
+            str(exc)[:200] or type(exc).__name__,
+            extra={"peer": _peer(addr), "status": status},
+        )
+        body = admission.encode({"error": f"{reason}: {str(exc)[:200] or type(exc).__name__}"})
+        head = f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+        try:
+            util.write_nonblock(client, f"{head}Content-Length: {len(body)}\r\n\r\n".encode("latin-1") + body)
+        except Exception:
+            log.debug("could not send the error answer")
+
+    def _hub_error(self, context: Any, kind: Any, value: Any, tb: Any) -> None:
+        log.error("error in an event-loop callback: %s", context, exc_info=(kind, value, tb))
+
+
+def _peer(addr: Any) -> str:
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        return f"{addr[0]}:{addr[1]}"
+    return str(addr)
