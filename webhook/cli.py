@@ -22,8 +22,12 @@ from webhook.errors import EXIT_USAGE, NetqosError
 from webhook.names import (
     CONFIG_ENV,
     DEFAULT_BIND,
+    DEFAULT_BODY_BUDGET_BYTES,
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_CA_DAYS,
     DEFAULT_CERT_DAYS,
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
     DEFAULT_KEEPALIVE_SECONDS,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_NAMESPACE,
@@ -175,8 +179,28 @@ def _add_serve(sub: Any) -> None:
         type=_positive,
         default=DEFAULT_MAX_BODY_BYTES,
         metavar="N",
-        help="larger request bodies get 413 (default 8 MiB)",
+        help="larger request bodies get 413 (default 3 MiB, the API server's own limit)",
     )
+    p.add_argument(
+        "--body-budget-bytes",
+        type=_positive,
+        default=DEFAULT_BODY_BUDGET_BYTES,
+        metavar="N",
+        help="request-body bytes one worker holds at once; a body beyond gets 503 with Retry-After "
+        f"(default {DEFAULT_BODY_BUDGET_BYTES // 2**20} MiB; docs/operations.md, Hostile clients)",
+    )
+    for stage, default, what in (
+        ("handshake", DEFAULT_HANDSHAKE_TIMEOUT, "a TLS handshake, from accept; then the connection is closed"),
+        ("header", DEFAULT_HEADER_TIMEOUT, "the request line and headers, from their first byte; then closed"),
+        ("body", DEFAULT_BODY_TIMEOUT, "a request body; then 408 and closed (gevent workers)"),
+    ):
+        p.add_argument(
+            f"--{stage}-timeout",
+            type=_positive,
+            default=int(default),
+            metavar="SECONDS",
+            help=f"deadline for {what} (default {default:g})",
+        )
     p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="log level (default info)")
     p.add_argument(
         "--log-format",
@@ -214,6 +238,10 @@ def _serve(args: argparse.Namespace) -> int:
             threads=args.threads,
             keepalive=args.keepalive,
             max_body_bytes=args.max_body_bytes,
+            body_budget_bytes=args.body_budget_bytes,
+            handshake_timeout=args.handshake_timeout,
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
             log_level=args.log_level,
             log_format=args.log_format,
             client_ca=args.client_ca,

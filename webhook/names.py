@@ -41,6 +41,13 @@ DEFAULT_KEEPALIVE_SECONDS = 120  # > the API server's 90 s idle-connection timeo
 WORKER_CLASSES = ("gevent", "gthread", "sync")
 # The API server's own limit for a request body (3 MiB); a Pod in etcd is at most ~1.5 MiB.
 DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024
+# Request-body bytes one worker holds at once (docs/operations.md, "Hostile clients").
+DEFAULT_BODY_BUDGET_BYTES = 16 * 1024 * 1024
+# Deadlines per stage of a connection (webhook.serving.worker). The API server completes each in
+# milliseconds and gives up on a call after the webhook's timeoutSeconds (5 s shipped, at most 30).
+DEFAULT_HANDSHAKE_TIMEOUT = 5.0
+DEFAULT_HEADER_TIMEOUT = 5.0
+DEFAULT_BODY_TIMEOUT = 10.0
 LOG_FORMATS = ("json", "text")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 

@@ -12,6 +12,10 @@ from pathlib import Path
 from webhook.errors import UsageError
 from webhook.names import (
     DEFAULT_BIND,
+    DEFAULT_BODY_BUDGET_BYTES,
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
     DEFAULT_KEEPALIVE_SECONDS,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_WORKERS,
@@ -39,6 +43,10 @@ class ServeArgs:
     threads: int = 1
     keepalive: int = DEFAULT_KEEPALIVE_SECONDS
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_budget_bytes: int = DEFAULT_BODY_BUDGET_BYTES
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
     log_level: str = "info"
     log_format: str = "json"
     client_ca: Path | None = None
@@ -107,6 +115,10 @@ def run(args: ServeArgs) -> int:
         threads=args.threads,
         keepalive=args.keepalive,
         max_body_bytes=args.max_body_bytes,
+        body_budget_bytes=args.body_budget_bytes,
+        handshake_timeout=args.handshake_timeout,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
         log_level=args.log_level,
         log_format=args.log_format,
         client_ca=args.client_ca,
