@@ -8,8 +8,8 @@ from contextlib import contextmanager
 import pytest
 from support import fixture
 
-from webhook.policy_file import default_policy
 from webhook import admission
+from webhook.policy_file import default_policy
 from webhook.serving.app import AppConfig, BodyBudget, BodyTimeout, create_app
 
 
