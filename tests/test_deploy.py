@@ -130,6 +130,7 @@ def test_base_is_a_complete_installation(rendered) -> None:
             "Deployment",
             "MutatingWebhookConfiguration",
             "Namespace",
+            "NetworkPolicy",
             "PodDisruptionBudget",
             "Service",
             "ServiceAccount",
@@ -348,6 +349,16 @@ def test_disruption_budget_keeps_one_of_the_replicas(rendered, deployment) -> No
         pdb["spec"]["selector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
     )
     assert 1 <= pdb["spec"]["minAvailable"] < deployment["spec"]["replicas"]
+
+
+def test_network_policy_admits_only_the_servers_port_to_the_webhook_pods(rendered, deployment, container) -> None:
+    policy = one(rendered["base"], "NetworkPolicy")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    (port,) = container["ports"]
+    assert rule == {"ports": [{"protocol": "TCP", "port": port["containerPort"]}]}, "TCP 8443 from any source"
 
 
 def test_base_has_no_static_ca_bundle_so_reapplying_keeps_the_registered_one(rendered) -> None:
