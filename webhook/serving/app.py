@@ -41,7 +41,7 @@ from webhook.serving import metrics
 from webhook.serving.reload import PolicyWatcher, static_snapshot
 
 # Request-body bytes one worker buffers at once (docs/operations.md, "Memory budget").
-DEFAULT_BODY_BUDGET_BYTES = 32 * 1024 * 1024
+DEFAULT_BODY_BUDGET_BYTES = 16 * 1024 * 1024
 # The part of the budget only bodies up to SMALL_BODY_BYTES may use: a few large slow bodies cannot
 # take the budget from the ordinary reviews (a few KiB each) that arrive beside them.
 SMALL_BODY_BYTES = 64 * 1024
@@ -167,35 +167,38 @@ class MutateHandler:
         chunks: list[bytes] = []
         try:
             if self.deadline is None:
-                self._read_into(chunks, stream, wanted, held)
+                got = self._read_into(chunks, stream, wanted, held)
             else:
                 with self.deadline():
-                    self._read_into(chunks, stream, wanted, held)
+                    got = self._read_into(chunks, stream, wanted, held)
         except _Refused:
             raise
         except BodyTimeout:
             raise _Refused(408, f"the request body did not arrive in time ({held[0]} bytes received)") from None
         except Exception as err:  # the server's body reader: a malformed chunk, a broken connection
             raise _Refused(400, f"cannot read the request body: {type(err).__name__}: {err}") from None
-        got = held[0]
-        if length is None and got > self.max_body_bytes:
+        if got > self.max_body_bytes:
             raise _Refused(413, self._too_large(f"a chunked body of more than {self.max_body_bytes} bytes"))
         if length is not None and got < length:
             raise _Refused(400, f"the request body ended after {got} of its {length} bytes (Content-Length)")
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    def _read_into(self, chunks: list[bytes], stream: Any, wanted: int, held: list[int]) -> None:
-        """Read up to `wanted` bytes into `chunks`, each step taken from the budget first."""
+    def _read_into(self, chunks: list[bytes], stream: Any, wanted: int, held: list[int]) -> int:
+        """Read up to `wanted` bytes into `chunks`, each step taken from the budget first; the
+        bytes read. Past the limit (a chunked body) the read stops, before the budget is asked."""
         got = 0
         while got < wanted:
             chunk = stream.read(min(READ_STEP, wanted - got))
             if not chunk:
-                return
+                break
             got += len(chunk)
+            if got > self.max_body_bytes:
+                break
             if not self.budget.take(len(chunk), got <= SMALL_BODY_BYTES):
                 raise _Refused(503, BUDGET_FULL, [("Retry-After", RETRY_AFTER_SECONDS)])
             held[0] = got
             chunks.append(chunk)
+        return got
 
     def _too_large(self, what: str) -> str:
         return f"request body too large: {what}; the limit is {self.max_body_bytes} bytes (--max-body-bytes)"

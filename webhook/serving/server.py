@@ -71,9 +71,10 @@ DEFAULT_REUSE_PORT = True  # one listening socket per worker: connections spread
 DEFAULT_HANDSHAKE_TIMEOUT = 5.0
 DEFAULT_HEADER_TIMEOUT = 5.0
 DEFAULT_BODY_TIMEOUT = 10.0
-# Connections per worker: as many as the file descriptor limit allows, up to this many (an idle
-# TLS connection costs ~20 KiB; docs/operations.md, "Capacity"). File descriptors kept for the rest.
-MAX_WORKER_CONNECTIONS = 10_000
+# Connections per worker: as many as the file descriptor limit allows, up to this many, which fit
+# the Deployment's memory limit at ~25 KiB per idle TLS connection (~11 KiB before its handshake);
+# docs/operations.md, "Capacity". Beyond it, connections wait in the listen backlog.
+MAX_WORKER_CONNECTIONS = 2048
 RESERVED_FDS = 64
 
 log = logging.getLogger(__name__)

@@ -143,6 +143,9 @@ class HardenedGeventWorker(GeventWorker):
         tls = None
         try:
             with gevent.Timeout(self.deadlines.handshake, HandshakeTimeout()):
+                # Until the ClientHello arrives the connection holds no TLS state: a silent
+                # connection costs half the memory (docs/operations.md, "Capacity").
+                wait_read(client.fileno())
                 tls = context.wrap_socket(client, server_side=True, do_handshake_on_connect=False)
                 tls.do_handshake()
             return tls
