@@ -12,6 +12,9 @@ Cases:
   baseline    the Flask baseline app, one WSGI call of POST /mutate
   app         our Flask app, one WSGI call of POST /mutate, review log line at INFO
   app-nolog   the same with the review log line off (level WARNING)
+  http        gunicorn's HTTP/1.1 path around `app`: parse the request (gunicorn's parser:
+              NETQOS_HTTP_PARSER=python|fast, `fast` is gunicorn-h1c), build the environ, call
+              the app, write the response (to memory: no socket, no TLS)
   handle      admission.handle(policy, body): decode, policy, diff, encode
   decode      admission.decode(body)
 """
@@ -28,7 +31,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ("baseline", "app", "app-nolog", "handle", "decode")
+CASES = ("baseline", "app", "app-nolog", "http", "handle", "decode")
 
 
 def _workload(case: str, pod: str):
@@ -75,13 +78,52 @@ def _workload(case: str, pod: str):
         if not status.startswith("200"):
             raise SystemExit(f"instructions: {case} answered {status}")
 
+    http = _http_path(ours, body) if case == "http" else None
+
     return {
+        "http": http,
         "baseline": lambda: b"".join(baseline(environ(), start_response)),
         "app": lambda: b"".join(ours(environ(), start_response)),
         "app-nolog": lambda: b"".join(ours(environ(), start_response)),
         "handle": lambda: admission.handle(policy, body),
         "decode": lambda: admission.decode(body),
     }[case]
+
+
+def _http_path(app, body: bytes):
+    """One request through gunicorn's parser, environ and response writer, as a worker does."""
+    import os
+
+    from gunicorn.config import Config
+    from gunicorn.http.parser import RequestParser
+    from gunicorn.http.wsgi import create
+
+    cfg = Config()
+    cfg.set("http_parser", os.environ.get("NETQOS_HTTP_PARSER", "python"))
+    cfg.set("forwarded_allow_ips", "")
+    request = (
+        b"POST /mutate?timeout=10s HTTP/1.1\r\nHost: netqos-webhook.netqos-system.svc:443\r\n"
+        b"User-Agent: kube-apiserver-admission\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, */*\r\nAccept-Encoding: gzip\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    ) + body
+
+    class Sink:
+        def sendall(self, data: bytes) -> None:
+            pass
+
+        send = sendall
+
+    sink = Sink()
+
+    def call() -> None:
+        req = next(RequestParser(cfg, iter([request]), ("10.0.0.1", 40000)))
+        resp, environ = create(req, sink, ("10.0.0.1", 40000), ("10.0.0.2", 8443), cfg)
+        for item in app(environ, resp.start_response):
+            resp.write(item)
+        resp.close()
+
+    return call
 
 
 def _child(case: str, pod: str, calls: int) -> None:

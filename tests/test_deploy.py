@@ -228,6 +228,18 @@ def test_container_has_requests_and_limits(container, resource: str) -> None:
     assert 0 < value["requests"] <= value["limits"]
 
 
+def test_memory_limit_covers_every_worker_at_its_worst(container, serve_args) -> None:
+    """docs/operations.md, "Memory budget": RSS measured at rest, per idle TLS connection and for
+    decoding a 3 MiB review; the budget and connection counts are the server's defaults."""
+    from webhook.serving.server import MAX_WORKER_CONNECTIONS
+
+    master, worker, review_3mib, per_connection = 50 * 2**20, 46 * 2**20, 59 * 2**20, 25 * 1024
+    each = worker + serve_args.body_budget_bytes + review_3mib + MAX_WORKER_CONNECTIONS * per_connection
+    worst = master + serve_args.workers * each
+    number, unit = re.fullmatch(r"([0-9]+)(Mi|Gi)", container["resources"]["limits"]["memory"]).groups()
+    assert worst < int(number) * {"Mi": 2**20, "Gi": 2**30}[unit]
+
+
 def test_two_replicas_spread_across_nodes(deployment) -> None:
     spec = deployment["spec"]
     assert spec["replicas"] == 2

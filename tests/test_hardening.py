@@ -188,7 +188,7 @@ def _slow_body(server, results: list, declared: int, sent: int, pieces: int = 15
 
 def test_large_slow_bodies_are_held_within_the_budget_and_reviews_go_on(server):
     """40 connections each declaring 8 MiB and sending 7.5 MiB slowly: each worker's RSS stays
-    under 200 MiB (the pod's limit is 320 MiB for two workers), and reviews are answered meanwhile."""
+    under 200 MiB, and reviews are answered meanwhile."""
     workers = server.workers()
     results: list = []
     attack = (server, results, 8 * MIB, 7 * MIB + MIB // 2)
