@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from webhook.documents import read_bytes
 from webhook.policy import Policy
@@ -47,7 +48,7 @@ class PolicySnapshot:
         """A short name for the snapshot, as /readyz and the logs show it."""
         return self.sha256[:12]
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "sha256": self.sha256,
@@ -115,15 +116,15 @@ class PolicyWatcher:
                 getattr(self._watch.error, "strerror", self._watch.error),
                 self._snapshot.version,
             )
-        return look is Look.CHANGED and self._reload()
+        return look is Look.CHANGED and self._path is not None and self._reload(self._path)
 
-    def _reload(self) -> bool:
+    def _reload(self, path: str) -> bool:
         old = self._snapshot
         try:
-            data = Path(str(self._path)).read_bytes()
+            data = Path(path).read_bytes()
         except OSError as err:
             log.error(
-                "policy file %s: cannot read it (%s); keeping policy %s in force", self._path, err.strerror, old.version
+                "policy file %s: cannot read it (%s); keeping policy %s in force", path, err.strerror, old.version
             )
             return False
         digest = hashlib.sha256(data).hexdigest()
@@ -135,7 +136,7 @@ class PolicyWatcher:
         if digest == self._refused:
             return False
         try:
-            new = PolicySnapshot(policy_from_bytes(data, self._path), self._path, digest, time.time())
+            new = PolicySnapshot(policy_from_bytes(data, path), path, digest, time.time())
         except PolicyError as err:
             self._refused = digest
             metrics.policy_reload(ok=False)
@@ -152,7 +153,7 @@ class PolicyWatcher:
         metrics.policy_reload(ok=True)
         log.info(
             "policy reloaded from %s: version %s (was %s), rules %s",
-            self._path,
+            path,
             new.version,
             old.version,
             ", ".join(r.name for r in new.policy.rules),

@@ -162,7 +162,8 @@ def _worker_tls_context() -> Callable[[Any, Any], ssl.SSLContext]:
             client_ca = Path(conf.ca_certs) if conf.ca_certs else None
             rotator = CertificateRotator(TLSFiles(Path(conf.certfile), Path(conf.keyfile), client_ca))
             built.update(pid=os.getpid(), context=rotator.front)
-        return built["context"]
+        context: ssl.SSLContext = built["context"]
+        return context
 
     return tls_context
 
@@ -295,10 +296,8 @@ def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None =
     )
     if options.reuse_port and not options.bind.startswith(("unix:", "fd://")):
         check_bind(options.bind)
-    temporary = None
-    if options.metrics_dir is None:
-        temporary = tempfile.mkdtemp(prefix="netqos-metrics-")
-    directory = metrics.prepare_multiprocess_dir(options.metrics_dir or temporary)
+    temporary = None if options.metrics_dir is not None else tempfile.mkdtemp(prefix="netqos-metrics-")
+    directory = metrics.prepare_multiprocess_dir(options.metrics_dir or str(temporary))
     log.info(
         "metrics: per-worker files in %s%s",
         directory,
