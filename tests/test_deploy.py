@@ -229,7 +229,7 @@ def test_container_has_requests_and_limits(container, resource: str) -> None:
 
 
 def test_memory_limit_covers_every_worker_at_its_worst(container, serve_args) -> None:
-    """docs/operations.md, "Memory budget": RSS measured at rest, per idle TLS connection and for
+    """docs/operations.md, "Hostile clients": RSS measured at rest, per idle TLS connection and for
     decoding a 3 MiB review; the budget and connection counts are the server's defaults."""
     from webhook.serving.server import MAX_WORKER_CONNECTIONS
 

@@ -35,13 +35,11 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from webhook import admission
-from webhook.names import DEFAULT_MAX_BODY_BYTES
+from webhook.names import DEFAULT_BODY_BUDGET_BYTES, DEFAULT_MAX_BODY_BYTES
 from webhook.policy import Decision, Policy
 from webhook.serving import metrics
 from webhook.serving.reload import PolicyWatcher, static_snapshot
 
-# Request-body bytes one worker buffers at once (docs/operations.md, "Memory budget").
-DEFAULT_BODY_BUDGET_BYTES = 16 * 1024 * 1024
 # The part of the budget only bodies up to SMALL_BODY_BYTES may use: a few large slow bodies cannot
 # take the budget from the ordinary reviews (a few KiB each) that arrive beside them.
 SMALL_BODY_BYTES = 64 * 1024

@@ -22,6 +22,11 @@ measurements behind each one:
   front of the worker's `webhook.serving.tls.CertificateRotator`: a rotated certificate reaches new
   connections through its SNI callback, without a restart (docs/operations.md says why this and
   not `load_cert_chain` into the live context). `--client-ca` is gunicorn's own `ca_certs`.
+- the gevent worker class is `webhook.serving.worker`'s: a deadline for the TLS handshake, the
+  request headers and the body (`--handshake-timeout`, `--header-timeout`, `--body-timeout`),
+  failed handshakes as one rate-limited JSON line, gunicorn's own error answers as JSON;
+  `worker_connections` from the open-files limit, raised to the hard limit at start;
+  `forwarded_allow_ips` empty: no proxy sits in front, so no peer's forwarding headers count.
 - operations wiring (`webhook.serving.metrics`, `.logs`, `.reload`): the master empties the
   metrics directory before the workers start and drops a dead worker's live gauges in
   `child_exit`; gunicorn's own log lines use the webhook's formatter (`gunicorn_logger`); each
@@ -49,6 +54,10 @@ from gunicorn.app.base import BaseApplication
 from webhook.errors import NetqosError
 from webhook.names import (
     DEFAULT_BIND,
+    DEFAULT_BODY_BUDGET_BYTES,
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
     DEFAULT_KEEPALIVE_SECONDS,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_WORKERS,
@@ -56,7 +65,6 @@ from webhook.names import (
 from webhook.policy import Policy
 from webhook.serving import metrics
 from webhook.serving.app import (
-    DEFAULT_BODY_BUDGET_BYTES,
     AppConfig,
     BodyTimeout,
     create_app,
@@ -66,14 +74,9 @@ from webhook.serving.reload import PolicyWatcher
 from webhook.serving.tls import CertificateRotator, TLSFiles
 
 DEFAULT_REUSE_PORT = True  # one listening socket per worker: connections spread over workers
-# Deadlines per stage of a connection (webhook.serving.worker; docs/operations.md, "Deadlines").
-# The API server completes each stage in milliseconds; its own call times out at 10 s by default.
-DEFAULT_HANDSHAKE_TIMEOUT = 5.0
-DEFAULT_HEADER_TIMEOUT = 5.0
-DEFAULT_BODY_TIMEOUT = 10.0
 # Connections per worker: as many as the file descriptor limit allows, up to this many, which fit
 # the Deployment's memory limit at ~25 KiB per idle TLS connection (~11 KiB before its handshake);
-# docs/operations.md, "Capacity". Beyond it, connections wait in the listen backlog.
+# docs/operations.md, "Hostile clients". Beyond it, connections wait in the listen backlog.
 MAX_WORKER_CONNECTIONS = 2048
 RESERVED_FDS = 64
 

@@ -1,6 +1,6 @@
 """gunicorn's gevent worker with a deadline for every stage of a connection, and JSON errors.
 
-Stages and their deadlines (docs/operations.md, "Deadlines"):
+Stages and their deadlines (docs/operations.md, "Hostile clients"):
 1. TLS handshake, from accept: `handshake` seconds. gunicorn's gevent worker hands the listening
    socket to gevent's StreamServer with the TLS context, which does the handshake inside
    `wrap_socket` with no deadline (gevent/server.py `wrap_socket_and_handle`), so a connection that
@@ -97,7 +97,8 @@ class HardenedGeventWorker(GeventWorker):
         graceful shutdown included, is GeventWorker.run's: it is called with no server of its own
         left to start (`_servers` started here, `run_servers` below)."""
         gevent.get_hub().print_exception = self._hub_error  # gevent's last resort: one JSON line
-        context = ssl_context(self.cfg)  # gunicorn's `ssl_context` hook: this worker's one context
+        # gunicorn's `ssl_context` hook (webhook.serving.server): this worker's one context.
+        context = ssl_context(self.cfg) if self.cfg.is_ssl else None
         self._servers = []
         for listener in self.sockets:
             listener.setblocking(1)
@@ -129,22 +130,22 @@ class HardenedGeventWorker(GeventWorker):
         except Exception:
             pass
 
-    def _accepted(self, listener: Any, context: ssl.SSLContext, client: Any, addr: Any) -> None:
+    def _accepted(self, listener: Any, context: ssl.SSLContext | None, client: Any, addr: Any) -> None:
         client.setblocking(1)
-        tls = self._handshake(context, client, addr)
-        if tls is None:
+        sock = self._handshake(context, client, addr) if context is not None else client
+        if sock is None:
             return
-        if self._await_request(tls, None):
-            self.handle(listener, tls, addr)  # gunicorn's: parse, call the app, keep alive
+        if self._await_request(sock, None):
+            self.handle(listener, sock, addr)  # gunicorn's: parse, call the app, keep alive
         else:
-            util.close(tls)
+            util.close(sock)
 
     def _handshake(self, context: ssl.SSLContext, client: Any, addr: Any) -> Any:
         tls = None
         try:
             with gevent.Timeout(self.deadlines.handshake, HandshakeTimeout()):
                 # Until the ClientHello arrives the connection holds no TLS state: a silent
-                # connection costs half the memory (docs/operations.md, "Capacity").
+                # connection costs half the memory (docs/operations.md, "Hostile clients").
                 wait_read(client.fileno())
                 tls = context.wrap_socket(client, server_side=True, do_handshake_on_connect=False)
                 tls.do_handshake()
