@@ -149,3 +149,24 @@ print(sorted(m for m in sys.modules if m == "kubernetes" or m.startswith("kubern
     )
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == "[]"
+
+
+def test_the_serving_package_imports_neither_kubernetes_nor_the_command_line(tmp_path):
+    """webhook.serving is the serving process: the pure core below it, never the CLI above it."""
+    code = """
+import pkgutil, sys
+import webhook.serving
+for module in pkgutil.iter_modules(webhook.serving.__path__):
+    __import__(f"webhook.serving.{module.name}")
+above = ("kubernetes", "webhook.cli", "webhook.commands")
+print(sorted(m for m in sys.modules if m.split(".")[0] == "kubernetes" or m.startswith(above)))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == "[]"
