@@ -2,7 +2,7 @@
 
 Each command lives in `webhook.commands.<name>` and takes typed arguments. Every failure a user
 can cause is a `webhook.errors.NetqosError`, printed here as one line with its exit code: 0 success,
-1 a failure at run time, 2 bad usage or unusable input, 3 problems found (`review --fail-on`).
+1 a failure at run time, 2 bad usage or unusable input, 3 problems found (`review --fail-on`, `status`).
 A closed stdout (`| head`) ends the command quietly, as SIGPIPE ends other Unix tools (141).
 """
 
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_serve, _add_review, _add_certs, _add_explain, _add_manifests, _add_register):
+    for add in (_add_serve, _add_review, _add_certs, _add_explain, _add_manifests, _add_register, _add_status):
         add(sub)
     return parser
 
@@ -506,4 +506,53 @@ def _register(args: argparse.Namespace) -> int:
             url=args.url,
             dry_run=args.dry_run,
         )
+    )
+
+
+# --- status ------------------------------------------------------------------------------------
+
+
+def _add_status(sub: Any) -> None:
+    p = _command(
+        sub,
+        "status",
+        "Check, read-only, that a cluster carries out NetQoS: the webhook's registration, certificate and "
+        "endpoints; which selected pods carry the preference (and which were created without it); whether "
+        "they run on net=high nodes, and if not, why. Exit code 0 when all is well, 3 when there are "
+        "problems or pods missing the preference, 1 when the cluster fails, 2 for unusable input.",
+        "netqos-webhook status --context prod -o json",
+        _status,
+    )
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default $KUBECONFIG, else ~/.kube/config)")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
+    p.add_argument(
+        "--webhook-namespace",
+        default=DEFAULT_NAMESPACE,
+        metavar="NS",
+        help=f"namespace the webhook runs in (default {DEFAULT_NAMESPACE})",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="judge by this policy file instead of the one the installed webhook serves (its ConfigMap)",
+    )
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", metavar="NS", help="only the pods of this namespace")
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help="the pods of every namespace (default)")
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default table)")
+
+
+def _status(args: argparse.Namespace) -> int:
+    from webhook.commands import status
+
+    return status.run(
+        status.StatusArgs(
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            webhook_namespace=args.webhook_namespace,
+            config=args.config,
+            namespace=args.namespace,
+            output=args.output,
+        ),
+        sys.stdout,
     )

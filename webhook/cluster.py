@@ -5,6 +5,10 @@
 - `list_nodes` (for `explain`) reads every Node as the API's JSON, the data
   `kubectl get nodes -o json` prints, so parsing, filtering and scoring stay in pure code that the
   file mode shares.
+- `Reader` (for `status`) gets and lists any of the objects `status` reads, read-only, as API JSON:
+  lists go page by page (`limit`/`continue`) with the label and field selectors the caller
+  derives, so the server filters and memory holds one page at a time; what RBAC forbids raises
+  `Forbidden`, for the caller to report as unknown.
 - `apply` (for `register`) sends each object by server-side apply under the field manager
   `netqos-webhook`. Server-side apply creates what is missing and changes only the fields in the
   object we send: labels, annotations or other webhook entries added by anyone else stay as they
@@ -25,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +46,14 @@ class ClusterError(NetqosError, RuntimeError):
     """The cluster failed at run time: unreachable, or it refused a request (exit code 1)."""
 
     exit_code = 1
+
+
+class Forbidden(ClusterError):
+    """The API server answered 403: RBAC does not let these credentials read or change this."""
+
+
+class NotFound(ClusterError):
+    """The API server answered 404: the object (or its namespace) does not exist."""
 
 
 class KubeconfigError(ClusterError):
@@ -151,6 +163,143 @@ def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> lis
     return (node_list.get("items") if isinstance(node_list, dict) else None) or []
 
 
+PAGE_SIZE = 500  # objects per list request: kubectl's chunk size; bounds the memory of one page
+# kind -> (API class, read method, list method, cluster-scoped, plural for RBAC hints)
+_READ = {
+    "Namespace": ("CoreV1Api", "read_namespace", "list_namespace", True, "namespaces"),
+    "Node": ("CoreV1Api", "read_node", "list_node", True, "nodes"),
+    "Pod": ("CoreV1Api", "read_namespaced_pod", "list_namespaced_pod", False, "pods"),
+    "ConfigMap": ("CoreV1Api", "read_namespaced_config_map", "list_namespaced_config_map", False, "configmaps"),
+    "Secret": ("CoreV1Api", "read_namespaced_secret", "list_namespaced_secret", False, "secrets"),
+    "Deployment": ("AppsV1Api", "read_namespaced_deployment", "list_namespaced_deployment", False, "deployments"),
+    "ReplicaSet": ("AppsV1Api", "read_namespaced_replica_set", "list_namespaced_replica_set", False, "replicasets"),
+    "StatefulSet": ("AppsV1Api", "read_namespaced_stateful_set", "list_namespaced_stateful_set", False, "statefulsets"),
+    "DaemonSet": ("AppsV1Api", "read_namespaced_daemon_set", "list_namespaced_daemon_set", False, "daemonsets"),
+    "Job": ("BatchV1Api", "read_namespaced_job", "list_namespaced_job", False, "jobs"),
+    "CronJob": ("BatchV1Api", "read_namespaced_cron_job", "list_namespaced_cron_job", False, "cronjobs"),
+    "EndpointSlice": (
+        "DiscoveryV1Api",
+        "read_namespaced_endpoint_slice",
+        "list_namespaced_endpoint_slice",
+        False,
+        "endpointslices",
+    ),
+    "MutatingWebhookConfiguration": (
+        "AdmissionregistrationV1Api",
+        "read_mutating_webhook_configuration",
+        "list_mutating_webhook_configuration",
+        True,
+        "mutatingwebhookconfigurations",
+    ),
+}
+# Namespaced kinds listed across every namespace when no namespace is given.
+_LIST_ALL = {"Pod": "list_pod_for_all_namespaces"}
+
+
+class Reader:
+    """Read-only access to one cluster: `get` one object, `list` objects page by page.
+
+    Every answer is the API server's JSON decoded into plain data (the client's model objects
+    are never built: they cost several times the memory and time). Use it as a context manager;
+    it holds one connection pool.
+    """
+
+    def __init__(self, cluster: Cluster, page_size: int = PAGE_SIZE) -> None:
+        from kubernetes import client  # noqa: PLC0415
+
+        self.cluster = cluster
+        self.page_size = page_size
+        self._api = client.ApiClient(cluster.configuration)
+        self._apis: dict[str, Any] = {}
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._api.close()
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, or None when it does not exist; `Forbidden` when RBAC hides it."""
+        api_class, read, _, cluster_scoped, plural = _READ[kind]
+        method = getattr(self._client(api_class), read)
+        args = (name,) if cluster_scoped else (name, namespace)
+        where = f" in namespace {namespace}" if namespace else ""
+        try:
+            response = _request(
+                self.cluster,
+                f"get {kind.lower()} {name}{where}",
+                lambda: method(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT).data,
+                forbidden=_can_i("get", plural, namespace),
+            )
+        except NotFound:
+            return None
+        return self._decode(response, f"{kind} {name}")
+
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Every object of `kind` (in `namespace`, else everywhere) the selectors select, one page
+        in memory at a time."""
+        api_class, _, list_method, cluster_scoped, plural = _READ[kind]
+        if cluster_scoped or namespace is None and kind in _LIST_ALL:
+            method, args = getattr(self._client(api_class), _LIST_ALL.get(kind, list_method)), ()
+        else:
+            method, args = getattr(self._client(api_class), list_method), (namespace,)
+        options: dict[str, Any] = {"limit": self.page_size}
+        if label_selector:
+            options["label_selector"] = label_selector
+        if field_selector:
+            options["field_selector"] = field_selector
+        where = f" in namespace {namespace}" if namespace else ""
+        token: str | None = None
+        while True:
+            extra = {"_continue": token} if token else {}
+            response = _request(
+                self.cluster,
+                f"list {plural}{where}",
+                lambda extra=extra: (
+                    method(  # type: ignore[misc]
+                        *args, **options, **extra, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                    ).data
+                ),
+                forbidden=_can_i("list", plural, namespace),
+            )
+            page = self._decode(response, f"the list of {plural}")
+            del response
+            yield from page.get("items") or ()
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def _client(self, name: str) -> Any:
+        if name not in self._apis:
+            from kubernetes import client  # noqa: PLC0415
+
+            self._apis[name] = getattr(client, name)(self._api)
+        return self._apis[name]
+
+    def _decode(self, data: bytes, what: str) -> dict[str, Any]:
+        try:
+            decoded = json.loads(data)
+        except ValueError:
+            decoded = None
+        if not isinstance(decoded, dict):
+            raise ClusterError(
+                f"the API server at {self.cluster.host} ({self.cluster.where}) did not answer {what} with a "
+                "JSON object; check that --kubeconfig/--context point at a Kubernetes API server"
+            )
+        return decoded
+
+
+def _can_i(verb: str, plural: str, namespace: str | None) -> str:
+    scope = f" -n {namespace}" if namespace else (" -A" if plural == "pods" else "")
+    return f"check that your user may {verb} {plural} (kubectl auth can-i {verb} {plural}{scope})"
+
+
 def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:
     """Server-side apply each object (Secrets and MutatingWebhookConfigurations) in order; report
     one line per object. Stops at the first failure with a `ClusterError`."""
@@ -221,7 +370,8 @@ def _request(cluster: Cluster, action: str, send: Callable[[], Any], forbidden: 
                 403: forbidden,
                 404: missing,
             }.get(err.status)
-            raise ClusterError(
+            error = {403: Forbidden, 404: NotFound}.get(err.status, ClusterError)
+            raise error(
                 f"the API server at {cluster.host} ({cluster.where}) refused to {action}: {_api_error(err)}"
                 + (f"; {hint}" if hint else "")
             ) from None

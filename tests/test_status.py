@@ -1,0 +1,394 @@
+"""`netqos-webhook status` against a fake Kubernetes API server on loopback (webhook/testing/kubeapi.py),
+through the real `kubernetes` client and a kubeconfig: each cluster snapshot below is one state a
+real installation can be in, and the JSON report and exit code are asserted exactly.
+
+The installation is deploy/base as shipped (its Deployment, its generated webhook configuration,
+its policy), with certificates of fixed dates, so the report is the same on every day the clock
+is fixed to.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime as dt
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from support import NETQOS_TERMS, REPO
+
+from webhook.commands.status import StatusArgs, run
+from webhook.testing import kubeapi
+from webhook.testing.kubeapi import Snapshot, issue_tls, node, pod, workload
+
+NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+NS = "netqos-system"
+SERVICE_NAMES = ["netqos-webhook", f"netqos-webhook.{NS}", f"netqos-webhook.{NS}.svc"]
+QOS = {"qos": "latency-sensitive", "app": "web"}
+OWN_NET = [{"weight": 50, "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["fast"]}]}}]
+TOLERATE_HIGH = [{"key": "dedicated", "operator": "Equal", "value": "fast", "effect": "NoSchedule"}]
+
+
+def shipped(path: str) -> Any:
+    return yaml.safe_load((REPO / path).read_text())
+
+
+@pytest.fixture(scope="module")
+def tls() -> kubeapi.TLS:
+    return issue_tls(SERVICE_NAMES, "2025-01-01", "2034-01-01")
+
+
+class Cluster:
+    """A snapshot under construction: the shipped installation, nodes and pods."""
+
+    def __init__(self, tls: kubeapi.TLS) -> None:
+        self.tls = tls
+        config = shipped("deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml")
+        for webhook in config["webhooks"]:
+            webhook["clientConfig"]["caBundle"] = base64.b64encode(tls.ca_cert).decode()
+        self.configuration: dict[str, Any] | None = config
+        self.deployment = shipped("deploy/base/deployment.yaml")
+        self.deployment["spec"]["template"]["spec"]["volumes"][1]["configMap"]["name"] = "netqos-webhook-policy-7bk2"
+        self.policy = (REPO / "deploy/base/policy.yaml").read_text()
+        self.ready = 2
+        self.secret_tls: kubeapi.TLS | None = tls
+        self.forbidden: set[str] = set()
+        self.nodes = [node("fast-1", "high"), node("fast-2", "high"), node("slow-1", "low"), node("plain-1")]
+        self.workloads = [
+            workload("Deployment", "shop", "web"),
+            workload("ReplicaSet", "shop", "web-6f9c", owner=("Deployment", "web")),
+        ]
+        self.pods = [
+            pod("shop", "web-6f9c-a", QOS, "fast-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
+            pod("shop", "web-6f9c-b", QOS, "fast-2", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
+            pod("shop", "db-0", {"app": "db"}, "slow-1", ("StatefulSet", "db")),  # not selected
+            pod("kube-system", "probe", QOS, "slow-1"),  # a namespace the webhook never sees
+            pod("shop", "job-1-x", QOS, "slow-1", ("Job", "job-1"), phase="Succeeded"),  # finished
+        ]
+
+    def snapshot(self) -> Snapshot:
+        objs = kubeapi.installation(self.configuration, self.deployment, self.policy, self.secret_tls, NS, self.ready)
+        objs += [kubeapi.namespace("shop"), *self.nodes, *self.workloads, *self.pods]
+        snapshot = Snapshot().add_all(objs)
+        snapshot.forbidden |= self.forbidden
+        return snapshot
+
+
+def fresh_install(c: Cluster) -> None:
+    pass
+
+
+def webhook_missing(c: Cluster) -> None:
+    c.configuration = None
+
+
+def stale_ca_bundle(c: Cluster) -> None:
+    c.secret_tls = issue_tls(SERVICE_NAMES, "2025-01-01", "2034-01-01")  # a new CA; the caBundle is the old one
+
+
+def expired_certificate(c: Cluster) -> None:
+    c.secret_tls = issue_tls(SERVICE_NAMES, "2025-01-01", "2026-05-01", ca=c.tls)
+
+
+def drifted_object_selector(c: Cluster) -> None:
+    assert c.configuration is not None
+    c.configuration["webhooks"][0]["objectSelector"] = {"matchLabels": {"qos": "latency"}}
+
+
+def created_before_install(c: Cluster) -> None:
+    c.workloads += [
+        workload("Deployment", "shop", "api"),
+        workload("ReplicaSet", "shop", "api-55d", owner=("Deployment", "api")),
+        workload("CronJob", "shop", "report"),
+        workload("Job", "shop", "report-2905", owner=("CronJob", "report")),
+    ]
+    c.pods += [
+        pod("shop", "api-55d-a", QOS, "slow-1", ("ReplicaSet", "api-55d"), created="2025-12-01T08:00:00Z"),
+        pod("shop", "api-55d-b", QOS, "plain-1", ("ReplicaSet", "api-55d"), created="2025-12-01T08:00:05Z"),
+        pod("shop", "report-2905-q", QOS, "fast-1", ("Job", "report-2905"), created="2025-12-02T00:00:00Z"),
+        pod("default", "debug", QOS, None, created="2025-12-03T00:00:00Z"),
+    ]
+
+
+def explicit_and_opted_out(c: Cluster) -> None:
+    c.pods += [
+        pod("shop", "own-choice", QOS, "plain-1", preferred=OWN_NET),
+        pod("shop", "opted-out", QOS, "slow-1", annotations={"netqos.io/inject": "false"}),
+    ]
+
+
+def high_nodes_full(c: Cluster) -> None:
+    # Placed on slow-1 while both fast nodes were full: today's filters find a fast node feasible now.
+    c.pods.append(pod("shop", "web-6f9c-c", QOS, "slow-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS))
+
+
+def high_nodes_tainted(c: Cluster) -> None:
+    taint = {"key": "dedicated", "value": "fast", "effect": "NoSchedule"}
+    c.nodes = [node("fast-1", "high", [taint]), node("fast-2", "high", unschedulable=True), *c.nodes[2:]]
+    c.pods = [
+        pod("shop", "web-6f9c-a", QOS, "slow-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
+        pod(
+            "shop",
+            "web-6f9c-b",
+            QOS,
+            "fast-1",
+            ("ReplicaSet", "web-6f9c"),
+            preferred=NETQOS_TERMS,
+            tolerations=TOLERATE_HIGH,
+        ),
+    ]
+
+
+def no_high_node(c: Cluster) -> None:
+    c.nodes = [node("slow-1", "low"), node("plain-1"), node("other-1", "medium")]
+    c.pods = [
+        pod("shop", "web-6f9c-a", QOS, "plain-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
+        pod("shop", "web-6f9c-b", QOS, "other-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
+    ]
+
+
+def no_ready_endpoints(c: Cluster) -> None:
+    c.ready = 0
+
+
+def secrets_and_namespaces_forbidden(c: Cluster) -> None:
+    c.forbidden |= {"secrets", "namespaces"}
+
+
+# --- the expected reports -----------------------------------------------------------------------
+
+ENTRY = {
+    "name": "netqos.netqos.io",
+    "rule": "netqos",
+    "ca_bundle": True,
+    "object_selector_matches_policy": True,
+    "failure_policy": "Ignore",
+    "timeout_seconds": 5,
+}
+CERT = {"not_after": "2034-01-01T00:00:00Z", "days_left": 2771, "verifies_against_ca_bundle": True}
+POLICY_SOURCE = "ConfigMap netqos-system/netqos-webhook-policy-7bk2 key policy.yaml"
+FRESH = {
+    "webhook": {
+        "configuration": "netqos-webhook",
+        "entries": [ENTRY],
+        "ready_endpoints": 2,
+        "deployment": {"ready_replicas": 2, "replicas": 2},
+        "certificate": CERT,
+        "ca": {"not_after": "2036-01-01T00:00:00Z", "days_left": 3501},
+    },
+    "policy": {"source": POLICY_SOURCE, "rules": ["netqos"]},
+    "pods": {"selected": 2, "injected": 2, "explicit": 0, "opted_out": 0, "missing": 0},
+    "placement": {"high": 2, "other": 0, "unlabelled": 0, "low": 0, "pending": 0},
+    "high_nodes": 2,
+    "missing": [],
+    "not_on_high": [],
+    "problems": [],
+    "unknown": [],
+}
+FEASIBLE_NOW = (
+    "a net=high node is feasible now: the pod was placed when none was, or other score plugins outweighed the "
+    "preference (run explain)"
+)
+FIX = f"re-register for the policy in force: netqos-webhook register --config FILE (policy: {POLICY_SOURCE})"
+
+
+def expect(**changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(FRESH)
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        target = out
+        for p in parents:
+            target = target[p]
+        target[last] = value
+    return out
+
+
+def off_high(name: str, node_: str, net: str | None, why: list[str], ns: str = "shop") -> dict[str, Any]:
+    return {"namespace": ns, "name": name, "node": node_, "net": net, "why": why}
+
+
+SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
+    (fresh_install, FRESH, 0),
+    (
+        webhook_missing,
+        expect(
+            webhook__configuration=None,
+            webhook__entries=[],
+            webhook__certificate={**CERT, "verifies_against_ca_bundle": False},
+            problems=[
+                "MutatingWebhookConfiguration netqos-webhook does not exist: the API server calls no webhook, so no "
+                "pod gets the preference; install it (kubectl apply -k deploy/base, then netqos-webhook register)"
+            ],
+        ),
+        3,
+    ),
+    (
+        stale_ca_bundle,
+        expect(
+            webhook__certificate={**CERT, "verifies_against_ca_bundle": False},
+            problems=[
+                "the serving certificate does not verify for netqos-webhook.netqos-system.svc against webhook entry "
+                "netqos.netqos.io: no certificate in its caBundle signed it (a stale caBundle, or a new CA)"
+            ],
+        ),
+        3,
+    ),
+    (
+        expired_certificate,
+        expect(
+            webhook__certificate={
+                "not_after": "2026-05-01T00:00:00Z",
+                "days_left": -31,
+                "verifies_against_ca_bundle": False,
+            },
+            problems=[
+                "the serving certificate in Secret netqos-webhook-tls expired on 2026-05-01T00:00:00Z (31 days "
+                "ago); renew it (netqos-webhook certs --renew-before 30, then register; cert-manager renews by itself)",
+                "the serving certificate does not verify for netqos-webhook.netqos-system.svc against webhook entry "
+                "netqos.netqos.io: the certificate is not valid now",
+            ],
+        ),
+        3,
+    ),
+    (
+        drifted_object_selector,
+        expect(
+            webhook__entries=[{**ENTRY, "object_selector_matches_policy": False}],
+            problems=[
+                'webhook entry netqos.netqos.io: objectSelector {"matchLabels":{"qos":"latency"}} differs from rule '
+                'netqos\'s podSelector {"matchLabels":{"qos":"latency-sensitive"}}: the API server calls the '
+                f"webhook for other pods than the policy selects; {FIX}"
+            ],
+        ),
+        3,
+    ),
+    (
+        created_before_install,
+        expect(
+            pods={"selected": 6, "injected": 2, "explicit": 0, "opted_out": 0, "missing": 4},
+            placement={"high": 3, "other": 0, "unlabelled": 1, "low": 1, "pending": 1},
+            missing=[
+                {"namespace": "default", "name": "debug", "owner": None, "created": "2025-12-03T00:00:00Z"},
+                {
+                    "namespace": "shop",
+                    "name": "api-55d-a",
+                    "owner": "Deployment/api",
+                    "created": "2025-12-01T08:00:00Z",
+                },
+                {
+                    "namespace": "shop",
+                    "name": "api-55d-b",
+                    "owner": "Deployment/api",
+                    "created": "2025-12-01T08:00:05Z",
+                },
+                {
+                    "namespace": "shop",
+                    "name": "report-2905-q",
+                    "owner": "CronJob/report",
+                    "created": "2025-12-02T00:00:00Z",
+                },
+            ],
+            not_on_high=[
+                off_high("debug", "", None, [FEASIBLE_NOW], ns="default"),
+                off_high("api-55d-a", "slow-1", "low", [FEASIBLE_NOW]),
+                off_high("api-55d-b", "plain-1", None, [FEASIBLE_NOW]),
+            ],
+        ),
+        3,
+    ),
+    (
+        explicit_and_opted_out,
+        expect(
+            pods={"selected": 4, "injected": 2, "explicit": 1, "opted_out": 1, "missing": 0},
+            placement={"high": 2, "other": 0, "unlabelled": 1, "low": 1, "pending": 0},
+            not_on_high=[
+                off_high("opted-out", "slow-1", "low", [FEASIBLE_NOW]),
+                off_high("own-choice", "plain-1", None, [FEASIBLE_NOW]),
+            ],
+        ),
+        0,
+    ),
+    (
+        high_nodes_full,
+        expect(
+            pods={"selected": 3, "injected": 3, "explicit": 0, "opted_out": 0, "missing": 0},
+            placement={"high": 2, "other": 0, "unlabelled": 0, "low": 1, "pending": 0},
+            not_on_high=[off_high("web-6f9c-c", "slow-1", "low", [FEASIBLE_NOW])],
+        ),
+        0,
+    ),
+    (
+        high_nodes_tainted,
+        expect(
+            placement={"high": 1, "other": 0, "unlabelled": 0, "low": 1, "pending": 0},
+            not_on_high=[
+                off_high(
+                    "web-6f9c-a",
+                    "slow-1",
+                    "low",
+                    [
+                        "1/2 net=high node(s): node(s) had untolerated taint {dedicated: fast}",
+                        "1/2 net=high node(s): node(s) were unschedulable",
+                    ],
+                )
+            ],
+        ),
+        0,
+    ),
+    (
+        no_high_node,
+        expect(
+            placement={"high": 0, "other": 1, "unlabelled": 1, "low": 0, "pending": 0},
+            high_nodes=0,
+            problems=[
+                "no node is labelled net=high: selected pods cannot be placed on a fast network; label the "
+                "fast-network nodes (kubectl label node NAME net=high)"
+            ],
+        ),
+        3,
+    ),
+    (
+        no_ready_endpoints,
+        expect(
+            webhook__ready_endpoints=0,
+            webhook__deployment={"ready_replicas": 0, "replicas": 2},
+            problems=[
+                "Service netqos-webhook in namespace netqos-system has no ready endpoints: every call fails and pods "
+                "are created without the preference; check the pods (kubectl -n netqos-system get pods -l "
+                "app.kubernetes.io/name=netqos-webhook)",
+                "Deployment netqos-webhook in namespace netqos-system has no ready replica (0/2); see kubectl -n "
+                "netqos-system describe deployment netqos-webhook",
+            ],
+        ),
+        3,
+    ),
+    (
+        secrets_and_namespaces_forbidden,
+        expect(
+            webhook__certificate=None,
+            unknown=[
+                "cannot read Secret netqos-webhook-tls in namespace netqos-system (forbidden by RBAC)",
+                "cannot read the Namespaces (forbidden by RBAC)",
+            ],
+        ),
+        0,
+    ),
+]
+
+
+@pytest.mark.parametrize(("scenario", "expected", "code"), SCENARIOS, ids=[s[0].__name__ for s in SCENARIOS])
+def test_status_reports_each_cluster_state_exactly(
+    scenario: Callable[[Cluster], None], expected: dict[str, Any], code: int, tls: kubeapi.TLS, tmp_path: Path
+) -> None:
+    cluster = Cluster(tls)
+    scenario(cluster)
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        got = run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), out, now=NOW)
+    assert json.loads(out.getvalue()) == expected
+    assert got == code

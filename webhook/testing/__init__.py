@@ -1,0 +1,1 @@
+"""Test harness shared by tests, scripts and benchmarks: real servers on loopback, no mocks."""

@@ -1,0 +1,513 @@
+"""A fake Kubernetes API server on loopback: the read-only REST paths the `kubernetes` client uses.
+
+It serves a fixed `Snapshot` of API objects (plain JSON data) over HTTP on 127.0.0.1, so tests and
+benchmarks drive the real client, through a real kubeconfig, instead of a mock of the library:
+
+- `GET /api/v1[/namespaces/NS]/RESOURCE[/NAME]` and `GET /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE[/NAME]`;
+  `GET /api/v1/namespaces/NAME` is the Namespace itself;
+- lists honour `labelSelector` (equality- and set-based, as `kubectl -l` writes them),
+  `fieldSelector` (`=`, `==`, `!=` on `metadata.name`, `metadata.namespace`, `spec.nodeName`,
+  `status.phase`), `limit` and `continue` (an opaque token; `remainingItemCount` is set);
+- a resource listed in `Snapshot.forbidden` answers 403 with a `Status`, as RBAC does; a missing
+  object answers 404; a request without the snapshot's bearer token answers 401.
+
+Objects are stored serialised (bytes) beside the labels and fields selectors read, so a snapshot of
+150,000 pods costs the server a few hundred MiB, and a page is a join of stored bytes. Lists are
+ordered by namespace and name, as etcd returns them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+TOKEN = "netqos-test-token"
+# resource (plural, as in the URL) -> (apiVersion, kind)
+KINDS = {
+    "namespaces": ("v1", "Namespace"),
+    "nodes": ("v1", "Node"),
+    "pods": ("v1", "Pod"),
+    "configmaps": ("v1", "ConfigMap"),
+    "secrets": ("v1", "Secret"),
+    "services": ("v1", "Service"),
+    "deployments": ("apps/v1", "Deployment"),
+    "replicasets": ("apps/v1", "ReplicaSet"),
+    "statefulsets": ("apps/v1", "StatefulSet"),
+    "daemonsets": ("apps/v1", "DaemonSet"),
+    "jobs": ("batch/v1", "Job"),
+    "cronjobs": ("batch/v1", "CronJob"),
+    "endpointslices": ("discovery.k8s.io/v1", "EndpointSlice"),
+    "mutatingwebhookconfigurations": ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+}
+RESOURCES = {kind: resource for resource, (_, kind) in KINDS.items()}
+FIELDS = ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase")
+
+
+@dataclass(frozen=True)
+class Stored:
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    fields: Mapping[str, str]
+    body: bytes
+
+
+@dataclass
+class Snapshot:
+    """The cluster the server shows: objects by resource, and the resources RBAC forbids."""
+
+    objects: dict[str, list[Stored]] = field(default_factory=dict)
+    forbidden: set[str] = field(default_factory=set)
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        resource = RESOURCES[obj["kind"]]
+        meta = obj.get("metadata") or {}
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        fields = {
+            "metadata.name": meta.get("name", ""),
+            "metadata.namespace": meta.get("namespace", ""),
+            "spec.nodeName": spec.get("nodeName", "") if isinstance(spec, dict) else "",
+            "status.phase": status.get("phase", "") if isinstance(status, dict) else "",
+        }
+        body = json.dumps(obj, separators=(",", ":")).encode()
+        stored = Stored(meta.get("namespace", ""), meta["name"], dict(meta.get("labels") or {}), fields, body)
+        self.objects.setdefault(resource, []).append(stored)
+
+    def add_all(self, objs: Iterable[Mapping[str, Any]]) -> Snapshot:
+        for obj in objs:
+            self.add(obj)
+        return self
+
+    def sort(self) -> None:
+        for items in self.objects.values():
+            items.sort(key=lambda s: (s.namespace, s.name))
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Snapshot:
+        """Objects from YAML documents (Lists are unpacked); `forbidden` from a document
+        `{kind: Forbidden, resources: [...]}`, so fixtures can say what RBAC hides."""
+        snapshot = cls()
+        for doc in yaml.safe_load_all(Path(path).read_text()):
+            if not doc:
+                continue
+            if doc.get("kind") == "Forbidden":
+                snapshot.forbidden.update(doc["resources"])
+            elif doc.get("kind") == "List":
+                snapshot.add_all(doc["items"])
+            else:
+                snapshot.add(doc)
+        return snapshot
+
+
+# --- selectors ------------------------------------------------------------------------------------
+
+_SET = re.compile(r"^\s*([^\s!=,()]+)\s+(in|notin)\s+\(([^)]*)\)\s*")
+_EQ = re.compile(r"^\s*([^\s!=,()]+)\s*(==|=|!=)\s*([^\s,()]*)\s*")
+_EXISTS = re.compile(r"^\s*(!?)\s*([^\s!=,()]+)\s*")
+
+
+def parse_label_selector(text: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """`k=v,k!=v,k in (a,b),k notin (a),k,!k` as (key, operator, values); ValueError when malformed."""
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    rest = text.strip()
+    while rest:
+        if m := _SET.match(rest):
+            values = tuple(v.strip() for v in m.group(3).split(",") if v.strip())
+            out.append((m.group(1), "In" if m.group(2) == "in" else "NotIn", values))
+        elif m := _EQ.match(rest):
+            out.append((m.group(1), "NotIn" if m.group(2) == "!=" else "In", (m.group(3),)))
+        elif m := _EXISTS.match(rest):
+            out.append((m.group(2), "DoesNotExist" if m.group(1) else "Exists", ()))
+        else:
+            raise ValueError(f"unable to parse requirement: {rest!r}")
+        rest = rest[m.end() :]
+        if rest and not rest.startswith(","):
+            raise ValueError(f"expected ',' at {rest!r}")
+        rest = rest[1:]
+    return out
+
+
+def labels_match(requirements: list[tuple[str, str, tuple[str, ...]]], labels: Mapping[str, str]) -> bool:
+    for key, op, values in requirements:
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def parse_field_selector(text: str) -> list[tuple[str, bool, str]]:
+    """`f=v,f!=v` as (field, equal, value); ValueError for a field the API server does not index."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        m = re.match(r"^([\w.]+)\s*(==|=|!=)\s*(.*)$", part)
+        if not m:
+            raise ValueError(f"invalid field selector {part!r}")
+        if m.group(1) not in FIELDS:
+            raise ValueError(f'field label not supported: "{m.group(1)}"')
+        out.append((m.group(1), m.group(2) != "!=", m.group(3)))
+    return out
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+
+def _status(code: int, reason: str, message: str) -> bytes:
+    return json.dumps(
+        {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}
+    ).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read their own output
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        self.server.requests.append(self.path)
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            self._send(401, _status(401, "Unauthorized", "Unauthorized"))
+            return
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        try:
+            code, body = self._answer(url.path, query)
+        except ValueError as err:
+            code, body = 400, _status(400, "BadRequest", str(err))
+        self._send(code, body)
+
+    def _send(self, code: int, body: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _answer(self, path: str, query: dict[str, str]) -> tuple[int, bytes]:
+        parts = [p for p in path.split("/") if p]
+        if parts[:2] == ["api", "v1"]:
+            rest = parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            rest = parts[3:]
+        else:
+            return 404, _status(404, "NotFound", f"the server could not find the requested resource ({path})")
+        namespace = None
+        if rest[:1] == ["namespaces"] and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        if not rest or rest[0] not in KINDS or len(rest) > 2:
+            return 404, _status(404, "NotFound", f"the server could not find the requested resource ({path})")
+        resource, name = rest[0], (rest[1] if len(rest) == 2 else None)
+        snapshot = self.server.snapshot
+        verb = "get" if name else "list"
+        if resource in snapshot.forbidden:
+            scope = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+            message = (
+                f'{resource} is forbidden: User "netqos-reader" cannot {verb} resource "{resource}"'
+                f' in API group "{KINDS[resource][0].rpartition("/")[0]}"{scope}'
+            )
+            return 403, _status(403, "Forbidden", message)
+        items = snapshot.objects.get(resource, [])
+        if name:
+            for s in items:
+                if s.name == name and (namespace is None or s.namespace == namespace):
+                    return 200, s.body
+            return 404, _status(404, "NotFound", f'{resource} "{name}" not found')
+        return 200, self._list(resource, items, namespace, query)
+
+    def _list(self, resource: str, items: list[Stored], namespace: str | None, query: dict[str, str]) -> bytes:
+        labels = parse_label_selector(query.get("labelSelector", ""))
+        fields = parse_field_selector(query.get("fieldSelector", ""))
+        limit = int(query.get("limit") or 0)
+        start = int(base64.b64decode(query["continue"]).decode()) if query.get("continue") else 0
+        page: list[bytes] = []
+        position = start
+        for position in range(start, len(items)):
+            s = items[position]
+            if namespace is not None and s.namespace != namespace:
+                continue
+            if labels and not labels_match(labels, s.labels):
+                continue
+            if any((s.fields.get(f) == v) != equal for f, equal, v in fields):
+                continue
+            if limit and len(page) == limit:
+                break
+            page.append(s.body)
+        else:
+            position = len(items)
+        meta: dict[str, Any] = {"resourceVersion": "1"}
+        if position < len(items):
+            meta["continue"] = base64.b64encode(str(position).encode()).decode()
+            meta["remainingItemCount"] = len(items) - position  # an upper bound, as with selectors
+        api_version, kind = KINDS[resource]
+        head = json.dumps({"apiVersion": api_version, "kind": f"{kind}List", "metadata": meta})
+        return head[:-1].encode() + b',"items":[' + b",".join(page) + b"]}"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        snapshot.sort()
+        self.snapshot = snapshot
+        self.requests: list[str] = []  # every path asked for, for tests that check what was sent
+
+
+@dataclass(frozen=True)
+class Running:
+    url: str
+    kubeconfig: Path
+    server: _Server
+
+    @property
+    def requests(self) -> list[str]:
+        return self.server.requests
+
+
+def write_kubeconfig(path: Path, url: str, namespace: str = "default") -> Path:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "fake", "cluster": {"server": url}}],
+        "users": [{"name": "netqos-reader", "user": {"token": TOKEN}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "netqos-reader", "namespace": namespace}}],
+        "current-context": "fake",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@contextmanager
+def serve(snapshot: Snapshot, directory: Path) -> Iterator[Running]:
+    """Serve `snapshot` on 127.0.0.1 until the block ends; `directory` receives the kubeconfig."""
+    server = _Server(snapshot)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, name="kubeapi", daemon=True)
+    thread.start()
+    try:
+        yield Running(url, write_kubeconfig(Path(directory) / "kubeconfig", url), server)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+# --- building snapshots: the objects of an installed webhook, nodes and pods --------------------------
+
+EPOCH = "2026-01-01T00:00:00Z"
+
+
+@dataclass(frozen=True)
+class TLS:
+    """PEM files of a CA (and its key) and a serving certificate it signed."""
+
+    ca_cert: bytes
+    ca_key: bytes
+    cert: bytes
+    key: bytes
+
+
+def issue_tls(
+    names: Iterable[str], not_before: str = "2025-01-01", not_after: str = "2035-01-01", ca: TLS | None = None
+) -> TLS:
+    """A serving certificate for `names`, valid between the two dates (so tests can fix the clock),
+    signed by the CA of `ca` when given, else by a new CA."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def when(day: str) -> dt.datetime:
+        return dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+
+    if ca is None:
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "netqos-test-ca")])
+        ca_cert = (
+            x509.CertificateBuilder()
+            .subject_name(ca_name)
+            .issuer_name(ca_name)
+            .public_key(ca_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(when("2024-01-01"))
+            .not_valid_after(when("2036-01-01"))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .sign(ca_key, hashes.SHA256())
+        )
+    else:
+        ca_cert = x509.load_pem_x509_certificate(ca.ca_cert)
+        ca_key = serialization.load_pem_private_key(ca.ca_key, password=None)  # type: ignore[assignment]
+    key = ec.generate_private_key(ec.SECP256R1())
+    names = list(names)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(when(not_before))
+        .not_valid_after(when(not_after))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def pem(c: Any) -> bytes:
+        return c.public_bytes(serialization.Encoding.PEM)
+
+    def key_pem(k: Any) -> bytes:
+        return k.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+
+    return TLS(pem(ca_cert), key_pem(ca_key), pem(cert), key_pem(key))
+
+
+def _meta(name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "uid": f"uid-{namespace or ''}-{name}", "creationTimestamp": EPOCH}
+    if namespace:
+        meta["namespace"] = namespace
+    meta.update({k: v for k, v in extra.items() if v is not None})
+    return meta
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": _meta(name, labels={"kubernetes.io/metadata.name": name}),
+    }
+
+
+def node(
+    name: str, net: str | None = None, taints: Iterable[Mapping[str, str]] = (), unschedulable: bool = False
+) -> dict[str, Any]:
+    labels = {"kubernetes.io/hostname": name, **({"net": net} if net is not None else {})}
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = [dict(t) for t in taints]
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {"apiVersion": "v1", "kind": "Node", "metadata": _meta(name, labels=labels), "spec": spec}
+
+
+def owner_ref(kind: str, name: str) -> dict[str, Any]:
+    api_version = KINDS[RESOURCES[kind]][0]
+    return {"apiVersion": api_version, "kind": kind, "name": name, "uid": f"uid-{name}", "controller": True}
+
+
+def pod(
+    ns: str,
+    name: str,
+    labels: Mapping[str, str] | None = None,
+    node_name: str | None = None,
+    owner: tuple[str, str] | None = None,
+    created: str = EPOCH,
+    preferred: list[Any] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    phase: str | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A pod as the API server returns it; `preferred` is its preferred node affinity."""
+    body: dict[str, Any] = {"containers": [{"name": "app", "image": "registry.example/app:1"}], **spec}
+    if preferred is not None:
+        affinity = body.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
+    if node_name:
+        body["nodeName"] = node_name
+    meta = _meta(
+        name,
+        ns,
+        labels=dict(labels) if labels else None,
+        annotations=dict(annotations) if annotations else None,
+        ownerReferences=[owner_ref(*owner)] if owner else None,
+    )
+    meta["creationTimestamp"] = created
+    status = {"phase": phase or ("Running" if node_name else "Pending")}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": status}
+
+
+def workload(kind: str, ns: str, name: str, owner: tuple[str, str] | None = None) -> dict[str, Any]:
+    """A controller object with just what owner lookups read."""
+    api_version = KINDS[RESOURCES[kind]][0]
+    meta = _meta(name, ns, ownerReferences=[owner_ref(*owner)] if owner else None)
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": {}}
+
+
+def installation(
+    webhook_configuration: Mapping[str, Any] | None,
+    deployment: Mapping[str, Any],
+    policy_yaml: str,
+    tls: TLS | None,
+    namespace_: str = "netqos-system",
+    ready_endpoints: int = 2,
+) -> list[dict[str, Any]]:
+    """The objects of an installed webhook: its configuration (None: not registered), the
+    Deployment (with `status.readyReplicas` = `ready_endpoints`), the policy ConfigMap it mounts,
+    the Service's EndpointSlice and the TLS Secret (None: absent)."""
+    ns = namespace_
+    objs: list[dict[str, Any]] = []
+    if webhook_configuration is not None:
+        objs.append(dict(webhook_configuration))
+    deployment = json.loads(json.dumps(deployment))
+    deployment["metadata"].update(namespace=ns, uid="uid-deployment", creationTimestamp=EPOCH)
+    deployment["status"] = {"replicas": 2, "readyReplicas": ready_endpoints}
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    config_map = next(v["configMap"]["name"] for v in volumes if v.get("configMap"))
+    objs.append(deployment)
+    objs.append(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(config_map, ns),
+            "data": {"policy.yaml": policy_yaml},
+        }
+    )
+    endpoints = [{"addresses": [f"10.0.0.{i + 1}"], "conditions": {"ready": True}} for i in range(ready_endpoints)] + (
+        [{"addresses": ["10.0.0.99"], "conditions": {"ready": False}}] if ready_endpoints < 2 else []
+    )
+    objs.append(
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": _meta("netqos-webhook-abcde", ns, labels={"kubernetes.io/service-name": "netqos-webhook"}),
+            "addressType": "IPv4",
+            "endpoints": endpoints,
+        }
+    )
+    if tls is not None:
+        data = {
+            "ca.crt": base64.b64encode(tls.ca_cert).decode(),
+            "tls.crt": base64.b64encode(tls.cert).decode(),
+            "tls.key": base64.b64encode(tls.key).decode(),
+        }
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": _meta("netqos-webhook-tls", ns),
+                "type": "kubernetes.io/tls",
+                "data": data,
+            }
+        )
+    objs += [namespace(n) for n in ("default", "kube-system", ns)]
+    return objs
