@@ -22,7 +22,10 @@ import pytest
 import yaml
 from support import NETQOS_TERMS, REPO
 
-from webhook.commands.status import StatusArgs, run
+from webhook.affinity import Requirement
+from webhook.cli import main
+from webhook.commands.status import StatusArgs, label_selector, run
+from webhook.selector import LabelSelector
 from webhook.testing import kubeapi
 from webhook.testing.kubeapi import Snapshot, issue_tls, node, pod, workload
 
@@ -392,3 +395,116 @@ def test_status_reports_each_cluster_state_exactly(
         got = run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), out, now=NOW)
     assert json.loads(out.getvalue()) == expected
     assert got == code
+
+
+# --- the command line: exit codes, one-line errors, the table ------------------------------------
+
+
+def test_cli_exit_code_is_0_for_a_healthy_cluster_and_3_for_missing_pods(
+    tls: kubeapi.TLS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for scenario, code in ((fresh_install, 0), (created_before_install, 3)):
+        cluster = Cluster(tls)
+        scenario(cluster)
+        with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+            assert main(["status", "--kubeconfig", str(api.kubeconfig), "-o", "json"]) == code
+        assert set(json.loads(capsys.readouterr().out)) >= {
+            "webhook",
+            "pods",
+            "placement",
+            "missing",
+            "not_on_high",
+            "problems",
+        }
+
+
+def test_table_groups_missing_pods_by_top_owner_and_prints_the_command_that_recreates_them(
+    tls: kubeapi.TLS, tmp_path: Path
+) -> None:
+    cluster = Cluster(tls)
+    created_before_install(cluster)
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        assert run(StatusArgs(kubeconfig=str(api.kubeconfig)), out, now=NOW) == 3
+    table = out.getvalue()
+    assert "  shop/Deployment/api: 2 pod(s) created since 2025-12-01T08:00:00Z: api-55d-a, api-55d-b" in table
+    assert "    recreate: kubectl -n shop rollout restart deployment/api" in table
+    assert "  shop/CronJob/report: 1 pod(s)" in table
+    assert table.index("WEBHOOK") < table.index("PODS") < table.index("MISSING") < table.index("NOT ON A net=high")
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["--kubeconfig", "/nonexistent/kubeconfig"], 2, "cannot read kubeconfig /nonexistent/kubeconfig"),
+        (["--config", "/nonexistent/policy.yaml"], 2, "/nonexistent/policy.yaml"),
+    ],
+    ids=["unreadable kubeconfig", "unreadable policy file"],
+)
+def test_unusable_input_is_one_line_on_stderr_and_exit_2(
+    argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", *argv]) == code
+    err = capsys.readouterr().err
+    assert err.startswith("netqos-webhook status: ") and message in err and err.count("\n") == 1
+
+
+def test_an_unreachable_cluster_is_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with kubeapi.serve(Snapshot(), tmp_path) as api:
+        url = api.url
+    kubeconfig = kubeapi.write_kubeconfig(tmp_path / "gone", url)  # the server has stopped: nothing listens
+    assert main(["status", "--kubeconfig", str(kubeconfig)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot reach the Kubernetes API server at" in err and err.count("\n") == 1
+
+
+def test_pods_are_listed_with_the_rule_selector_server_side_and_paginated(tls: kubeapi.TLS, tmp_path: Path) -> None:
+    cluster = Cluster(tls)
+    cluster.pods += [pod("shop", f"bulk-{i:04}", QOS, "fast-1", preferred=NETQOS_TERMS) for i in range(1100)]
+    cluster.pods += [pod("shop", f"other-{i:04}", {"app": "x"}, "slow-1") for i in range(300)]
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        assert run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), out, now=NOW) == 0
+        pod_requests = [r for r in api.requests if r.startswith("/api/v1/pods")]
+    assert json.loads(out.getvalue())["pods"]["selected"] == 1102
+    assert len(pod_requests) == 3  # 1102 selected pods in pages of 500
+    for request in pod_requests:
+        assert "labelSelector=qos%3Dlatency-sensitive" in request
+        assert "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed" in request
+        assert "limit=500" in request
+    assert "continue=" in pod_requests[1]
+
+
+def test_namespace_flag_lists_only_that_namespace(tls: kubeapi.TLS, tmp_path: Path) -> None:
+    cluster = Cluster(tls)
+    created_before_install(cluster)
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        run(StatusArgs(kubeconfig=str(api.kubeconfig), namespace="default", output="json"), out, now=NOW)
+        assert any(r.startswith("/api/v1/namespaces/default/pods?") for r in api.requests)
+    assert [p["name"] for p in json.loads(out.getvalue())["missing"]] == ["debug"]
+
+
+@pytest.mark.parametrize(
+    ("selector", "text"),
+    [
+        (LabelSelector((("qos", "latency-sensitive"),)), "qos=latency-sensitive"),
+        (LabelSelector(match_expressions=(Requirement("tier", "In", ("a", "b")),)), "tier in (a,b)"),
+        (LabelSelector(match_expressions=(Requirement("tier", "NotIn", ("c",)),)), "tier notin (c)"),
+        (LabelSelector(match_expressions=(Requirement("gpu", "Exists"),)), "gpu"),
+        (LabelSelector(match_expressions=(Requirement("gpu", "DoesNotExist"),)), "!gpu"),
+        (LabelSelector(), ""),
+    ],
+)
+def test_label_selector_query_selects_what_the_selector_matches(selector: LabelSelector, text: str) -> None:
+    assert label_selector(selector) == text
+    parsed = kubeapi.parse_label_selector(text)
+    for labels in (
+        {},
+        {"qos": "latency-sensitive"},
+        {"tier": "a"},
+        {"tier": "c"},
+        {"gpu": ""},
+        {"tier": "b", "gpu": "1"},
+    ):
+        assert kubeapi.labels_match(parsed, labels) == selector.matches(labels), labels
