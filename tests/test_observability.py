@@ -128,7 +128,7 @@ def test_metric_names_follow_prometheus_conventions(client):
         "netqos_admission_requests": "counter",
         "netqos_admission_duration_seconds": "histogram",
         "netqos_rule_injections": "counter",
-        "netqos_tls_certificate_expiry_timestamp_seconds": "gauge",
+        "netqos_certificate_expiry_timestamp_seconds": "gauge",
         "netqos_tls_certificate_reloads": "counter",
         "netqos_policy_info": "gauge",
         "netqos_policy_file_rejected": "gauge",
@@ -136,7 +136,7 @@ def test_metric_names_follow_prometheus_conventions(client):
         "netqos_build_info": "gauge",
     }
     for name, kind in expected.items():
-        if name == "netqos_tls_certificate_expiry_timestamp_seconds":
+        if name == "netqos_certificate_expiry_timestamp_seconds":
             continue  # set by the TLS layer; checked against a real server below
         assert name in families, f"{name} missing from /metrics"
         assert families[name].type == kind, name
@@ -256,7 +256,11 @@ def test_metrics_add_up_across_workers_and_survive_a_worker_death(tmp_path):
             assert metric_value(exposition, "netqos_admission_requests_total", decision="mutated") == sent
             assert metric_value(exposition, "netqos_rule_injections_total", rule="netqos") == sent
             assert metric_value(exposition, "netqos_admission_duration_seconds_count") == sent
-            assert metric_value(exposition, "netqos_tls_certificate_expiry_timestamp_seconds") > 1.7e9
+            for certificate in ("serving", "ca"):
+                assert (
+                    metric_value(exposition, "netqos_certificate_expiry_timestamp_seconds", certificate=certificate)
+                    > 1.7e9
+                )
             assert metric_value(exposition, "netqos_build_info") == 1
 
         victim = server.workers()[0]

@@ -295,6 +295,10 @@ def test_certificate_rotation_under_load_fails_no_request(tmp_path):
         assert metric_value(exposition, "netqos_tls_certificate_reloads_total", result="success") == 2  # per worker
         assert metric_value(exposition, "netqos_tls_certificate_reloads_total", result="failure") == 0
         expiry = x509.load_pem_x509_certificate(mounted.cert.read_bytes()).not_valid_after_utc.timestamp()
-        assert metric_value(exposition, "netqos_tls_certificate_expiry_timestamp_seconds") == pytest.approx(
-            expiry, abs=0.5
-        )
+        assert metric_value(
+            exposition, "netqos_certificate_expiry_timestamp_seconds", certificate="serving"
+        ) == pytest.approx(expiry, abs=0.5)
+        ca_expiry = x509.load_pem_x509_certificate(mounted.ca_cert.read_bytes()).not_valid_after_utc.timestamp()
+        assert metric_value(
+            exposition, "netqos_certificate_expiry_timestamp_seconds", certificate="ca"
+        ) == pytest.approx(ca_expiry, abs=0.5)

@@ -92,8 +92,10 @@ def _metrics() -> SimpleNamespace:
         registry=registry,
     )
     ns.cert_expiry = Gauge(
-        "netqos_tls_certificate_expiry_timestamp_seconds",
-        "Unix time when the serving certificate in force expires (earliest over live workers).",
+        "netqos_certificate_expiry_timestamp_seconds",
+        "Unix time when a certificate in force expires (earliest over live workers): certificate=serving "
+        "for the serving certificate, certificate=ca for the CA beside it (ca.crt), whose copy is the caBundle.",
+        ("certificate",),
         registry=registry,
         multiprocess_mode="livemin",
     )
@@ -158,8 +160,11 @@ def observe_invalid(seconds: float) -> None:
     observe_review(Decision.INVALID, "", False, (), seconds)
 
 
-def certificate_loaded(not_after: float) -> None:
-    _metrics().cert_expiry.set(not_after)
+def certificate_loaded(not_after: float, ca_not_after: float | None = None) -> None:
+    gauge = _metrics().cert_expiry
+    gauge.labels("serving").set(not_after)
+    if ca_not_after is not None:
+        gauge.labels("ca").set(ca_not_after)
 
 
 def certificate_reload(ok: bool) -> None:

@@ -72,6 +72,15 @@ def not_after(certfile: Path) -> float:
     return cert.not_valid_after_utc.timestamp()
 
 
+def ca_not_after(certfile: Path) -> float | None:
+    """Unix time when the CA beside `certfile` (`ca.crt`, as the Secrets of `register` and
+    cert-manager hold it) expires; None when there is none or it cannot be read."""
+    try:
+        return not_after(Path(certfile).parent / "ca.crt")
+    except (OSError, ValueError):
+        return None
+
+
 def check_files(files: TLSFiles) -> str | None:
     """None when `files` make a working server context, else what is wrong, for the operator."""
     try:
@@ -104,7 +113,7 @@ class CertificateRotator:
         self.current = self.front
         self.front.sni_callback = self._on_client_hello
         self.reloads = 0
-        metrics.certificate_loaded(not_after(files.certfile))
+        metrics.certificate_loaded(not_after(files.certfile), ca_not_after(files.certfile))
 
     def _on_client_hello(self, sslsock: Any, server_name: str | None, context: ssl.SSLContext) -> None:
         try:
@@ -124,6 +133,7 @@ class CertificateRotator:
         try:
             context = build_context(self.files)
             expires = not_after(self.files.certfile)
+            ca_expires = ca_not_after(self.files.certfile)
         except (OSError, ssl.SSLError, ValueError) as err:
             metrics.certificate_reload(ok=False)
             log.error(
@@ -135,7 +145,7 @@ class CertificateRotator:
         self.current = context
         self.reloads += 1
         metrics.certificate_reload(ok=True)
-        metrics.certificate_loaded(expires)
+        metrics.certificate_loaded(expires, ca_expires)
         log.info(
             "serving the new certificate from %s (expires %s)",
             self.files.certfile,

@@ -1,0 +1,198 @@
+"""`netqos-webhook status` at Kubernetes' documented limits: time and peak memory.
+
+A fake API server (webhook.testing.kubeapi, in a process of its own so its memory is not counted)
+holds an installed webhook, N nodes (10 % net=high, 10 % net=low, the rest unlabelled) and P pods,
+S of them selected by the policy (qos=latency-sensitive): 80 % carry the terms, 15 % were created
+before the webhook (missing, from 100 Deployments), 5 % opted out. Then `netqos-webhook status
+-o json` runs as a child process, repeatedly; its wall time and peak RSS (getrusage of that
+child) are reported per run, with the median and spread. The fake server's own time is inside
+the figures: a real API server answers lists faster.
+
+    scripts/bench --status-scale                      5,000 nodes, 150,000 pods, 30,000 selected, 3 runs
+    scripts/bench --status-scale --smoke              a few hundred objects: checks the harness
+    scripts/bench --status-scale --nodes N --pods P --selected S --repeat R
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from webhook.testing import kubeapi
+from webhook.testing.kubeapi import Snapshot, node, pod, workload
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET_SECONDS = 30.0
+TARGET_RSS_MIB = 400.0
+QOS = {"qos": "latency-sensitive", "app": "web"}
+TERMS = [
+    {"weight": 90, "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]}},
+    {"weight": 10, "preference": {"matchExpressions": [{"key": "net", "operator": "NotIn", "values": ["low"]}]}},
+]
+NS = "netqos-system"
+
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    max_rss_mib: float
+    exit_code: int
+    selected: int
+    missing: int
+
+
+def build(nodes: int, pods: int, selected: int) -> Snapshot:
+    """The cluster: the shipped installation, `nodes` nodes and `pods` pods (`selected` selected)."""
+    import base64
+
+    import yaml
+
+    tls = kubeapi.issue_tls(["netqos-webhook", f"netqos-webhook.{NS}", f"netqos-webhook.{NS}.svc"])
+    config = yaml.safe_load((REPO / "deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml").read_text())
+    for webhook in config["webhooks"]:
+        webhook["clientConfig"]["caBundle"] = base64.b64encode(tls.ca_cert).decode()
+    deployment = yaml.safe_load((REPO / "deploy/base/deployment.yaml").read_text())
+    deployment["spec"]["template"]["spec"]["volumes"][1]["configMap"]["name"] = "netqos-webhook-policy"
+    snapshot = Snapshot().add_all(
+        kubeapi.installation(config, deployment, (REPO / "deploy/base/policy.yaml").read_text(), tls, NS)
+    )
+    names = []
+    for i in range(nodes):
+        net = "high" if i % 10 == 0 else "low" if i % 10 == 1 else None
+        names.append(f"node-{i:05}")
+        snapshot.add(node(names[-1], net))
+    namespaces = [f"team-{t:02}" for t in range(50)]
+    for ns in namespaces:
+        snapshot.add(kubeapi.namespace(ns))
+    for d in range(100):  # the Deployments whose pods predate the webhook
+        ns = namespaces[d % len(namespaces)]
+        snapshot.add(workload("Deployment", ns, f"old-{d:03}"))
+        snapshot.add(workload("ReplicaSet", ns, f"old-{d:03}-5d8f", owner=("Deployment", f"old-{d:03}")))
+    resources = {"requests": {"cpu": "100m", "memory": "128Mi"}}
+    for i in range(pods):
+        ns = namespaces[i % len(namespaces)]
+        where = names[(i * 7) % nodes] if i % 50 else None  # 2 % pending
+        if i < selected:
+            kind = i % 20
+            if kind < 16:
+                extra: dict[str, Any] = {"preferred": TERMS, "owner": ("ReplicaSet", f"web-{i % 300:03}-7c9d")}
+            elif kind < 19:
+                d = i % 100
+                ns = namespaces[d % len(namespaces)]
+                extra = {"owner": ("ReplicaSet", f"old-{d:03}-5d8f"), "created": "2025-11-30T12:00:00Z"}
+            else:
+                extra = {"annotations": {"netqos.io/inject": "false"}}
+            p = pod(ns, f"sel-{i:06}", QOS, where, **extra)
+        else:
+            p = pod(ns, f"pod-{i:06}", {"app": f"svc-{i % 500}"}, where, ("ReplicaSet", f"svc-{i % 500}-6b7f"))
+        p["spec"]["containers"][0]["resources"] = resources
+        snapshot.add(p)
+    return snapshot
+
+
+def _serve(nodes: int, pods: int, selected: int, directory: str, ready: Any) -> None:
+    """The fake API server's process: build the snapshot, serve it until terminated."""
+    snapshot = build(nodes, pods, selected)
+    with kubeapi.serve(snapshot, Path(directory)) as api:
+        ready.send(str(api.kubeconfig))
+        while True:
+            time.sleep(3600)
+
+
+def measure(kubeconfig: str) -> Run:
+    """One `status -o json` in a child process: wall time and peak RSS. Call it in an interpreter
+    of its own (`--measure`): RUSAGE_CHILDREN is the maximum over every reaped child, so there it
+    is this child's alone."""
+    import resource
+
+    argv = [sys.executable, "-m", "webhook", "status", "--kubeconfig", kubeconfig, "-o", "json"]
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, timeout=600)
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"status failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: KiB
+    report = json.loads(done.stdout)
+    return Run(seconds, rss_mib, done.returncode, report["pods"]["selected"], report["pods"]["missing"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench --status-scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150_000)
+    parser.add_argument("--selected", type=int, default=30_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="200 nodes, 2,000 pods, 400 selected, one run")
+    parser.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")
+    parser.add_argument("--measure", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure:  # one run, in its own interpreter: RUSAGE_CHILDREN is then this run's alone
+        print(json.dumps(measure(args.measure).__dict__))
+        return 0
+    if args.smoke:
+        args.nodes, args.pods, args.selected, args.repeat = 200, 2000, 400, 1
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    with tempfile.TemporaryDirectory() as directory:
+        built = time.perf_counter()
+        server = context.Process(target=_serve, args=(args.nodes, args.pods, args.selected, directory, send))
+        server.start()
+        try:
+            if not receive.poll(900):
+                raise SystemExit("the fake API server did not start within 900 s")
+            kubeconfig = receive.recv()
+            print(f"fake API server ready in {time.perf_counter() - built:.1f} s", file=sys.stderr)
+            runs = []
+            for _ in range(args.repeat):
+                done = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.status_scale", "--measure", kubeconfig],
+                    cwd=REPO,
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                    check=True,
+                )
+                runs.append(Run(**json.loads(done.stdout)))
+        finally:
+            server.terminate()
+            server.join(30)
+    if args.json:
+        print(json.dumps({"nodes": args.nodes, "pods": args.pods, "runs": [r.__dict__ for r in runs]}))
+    else:
+        print(report(args.nodes, args.pods, args.selected, runs))
+    return 0
+
+
+def report(nodes: int, pods: int, selected: int, runs: list[Run]) -> str:
+    seconds = [r.seconds for r in runs]
+    rss = [r.max_rss_mib for r in runs]
+    lines = [
+        f"status against {nodes:,} nodes, {pods:,} pods ({selected:,} selected), {len(runs)} run(s):",
+        "",
+        "| run | wall time (s) | peak RSS (MiB) | selected | missing | exit |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {i + 1} | {r.seconds:.1f} | {r.max_rss_mib:.0f} | {r.selected} | {r.missing} | {r.exit_code} |"
+        for i, r in enumerate(runs)
+    ]
+    lines += [
+        "",
+        f"median {statistics.median(seconds):.1f} s (min {min(seconds):.1f}, max {max(seconds):.1f}; "
+        f"target < {TARGET_SECONDS:.0f} s), peak RSS median {statistics.median(rss):.0f} MiB "
+        f"(max {max(rss):.0f}; target < {TARGET_RSS_MIB:.0f} MiB)",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""The `status` scale benchmark runs end to end in smoke mode (a few hundred objects) and reports
+what it measured; no timing is asserted here: docs/operations.md records the full-size figures,
+measured with `scripts/bench --status-scale`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from support import REPO
+
+
+def test_status_scale_smoke_reports_time_and_memory_of_a_complete_run() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.status_scale", "--smoke", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert (result["nodes"], result["pods"]) == (200, 2000)
+    [run] = result["runs"]
+    assert run["selected"] == 400 and run["missing"] == 60 and run["exit_code"] == 3
+    assert run["seconds"] > 0 and run["max_rss_mib"] > 10
