@@ -197,6 +197,10 @@ FEASIBLE_NOW = (
     "a net=high node is feasible now: the pod was placed when none was, or other score plugins outweighed the "
     "preference (run explain)"
 )
+FEASIBLE_PENDING = (
+    "a net=high node is feasible now: the scheduler has not bound the pod yet (kubectl describe pod shows its "
+    "FailedScheduling events)"
+)
 FIX = f"re-register for the policy in force: netqos-webhook register --config FILE (policy: {POLICY_SOURCE})"
 
 
@@ -297,7 +301,7 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
                 },
             ],
             not_on_high=[
-                off_high("debug", "", None, [FEASIBLE_NOW], ns="default"),
+                off_high("debug", "", None, [FEASIBLE_PENDING], ns="default"),
                 off_high("api-55d-a", "slow-1", "low", [FEASIBLE_NOW]),
                 off_high("api-55d-b", "plain-1", None, [FEASIBLE_NOW]),
             ],
@@ -508,3 +512,29 @@ def test_label_selector_query_selects_what_the_selector_matches(selector: LabelS
         {"tier": "b", "gpu": "1"},
     ):
         assert kubeapi.labels_match(parsed, labels) == selector.matches(labels), labels
+
+
+# --- the README shows the command's real output --------------------------------------------------
+
+README_BEGIN, README_END = "<!-- status output: begin -->\n", "<!-- status output: end -->\n"
+
+
+def readme_cluster(c: Cluster) -> None:
+    """The cluster of README's "Check it works in your cluster": pods from before the install,
+    an opted-out pod, one whose own affinity names `net`."""
+    created_before_install(c)
+    explicit_and_opted_out(c)
+
+
+def test_readme_shows_the_real_output_of_status(tls: kubeapi.TLS, tmp_path: Path) -> None:
+    cluster = Cluster(tls)
+    readme_cluster(cluster)
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        code = run(StatusArgs(kubeconfig=str(api.kubeconfig)), out, now=NOW)  # the clock fixed, for stable dates
+    shown = "".join(f"    {line}".rstrip() + "\n" for line in ["$ netqos-webhook status", *out.getvalue().splitlines()])
+    shown += f"    $ echo $?\n    {code}\n"
+    readme = (REPO / "README.md").read_text()
+    assert README_BEGIN in readme and README_END in readme, "README lacks the status output markers"
+    block = readme.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
+    assert block == "\n" + shown + "\n", f"README's status output is stale; it is now:\n{shown}"

@@ -55,6 +55,10 @@ FEASIBLE_NOW = (
     "a net=high node is feasible now: the pod was placed when none was, "
     "or other score plugins outweighed the preference (run explain)"
 )
+FEASIBLE_PENDING = (
+    "a net=high node is feasible now: the scheduler has not bound the pod yet "
+    "(kubectl describe pod shows its FailedScheduling events)"
+)
 EXIT_OK = 0
 EXIT_PROBLEMS = 3
 # A top owner's kind -> how to recreate its pods (the table prints it; status never runs it).
@@ -438,6 +442,8 @@ def _place(pod: Mapping[str, Any], nodes: _Nodes, report: Report, cache: dict[st
     report.placement[net_class] += 1
     if net_class != "high" and nodes.high:
         why = _why_not_high(pod, nodes.high, cache)
+        if not node and why == (FEASIBLE_NOW,):
+            why = (FEASIBLE_PENDING,)
         report.not_on_high.append(OffHigh(meta.get("namespace", ""), meta.get("name", ""), node, net, why))
 
 
@@ -618,6 +624,11 @@ def render_table(report: Report, limit: int = 20) -> str:
     lines += ["", f"PROBLEMS ({len(report.problems)})" if report.problems else "PROBLEMS none"]
     lines += [f"  - {problem}" for problem in report.problems]
     lines += [f"  ? {u}" for u in report.unknown]
+    lines += [
+        "",
+        f"RESULT {len(report.problems)} problem(s), {len(report.missing)} pod(s) missing the preference: "
+        f"exit {report.exit_code}",
+    ]
     return "\n".join(lines) + "\n"
 
 
