@@ -247,7 +247,8 @@ def _registration(view: ClusterView, report: Report, shipped: Mapping[str, Any])
 
 def _endpoints(view: ClusterView, report: Report) -> None:
     slices = view.endpoint_slices
-    if _unknown(report, slices):
+    if isinstance(slices, Unknown):
+        _unknown(report, slices)
         return
     ready = sum(
         1
@@ -385,10 +386,14 @@ class _Nodes:
 def _workloads(
     view: ClusterView, report: Report, entries: Sequence[Mapping[str, Any]], shipped: Sequence[Mapping[str, Any]]
 ) -> None:
-    nodes = None if _unknown(report, view.nodes) else _read_nodes(view.nodes)
-    if nodes is not None:
+    nodes = None
+    if isinstance(view.nodes, Unknown):
+        _unknown(report, view.nodes)
+    else:
+        nodes = _read_nodes(view.nodes)
         report.high_nodes = len(nodes.high)
-    if _unknown(report, view.pods):
+    if isinstance(view.pods, Unknown):
+        _unknown(report, view.pods)
         return
     admits = _namespace_admission(view, entries, shipped, report)
     reasons_cache: dict[str, tuple[str, ...]] = {}
@@ -491,11 +496,15 @@ def _namespace_admission(
             report.problems.append(f"webhook entry {rule.name}.{WEBHOOK_DOMAIN}: namespaceSelector: {err}")
             selectors[rule.name] = LabelSelector()
     namespaces = view.namespaces
-    known = None if _unknown(report, namespaces) else namespaces
+    known: Mapping[str, Mapping[str, str]] = {}
+    if isinstance(namespaces, Unknown):
+        _unknown(report, namespaces)
+    else:
+        known = namespaces
 
     def admits(rule: Rule, namespace: str) -> bool:
         # Every namespace carries its name as a label (Kubernetes 1.21+): enough without list rights.
-        labels = (known or {}).get(namespace) or {NAMESPACE_NAME_LABEL: namespace}
+        labels = known.get(namespace) or {NAMESPACE_NAME_LABEL: namespace}
         return selectors[rule.name].matches(labels)
 
     return admits

@@ -18,6 +18,7 @@ from webhook import cluster, status
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
 from webhook.policy import Policy
 from webhook.policy_file import PolicyError, default_policy, load_policy, policy_from_bytes
+from webhook.register import TLS_SECRET
 from webhook.selector import LabelSelector
 
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
@@ -62,7 +63,7 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
         endpoint_slices=_listed(
             reader, "EndpointSlice", ns, label_selector=f"kubernetes.io/service-name={DEFAULT_SERVICE}"
         ),
-        secret=_get(reader, "Secret", status.TLS_SECRET, ns),
+        secret=_get(reader, "Secret", TLS_SECRET, ns),
         namespaces=_namespaces(reader),
         nodes=_lazy(reader, "nodes", lambda: reader.list("Node")),
         pods=_lazy(reader, "pods", lambda: _selected_pods(reader, policy, args.namespace)),
@@ -100,13 +101,14 @@ def _policy(
 
 def _selected_pods(reader: cluster.Reader, policy: Policy, namespace: str | None) -> Iterator[dict[str, Any]]:
     """Every running pod some rule selects, each once, listed with the rules' label selectors."""
-    seen: set[str] | None = set() if len(policy.rules) > 1 else None
+    seen: set[str] | None = set() if len(policy.rules) > 1 else None  # pods several rules select
     for rule in policy.rules:
         for pod in reader.list(
             "Pod", namespace, label_selector=label_selector(rule.pod_selector), field_selector=RUNNING
         ):
             if seen is not None:
-                uid = (pod.get("metadata") or {}).get("uid") or id(pod)
+                meta = pod.get("metadata") or {}
+                uid = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
                 if uid in seen:
                     continue
                 seen.add(uid)

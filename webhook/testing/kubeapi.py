@@ -372,11 +372,11 @@ def issue_tls(
     )
 
     def pem(c: Any) -> bytes:
-        return c.public_bytes(serialization.Encoding.PEM)
+        return bytes(c.public_bytes(serialization.Encoding.PEM))
 
     def key_pem(k: Any) -> bytes:
-        return k.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        return bytes(
+            k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
         )
 
     return TLS(pem(ca_cert), key_pem(ca_key), pem(cert), key_pem(key))
@@ -468,12 +468,12 @@ def installation(
     objs: list[dict[str, Any]] = []
     if webhook_configuration is not None:
         objs.append(dict(webhook_configuration))
-    deployment = json.loads(json.dumps(deployment))
-    deployment["metadata"].update(namespace=ns, uid="uid-deployment", creationTimestamp=EPOCH)
-    deployment["status"] = {"replicas": 2, "readyReplicas": ready_endpoints}
-    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    copied: dict[str, Any] = json.loads(json.dumps(deployment))
+    copied["metadata"].update(namespace=ns, uid="uid-deployment", creationTimestamp=EPOCH)
+    copied["status"] = {"replicas": 2, "readyReplicas": ready_endpoints}
+    volumes = copied["spec"]["template"]["spec"]["volumes"]
     config_map = next(v["configMap"]["name"] for v in volumes if v.get("configMap"))
-    objs.append(deployment)
+    objs.append(copied)
     objs.append(
         {
             "apiVersion": "v1",
