@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from support import NETQOS_TERMS, REPO
+from support import FIXTURES, NETQOS_TERMS, REPO
 
 from webhook.affinity import Requirement
 from webhook.cli import main
@@ -153,6 +153,14 @@ def no_high_node(c: Cluster) -> None:
         pod("shop", "web-6f9c-a", QOS, "plain-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
         pod("shop", "web-6f9c-b", QOS, "other-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
     ]
+
+
+def policy_changed_without_registering(c: Cluster) -> None:
+    c.policy = (FIXTURES / "explain/policy-two-rules.yaml").read_text()
+
+
+def invalid_policy_in_the_configmap(c: Cluster) -> None:
+    c.policy = "apiVersion: netqos.io/v1alpha1\nkind: NetQoSPolicy\nrules: []\n"
 
 
 def no_ready_endpoints(c: Cluster) -> None:
@@ -360,6 +368,33 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
         3,
     ),
     (
+        policy_changed_without_registering,
+        expect(
+            policy={"source": POLICY_SOURCE, "rules": ["netqos", "zone-a"]},
+            pods={"selected": 2, "injected": 0, "explicit": 0, "opted_out": 0, "missing": 2},
+            missing=[
+                {"namespace": "shop", "name": "web-6f9c-a", "owner": "Deployment/web", "created": kubeapi.EPOCH},
+                {"namespace": "shop", "name": "web-6f9c-b", "owner": "Deployment/web", "created": kubeapi.EPOCH},
+            ],
+            problems=[
+                "rule zone-a has no webhook entry zone-a.netqos.io in MutatingWebhookConfiguration netqos-webhook: "
+                f"pods only this rule selects are never sent to the webhook; {FIX}"
+            ],
+        ),
+        3,
+    ),
+    (
+        invalid_policy_in_the_configmap,
+        expect(
+            policy={"source": "the built-in default policy", "rules": ["netqos"]},
+            problems=[
+                f"the webhook's policy is invalid: policy file {POLICY_SOURCE}: rules: must be a non-empty list of "
+                "rules (got [])"
+            ],
+        ),
+        3,
+    ),
+    (
         no_ready_endpoints,
         expect(
             webhook__ready_endpoints=0,
@@ -538,3 +573,15 @@ def test_readme_shows_the_real_output_of_status(tls: kubeapi.TLS, tmp_path: Path
     assert README_BEGIN in readme and README_END in readme, "README lacks the status output markers"
     block = readme.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
     assert block == "\n" + shown + "\n", f"README's status output is stale; it is now:\n{shown}"
+
+
+def test_config_overrides_the_policy_the_webhook_serves(tls: kubeapi.TLS, tmp_path: Path) -> None:
+    cluster = Cluster(tls)
+    policy = FIXTURES / "explain/policy-two-rules.yaml"
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        code = run(StatusArgs(kubeconfig=str(api.kubeconfig), config=str(policy), output="json"), out, now=NOW)
+    report = json.loads(out.getvalue())
+    assert report["policy"] == {"source": str(policy), "rules": ["netqos", "zone-a"]}
+    assert report["pods"]["selected"] == 2, "a pod two rules select is counted once"
+    assert code == 3

@@ -209,7 +209,7 @@ class Reader:
 
         self.cluster = cluster
         self.page_size = page_size
-        self._api = client.ApiClient(cluster.configuration)
+        self._api: Any = client.ApiClient(cluster.configuration)
         self._apis: dict[str, Any] = {}
 
     def __enter__(self) -> Reader:
@@ -245,10 +245,14 @@ class Reader:
         """Every object of `kind` (in `namespace`, else everywhere) the selectors select, one page
         in memory at a time."""
         api_class, _, list_method, cluster_scoped, plural = _READ[kind]
-        if cluster_scoped or namespace is None and kind in _LIST_ALL:
-            method, args = getattr(self._client(api_class), _LIST_ALL.get(kind, list_method)), ()
+        api = self._client(api_class)
+        args: tuple[str, ...] = ()
+        if cluster_scoped:
+            method = getattr(api, list_method)
+        elif namespace is None:
+            method = getattr(api, _LIST_ALL[kind])  # only kinds listed there are read across namespaces
         else:
-            method, args = getattr(self._client(api_class), list_method), (namespace,)
+            method, args = getattr(api, list_method), (namespace,)
         options: dict[str, Any] = {"limit": self.page_size}
         if label_selector:
             options["label_selector"] = label_selector

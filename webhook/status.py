@@ -240,7 +240,7 @@ def _registration(view: ClusterView, report: Report, shipped: Mapping[str, Any])
         if rule_name not in present:
             report.problems.append(
                 f"rule {rule_name} has no webhook entry {rule_name}.{WEBHOOK_DOMAIN} in MutatingWebhookConfiguration "
-                f"{CONFIGURATION_NAME}: the API server never calls the webhook for the pods it selects; {fix}"
+                f"{CONFIGURATION_NAME}: pods only this rule selects are never sent to the webhook; {fix}"
             )
     return ours
 

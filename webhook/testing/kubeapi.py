@@ -22,6 +22,7 @@ import base64
 import json
 import re
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -268,7 +269,8 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         snapshot.sort()
         self.snapshot = snapshot
-        self.requests: list[str] = []  # every path asked for, for tests that check what was sent
+        # the paths asked for (the latest 10,000), for tests that check what was sent
+        self.requests: deque[str] = deque(maxlen=10_000)
 
 
 @dataclass(frozen=True)
@@ -279,7 +281,7 @@ class Running:
 
     @property
     def requests(self) -> list[str]:
-        return self.server.requests
+        return list(self.server.requests)
 
 
 def write_kubeconfig(path: Path, url: str, namespace: str = "default") -> Path:
