@@ -103,6 +103,11 @@ def drifted_object_selector(c: Cluster) -> None:
     c.configuration["webhooks"][0]["objectSelector"] = {"matchLabels": {"qos": "latency"}}
 
 
+def failure_policy_and_timeout_changed(c: Cluster) -> None:
+    assert c.configuration is not None
+    c.configuration["webhooks"][0].update(failurePolicy="Fail", timeoutSeconds=10)
+
+
 def created_before_install(c: Cluster) -> None:
     c.workloads += [
         workload("Deployment", "shop", "api"),
@@ -278,6 +283,17 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
                 'webhook entry netqos.netqos.io: objectSelector {"matchLabels":{"qos":"latency"}} differs from rule '
                 'netqos\'s podSelector {"matchLabels":{"qos":"latency-sensitive"}}: the API server calls the '
                 f"webhook for other pods than the policy selects; {FIX}"
+            ],
+        ),
+        3,
+    ),
+    (
+        failure_policy_and_timeout_changed,
+        expect(
+            webhook__entries=[{**ENTRY, "failure_policy": "Fail", "timeout_seconds": 10}],
+            problems=[
+                f'webhook entry netqos.netqos.io: failurePolicy is "Fail", netqos-webhook ships "Ignore"; {FIX}',
+                f"webhook entry netqos.netqos.io: timeoutSeconds is 10, netqos-webhook ships 5; {FIX}",
             ],
         ),
         3,

@@ -29,7 +29,7 @@ import dataclasses
 import datetime as dt
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,43 +198,7 @@ def _registration(view: ClusterView, report: Report, shipped: Mapping[str, Any])
     ours = [w for w in config.get("webhooks") or () if str(w.get("name", "")).endswith(f".{WEBHOOK_DOMAIN}")]
     fix = f"re-register for the policy in force: netqos-webhook register --config FILE (policy: {view.policy_source})"
     for webhook in ours:
-        name = webhook["name"]
-        rule_name = name.removesuffix(f".{WEBHOOK_DOMAIN}")
-        rule = rules.get(rule_name)
-        matches = rule is not None and _canonical(webhook.get("objectSelector")) == _canonical(
-            rule.pod_selector.to_api()
-        )
-        ca_bundle = bool((webhook.get("clientConfig") or {}).get("caBundle"))
-        entry = Entry(
-            name, rule_name, ca_bundle, matches, str(webhook.get("failurePolicy", "")), _int(webhook, "timeoutSeconds")
-        )
-        report.entries.append(entry)
-        if rule is None:
-            report.problems.append(f"webhook entry {name} belongs to no rule of the policy in force; {fix}")
-            continue
-        if not matches:
-            report.problems.append(
-                f"webhook entry {name}: objectSelector {_show(webhook.get('objectSelector'))} differs from rule "
-                f"{rule_name}'s podSelector {_show(rule.pod_selector.to_api())}: the API server calls the webhook "
-                f"for other pods than the policy selects; {fix}"
-            )
-        if not ca_bundle:
-            report.problems.append(
-                f"webhook entry {name} has no caBundle: the API server cannot verify the webhook, every call fails "
-                "and pods are created without the preference; run netqos-webhook register, or let cert-manager's "
-                "CA injector fill it (deploy/overlays/cert-manager)"
-            )
-        expected = shipped[name]
-        for key, what in (
-            ("failurePolicy", "failurePolicy"),
-            ("timeoutSeconds", "timeoutSeconds"),
-            ("namespaceSelector", "namespaceSelector"),
-        ):
-            have, want = webhook.get(key), expected[key]
-            if (_canonical(have) != _canonical(want)) if key == "namespaceSelector" else have != want:
-                report.problems.append(
-                    f"webhook entry {name}: {what} is {_show(have)}, netqos-webhook ships {_show(want)}; {fix}"
-                )
+        report.entries.append(_check_entry(webhook, rules, shipped, fix, report.problems))
     present = {e.rule for e in report.entries}
     for rule_name in rules:
         if rule_name not in present:
@@ -243,6 +207,42 @@ def _registration(view: ClusterView, report: Report, shipped: Mapping[str, Any])
                 f"{CONFIGURATION_NAME}: pods only this rule selects are never sent to the webhook; {fix}"
             )
     return ours
+
+
+def _check_entry(
+    webhook: Mapping[str, Any], rules: Mapping[str, Rule], shipped: Mapping[str, Any], fix: str, problems: list[str]
+) -> Entry:
+    """One `<rule>.netqos.io` entry against its rule and the shipped entry; problems appended."""
+    name = webhook["name"]
+    rule_name = name.removesuffix(f".{WEBHOOK_DOMAIN}")
+    rule = rules.get(rule_name)
+    selector = webhook.get("objectSelector")
+    matches = rule is not None and _canonical(selector) == _canonical(rule.pod_selector.to_api())
+    ca_bundle = bool((webhook.get("clientConfig") or {}).get("caBundle"))
+    entry = Entry(
+        name, rule_name, ca_bundle, matches, str(webhook.get("failurePolicy", "")), _int(webhook, "timeoutSeconds")
+    )
+    if rule is None:
+        problems.append(f"webhook entry {name} belongs to no rule of the policy in force; {fix}")
+        return entry
+    if not matches:
+        problems.append(
+            f"webhook entry {name}: objectSelector {_show(selector)} differs from rule {rule_name}'s podSelector "
+            f"{_show(rule.pod_selector.to_api())}: the API server calls the webhook for other pods than the policy "
+            f"selects; {fix}"
+        )
+    if not ca_bundle:
+        problems.append(
+            f"webhook entry {name} has no caBundle: the API server cannot verify the webhook, every call fails "
+            "and pods are created without the preference; run netqos-webhook register, or let cert-manager's "
+            "CA injector fill it (deploy/overlays/cert-manager)"
+        )
+    for key in ("failurePolicy", "timeoutSeconds", "namespaceSelector"):
+        have, want = webhook.get(key), shipped[name][key]
+        same = _canonical(have) == _canonical(want) if key == "namespaceSelector" else have == want
+        if not same:
+            problems.append(f"webhook entry {name}: {key} is {_show(have)}, netqos-webhook ships {_show(want)}; {fix}")
+    return entry
 
 
 def _endpoints(view: ClusterView, report: Report) -> None:
@@ -482,7 +482,7 @@ def _why_not_high(
 
 def _namespace_admission(
     view: ClusterView, entries: Sequence[Mapping[str, Any]], shipped: Sequence[Mapping[str, Any]], report: Report
-) -> Any:
+) -> Callable[[Rule, str], bool]:
     """rule, namespace -> whether the API server would call the webhook there: the rule's
     registered entry's namespaceSelector (the shipped one when there is no entry)."""
     by_name = {w["name"]: w for w in shipped}
