@@ -24,4 +24,4 @@ def test_status_scale_smoke_reports_time_and_memory_of_a_complete_run() -> None:
     assert (result["nodes"], result["pods"]) == (200, 2000)
     [run] = result["runs"]
     assert run["selected"] == 400 and run["missing"] == 60 and run["exit_code"] == 3
-    assert run["seconds"] > 0 and run["max_rss_mib"] > 10
+    assert run["seconds"] > 0 and run["cpu_seconds"] > 0 and run["max_rss_mib"] > 10

@@ -287,9 +287,11 @@ class Reader:
         return self._apis[name]
 
     def _decode(self, data: bytes, what: str) -> dict[str, Any]:
+        import orjson  # noqa: PLC0415 - the server's JSON library; decodes a page in about half json's time
+
         try:
-            decoded = json.loads(data)
-        except ValueError:
+            decoded = orjson.loads(data)
+        except orjson.JSONDecodeError:
             decoded = None
         if not isinstance(decoded, dict):
             raise ClusterError(
