@@ -18,7 +18,6 @@ from webhook import cluster, status
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
 from webhook.policy import Policy
 from webhook.policy_file import PolicyError, default_policy, load_policy, policy_from_bytes
-from webhook.register import TLS_SECRET
 from webhook.selector import LabelSelector
 
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
