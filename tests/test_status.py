@@ -601,3 +601,12 @@ def test_config_overrides_the_policy_the_webhook_serves(tls: kubeapi.TLS, tmp_pa
     assert report["policy"] == {"source": str(policy), "rules": ["netqos", "zone-a"]}
     assert report["pods"]["selected"] == 2, "a pod two rules select is counted once"
     assert code == 3
+
+
+def test_table_cuts_long_lists_and_says_how_many_more() -> None:
+    from webhook.status import OffHigh, Report, render_table
+
+    report = Report(not_on_high=[OffHigh("shop", f"p{i:02}", "slow-1", "low", ("why",)) for i in range(25)])
+    table = render_table(report, limit=20)
+    assert "shop/p19 on slow-1" in table and "shop/p20" not in table
+    assert "  ... and 5 more (-o json lists all)" in table
