@@ -61,7 +61,7 @@ def test_alerts_fire_on_the_series_they_watch(tmp_path: Path) -> None:
 def test_alerts_on_the_webhook_name_only_metrics_it_exports() -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
-    from webhook import metrics
+    from webhook.serving import metrics
 
     exposition, _ = metrics.render()  # every family is declared, with or without samples yet
     families = {f.name for f in text_string_to_metric_families(exposition.decode())}
