@@ -22,7 +22,8 @@ from typing import Any, TextIO
 import jsonpatch
 
 from webhook import admission, cluster, scheduling
-from webhook.affinity import ShapeError, WeightedTerm
+from webhook.affinity import PreferredTerm
+from webhook.apidata import ShapeError
 from webhook.documents import read_documents
 from webhook.errors import UsageError
 from webhook.policy import PREFERRED, Decision, Policy
@@ -71,7 +72,7 @@ class Report:
     pod_name: str
     namespace: str
     mutation: Mutation
-    added_terms: tuple[WeightedTerm, ...]  # preferred terms the patch appended
+    added_terms: tuple[PreferredTerm, ...]  # preferred terms the patch appended
     added_terms_api: tuple[Any, ...]  # the same, as they appear in the patched pod
     ranking: scheduling.Ranking
     notes: tuple[str, ...]
@@ -361,7 +362,7 @@ def _pod_line(report: Report) -> str:
     return f"{pod}: not mutated: {why}"
 
 
-def _describe_term(term: WeightedTerm) -> str:
+def _describe_term(term: PreferredTerm) -> str:
     parts = [f"{r.key} {r.operator}" + (f" [{', '.join(r.values)}]" if r.values else "") for r in term.term.expressions]
     parts += [f"{f.key} {f.operator} [{', '.join(f.values)}]" for f in term.term.fields]
     return " AND ".join(parts)

@@ -27,17 +27,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from webhook import apidata
 from webhook.affinity import (
     NODE_NAME_FIELD,
     NodeSelectorTerm,
-    ShapeError,
-    WeightedTerm,
-    expect,
+    PreferredTerm,
     node_selector_matches,
     node_selector_term_from_api,
     preferred_score,
-    weighted_term_from_api,
+    preferred_term_from_api,
 )
+from webhook.apidata import STRING_IN_YAML, ShapeError, expect
 
 # Reasons, verbatim from kube-scheduler (the Filter statuses that make up "0/N nodes are available").
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"  # nodeunschedulable.ErrReasonUnschedulable
@@ -116,7 +116,7 @@ class PodView:
     labels: Mapping[str, str]
     node_selector: Mapping[str, str]
     required: tuple[NodeSelectorTerm, ...] | None  # None: no requiredDuringScheduling...
-    preferred: tuple[WeightedTerm, ...]
+    preferred: tuple[PreferredTerm, ...]
     tolerations: tuple[Toleration, ...]
     node_name: str = ""
 
@@ -186,52 +186,55 @@ def _top(nodes: Sequence[NodeResult], score) -> tuple[str, ...]:
 def pod_view(pod: Any) -> PodView:
     """The scheduling view of a Pod object (API JSON data); ShapeError names a bad field."""
     expect(pod, dict, "(pod)", "a Pod object")
-    meta = _obj(pod, "metadata", "metadata")
-    spec = _obj(pod, "spec", "spec")
+    meta = apidata.obj(pod, "metadata", "metadata")
+    spec = apidata.obj(pod, "spec", "spec")
     base = "spec.affinity.nodeAffinity"
-    node_affinity = _obj(_obj(spec, "affinity", "spec.affinity"), "nodeAffinity", base)
+    node_affinity = apidata.obj(apidata.obj(spec, "affinity", "spec.affinity"), "nodeAffinity", base)
     required = None
     raw_required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if raw_required is not None:
         path = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
         expect(raw_required, dict, path, "an object")
-        terms = _list(raw_required, "nodeSelectorTerms", f"{path}.nodeSelectorTerms")
+        terms = apidata.items(raw_required, "nodeSelectorTerms", f"{path}.nodeSelectorTerms")
         required = tuple(node_selector_term_from_api(t, f"{path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
     path = f"{base}.preferredDuringSchedulingIgnoredDuringExecution"
     preferred = tuple(
-        _checked_weight(weighted_term_from_api(t, f"{path}[{i}]"), f"{path}[{i}].weight")
-        for i, t in enumerate(_list(node_affinity, "preferredDuringSchedulingIgnoredDuringExecution", path))
+        _checked_weight(preferred_term_from_api(t, f"{path}[{i}]"), f"{path}[{i}].weight")
+        for i, t in enumerate(apidata.items(node_affinity, "preferredDuringSchedulingIgnoredDuringExecution", path))
     )
     tolerations = tuple(
-        _toleration(t, f"spec.tolerations[{i}]") for i, t in enumerate(_list(spec, "tolerations", "spec.tolerations"))
+        _toleration(t, f"spec.tolerations[{i}]")
+        for i, t in enumerate(apidata.items(spec, "tolerations", "spec.tolerations"))
     )
     return PodView(
-        name=_text(meta, "name", "metadata.name") or _text(meta, "generateName", "metadata.generateName"),
-        labels=_string_map(meta, "labels", "metadata.labels"),
-        node_selector=_string_map(spec, "nodeSelector", "spec.nodeSelector"),
+        name=apidata.text(meta, "name", "metadata.name") or apidata.text(meta, "generateName", "metadata.generateName"),
+        labels=apidata.string_map(meta, "labels", "metadata.labels", STRING_IN_YAML),
+        node_selector=apidata.string_map(spec, "nodeSelector", "spec.nodeSelector", STRING_IN_YAML),
         required=required,
         preferred=preferred,
         tolerations=tolerations,
-        node_name=_text(spec, "nodeName", "spec.nodeName"),
+        node_name=apidata.text(spec, "nodeName", "spec.nodeName"),
     )
 
 
 def node_from_api(node: Any) -> Node:
     """A Node object (API JSON data) as scheduling reads it; ShapeError names a bad field."""
     expect(node, dict, "(node)", "a Node object")
-    meta = _obj(node, "metadata", "metadata")
-    name = _text(meta, "name", "metadata.name")
+    meta = apidata.obj(node, "metadata", "metadata")
+    name = apidata.text(meta, "name", "metadata.name")
     if not name:
         raise ShapeError("metadata.name", "a non-empty string", meta.get("name"))
-    spec = _obj(node, "spec", "spec")
-    taints = tuple(_taint(t, f"spec.taints[{i}]") for i, t in enumerate(_list(spec, "taints", "spec.taints")))
+    spec = apidata.obj(node, "spec", "spec")
+    taints = tuple(_taint(t, f"spec.taints[{i}]") for i, t in enumerate(apidata.items(spec, "taints", "spec.taints")))
     unschedulable = spec.get("unschedulable")
     if unschedulable is not None:
         expect(unschedulable, bool, "spec.unschedulable", "a boolean")
-    return Node(name, _string_map(meta, "labels", "metadata.labels"), taints, bool(unschedulable))
+    return Node(
+        name, apidata.string_map(meta, "labels", "metadata.labels", STRING_IN_YAML), taints, bool(unschedulable)
+    )
 
 
-def _checked_weight(term: WeightedTerm, path: str) -> WeightedTerm:
+def _checked_weight(term: PreferredTerm, path: str) -> PreferredTerm:
     # The API server refuses other weights; the scheduler's normalisation assumes them.
     if not 1 <= term.weight <= 100:
         raise ShapeError(path, "an integer from 1 to 100 (the API server rejects other weights)", term.weight)
@@ -240,34 +243,12 @@ def _checked_weight(term: WeightedTerm, path: str) -> WeightedTerm:
 
 def _toleration(raw: Any, path: str) -> Toleration:
     expect(raw, dict, path, "an object")
-    return Toleration(*(_text(raw, f, f"{path}.{f}") for f in ("key", "operator", "value", "effect")))
+    return Toleration(*(apidata.text(raw, f, f"{path}.{f}") for f in ("key", "operator", "value", "effect")))
 
 
 def _taint(raw: Any, path: str) -> Taint:
     expect(raw, dict, path, "an object")
-    return Taint(*(_text(raw, f, f"{path}.{f}") for f in ("key", "value", "effect")))
-
-
-def _obj(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
-    value = parent.get(key)
-    return {} if value is None else expect(value, dict, path, "an object")
-
-
-def _list(parent: Mapping[str, Any], key: str, path: str) -> list[Any]:
-    value = parent.get(key)
-    return [] if value is None else expect(value, list, path, "a list")
-
-
-def _text(parent: Mapping[str, Any], key: str, path: str) -> str:
-    value = parent.get(key)
-    return "" if value is None else expect(value, str, path, "a string")
-
-
-def _string_map(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, str]:
-    value = _obj(parent, key, path)
-    for k, v in value.items():
-        expect(v, str, f"{path}[{k!r}]", "a string (quote numbers and booleans in YAML)")
-    return value
+    return Taint(*(apidata.text(raw, f, f"{path}.{f}") for f in ("key", "value", "effect")))
 
 
 # ---------------------------------------------------------------------------------------------
