@@ -19,14 +19,17 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "explain"
 TEST_POD = str(ROOT / "deploy/examples/test-pod.yaml")
 SEED_NODES = str(ROOT / "deploy/examples/nodes.yaml")
+FULL = ROOT / "deploy/examples/full-cluster"
 
 
-def explained(*argv: str, list_nodes=None) -> str:
-    """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI; nodes from
-    `list_nodes` in live mode (the seam to the cluster)."""
+def explained(*argv: str, list_nodes=None, list_pods=None) -> str:
+    """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI; nodes and pods from
+    `list_nodes` and `list_pods` in live mode (the seam to the cluster)."""
     args = cli.build_parser().parse_args(["explain", *argv])
     out = io.StringIO()
-    assert explain.run(args, default_policy(), list_nodes=list_nodes, stdout=out) == 0
+    options = explain.options_from(args)
+    list_pods = list_pods or (lambda kubeconfig, context: [])
+    assert explain.run(options, default_policy(), list_nodes=list_nodes, list_pods=list_pods, stdout=out) == 0
     return out.getvalue()
 
 
@@ -42,12 +45,13 @@ Pod default/qos-demo-pod: mutated by netqos-webhook (rule netqos), preferred nod
   + weight 90  net In [high]
   + weight 10  net NotIn [low]
 
-  NODE          NET    FEASIBLE   NETQOS   AFFINITY RAW   NORMALIZED   WEIGHTED (x2)   REASON
-  minikube      low    yes        0        0              0            0
-* fake-node-1   high   yes        100      100            100          200
+  NODE          NET    FEASIBLE   NETQOS   AFFINITY RAW   NORMALIZED   TAINT x3   AFFINITY x2   FIT x1   BALANCED x1   IMAGE x1   TOTAL   NETQOS TOTAL (x1)   REASON
+  minikube      low    yes        0        0              0            300        0             97       -             0          397     397
+* fake-node-1   high   yes        100      100            100          300        200           97       -             0          597     497
 
 2/2 nodes are available.
 NodeAffinity picks: fake-node-1   NetQoS plugin picked: fake-node-1   (same)
+predicted: fake-node-1   NetQoS scheduler: fake-node-1   (agree; some plugins not evaluated)
 """
 
 
@@ -55,7 +59,7 @@ def test_the_seed_experiment_prints_both_scores_side_by_side(capsys):
     code, out, err = command("--pod", TEST_POD, "--nodes", SEED_NODES, capsys=capsys)
     assert (code, err) == (0, "")
     assert out.startswith(SEED_TABLE)
-    assert "not evaluated: resource fit (CPU, memory, pods)" in out
+    assert "note: not evaluated: PodTopologySpread, InterPodAffinity, VolumeRestrictions" in out
 
 
 def test_the_seed_experiment_as_json_has_the_documented_shape():
@@ -74,6 +78,11 @@ def test_the_seed_experiment_as_json_has_the_documented_shape():
                 "affinity_raw": 0,
                 "affinity_normalized": 0,
                 "affinity_weighted": 0,
+                # 4 CPUs and 8025056Ki free: (4000 - 100) * 100 // 4000 = 97 and
+                # (8217657344 - 200Mi) * 100 // 8217657344 = 97; the best-effort pod skips BalancedAllocation
+                "scores": {"TaintToleration": 100, "NodeAffinity": 0, "NodeResourcesFit": 97, "ImageLocality": 0},
+                "total": 397,
+                "netqos_total": 397,
             },
             {
                 "name": "fake-node-1",
@@ -84,6 +93,10 @@ def test_the_seed_experiment_as_json_has_the_documented_shape():
                 "affinity_raw": 100,
                 "affinity_normalized": 100,
                 "affinity_weighted": 200,
+                # 4 CPUs and 8Gi: 97 and (8589934592 - 209715200) * 100 // 8589934592 = 97
+                "scores": {"TaintToleration": 100, "NodeAffinity": 100, "NodeResourcesFit": 97, "ImageLocality": 0},
+                "total": 597,
+                "netqos_total": 497,
             },
         ],
         "affinity_choice": ["fake-node-1"],
@@ -91,6 +104,15 @@ def test_the_seed_experiment_as_json_has_the_documented_shape():
     }
     assert document["choices_match"] is True and document["scoring_skipped"] is False
     assert [t["weight"] for t in document["injected_terms"]] == [90, 10]
+    assert document["weights"] == {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "NodeResourcesFit": 1,
+        "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1,
+    }
+    assert (document["predicted"], document["netqos_predicted"]) == (["fake-node-1"], ["fake-node-1"])
+    assert "PodTopologySpread" in document["not_evaluated"] and "InterPodAffinity" in document["not_evaluated"]
 
 
 def test_the_seeds_first_attempt_finds_one_feasible_node_and_no_scoring():
@@ -205,14 +227,27 @@ def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mo
     calls = []
 
     def list_nodes(kubeconfig, context):
-        calls.append((kubeconfig, context))
+        calls.append(("nodes", kubeconfig, context))
         return seed_items()
 
+    def list_pods(kubeconfig, context):
+        calls.append(("pods", kubeconfig, context))
+        return yaml.safe_load(Path(FULL / "pods.yaml").read_text())["items"]
+
     live = explained(
-        "--pod", TEST_POD, "--kubeconfig", "kube.conf", "--context", "minikube", "-o", "json", list_nodes=list_nodes
+        "--pod",
+        TEST_POD,
+        "--kubeconfig",
+        "kube.conf",
+        "--context",
+        "minikube",
+        "-o",
+        "json",
+        list_nodes=list_nodes,
+        list_pods=list_pods,
     )
-    from_file = explained("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json")
-    assert calls == [("kube.conf", "minikube")]
+    from_file = explained("--pod", TEST_POD, "--nodes", SEED_NODES, "--pods", str(FULL / "pods.yaml"), "-o", "json")
+    assert calls == [("nodes", "kube.conf", "minikube"), ("pods", "kube.conf", "minikube")]
     assert live == from_file
 
 

@@ -2,9 +2,9 @@
 
 - `connect` finds the credentials as kubectl does: `--kubeconfig`, else $KUBECONFIG, else
   ~/.kube/config; with none of them, in a pod, the pod's service account.
-- `list_nodes` (for `explain`) reads every Node as the API's JSON, the data
-  `kubectl get nodes -o json` prints, so parsing, filtering and scoring stay in pure code that the
-  file mode shares.
+- `list_nodes` and `list_pods` (for `explain`) read every Node, and every Pod bound to a node and
+  not finished, as the API's JSON, the data `kubectl get nodes/pods -o json` prints, so parsing,
+  filtering and scoring stay in pure code that the file mode shares. Pods are read in pages.
 - `apply` (for `register`) sends each object by server-side apply under the field manager
   `netqos-webhook`. Server-side apply creates what is missing and changes only the fields in the
   object we send: labels, annotations or other webhook entries added by anyone else stay as they
@@ -22,6 +22,7 @@ webhook server, which never calls them, never loads the client.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -34,6 +35,10 @@ from webhook.errors import NetqosError
 from webhook.names import FIELD_MANAGER
 
 REQUEST_TIMEOUT = (5, 30)  # seconds: connect, read. An unreachable cluster fails fast.
+POD_PAGE_SIZE = 500  # pods per list request (kubectl's default chunk size)
+MAX_POD_PAGES = 1000  # at most 500,000 pods: a bound, far above Kubernetes' tested 150,000
+# The pods that take a node's resources: bound to a node, not finished (as the scheduler's cache).
+ASSIGNED_NOT_FINISHED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 APPLY_PATCH = "application/apply-patch+yaml"
 IN_CLUSTER = "the in-cluster service account"
 
@@ -149,6 +154,51 @@ def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> lis
             "check that --kubeconfig/--context point at a Kubernetes API server"
         ) from None
     return (node_list.get("items") if isinstance(node_list, dict) else None) or []
+
+
+def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
+    """Every Pod bound to a node and not Succeeded or Failed, in every namespace, as API JSON
+    data; read POD_PAGE_SIZE at a time with the list's continue token."""
+    from kubernetes import client  # noqa: PLC0415
+
+    cluster = connect(kubeconfig, context)
+    pods: list[dict[str, Any]] = []
+    token: str | None = None
+    with client.ApiClient(cluster.configuration) as api:
+        core = client.CoreV1Api(api)
+        for _ in range(MAX_POD_PAGES):
+            send = functools.partial(
+                core.list_pod_for_all_namespaces,
+                field_selector=ASSIGNED_NOT_FINISHED,
+                limit=POD_PAGE_SIZE,
+                _continue=token,
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+            forbidden = "check that your user may list pods in all namespaces (kubectl auth can-i list pods -A)"
+            response = _request(cluster, "list pods", send, forbidden=forbidden).data
+            page = _json_list(cluster, response, "pod")
+            pods.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or None
+            if not token:
+                return pods
+    raise ClusterError(
+        f"the API server at {cluster.host} ({cluster.where}) listed more than {MAX_POD_PAGES * POD_PAGE_SIZE} pods; "
+        "explain a smaller cluster, or give --nodes and --pods files"
+    )
+
+
+def _json_list(cluster: Cluster, response: bytes, what: str) -> dict[str, Any]:
+    try:
+        document = json.loads(response)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        raise ClusterError(
+            f"the API server at {cluster.host} ({cluster.where}) did not answer the {what} list with JSON; "
+            "check that --kubeconfig/--context point at a Kubernetes API server"
+        )
+    return document
 
 
 def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:
