@@ -341,3 +341,109 @@ def test_a_rule_skipped_beside_an_applied_one_is_shown_as_a_warning(capsys):
     )
     # The author's own net=low preference wins where the plugin would have picked net=high.
     assert "NodeAffinity picks: minikube   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out
+
+
+# --- the pods on the nodes, the full fast node, the NetQoS scheduler's prediction ---------------
+
+FULL_ARGS = ("--pod", str(FULL / "pod.yaml"), "--nodes", str(FULL / "nodes.yaml"))
+
+
+def test_when_the_only_fast_node_is_full_both_schedulers_place_the_pod_elsewhere():
+    document = json.loads(explained(*FULL_ARGS, "--pods", str(FULL / "pods.yaml"), "-o", "json"))
+    fast = document["nodes"][0]
+    assert (fast["name"], fast["feasible"], fast["reasons"], fast["scores"], fast["total"]) == (
+        "fast-1",
+        False,
+        ["Insufficient cpu"],  # 3920m allocatable, 3500m requested, the pod asks for 1000m
+        {},
+        None,
+    )
+    assert document["predicted"] == document["netqos_predicted"] == ["std-1"]
+    assert document["predictions_match"] is True
+    assert document["filter_message"] == "2/3 nodes are available: 1 Insufficient cpu."
+
+
+def test_with_room_on_the_fast_node_it_wins_for_both_schedulers():
+    document = json.loads(explained(*FULL_ARGS, "--pods", str(FULL / "pods-fast-node-free.yaml"), "-o", "json"))
+    assert document["predicted"] == document["netqos_predicted"] == ["fast-1"]
+    totals = {n["name"]: (n["total"], n["netqos_total"]) for n in document["nodes"]}
+    # the affinity leads by 200 - 20, the plugin by (100 - 10) x 1; resources favour the emptier nodes
+    assert totals["fast-1"][0] - totals["std-1"][0] > totals["fast-1"][1] - totals["std-1"][1] > 0
+
+
+def test_finished_pods_and_the_explained_pod_itself_are_not_counted(tmp_path):
+    pods = yaml.safe_load((FULL / "pods.yaml").read_text())
+    running = [p for p in pods["items"] if p["status"]["phase"] == "Running"]
+    itself = yaml.safe_load((FULL / "pod.yaml").read_text())
+    itself["spec"]["nodeName"] = "std-1"
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump({"kind": "List", "items": [*running, itself]}))
+    with_finished = explained(*FULL_ARGS, "--pods", str(FULL / "pods.yaml"), "-o", "json")
+    without = explained(*FULL_ARGS, "--pods", str(tmp_path / "pods.yaml"), "-o", "json")
+    assert json.loads(with_finished)["nodes"] == json.loads(without)["nodes"]
+
+
+def test_run_takes_typed_options():
+    out = io.StringIO()
+    options = explain.ExplainOptions(pod=TEST_POD, nodes=SEED_NODES, netqos_weight=2, output="json")
+    assert explain.run(options, default_policy(), stdout=out) == 0
+    document = json.loads(out.getvalue())
+    assert document["netqos_weight"] == 2
+    assert [n["netqos_total"] - n["total"] for n in document["nodes"]] == [0 - 0, 200 - 200]
+
+
+@pytest.mark.parametrize("pods_file", ["pods.yaml", "pods-fast-node-free.yaml"])
+def test_the_full_cluster_example_in_the_docs_is_what_the_command_prints(pods_file):
+    docs = (ROOT / "docs/scheduling.md").read_text()
+    d = "deploy/examples/full-cluster"
+    transcript = f"$ netqos-webhook explain --pod {d}/pod.yaml --nodes {d}/nodes.yaml --pods {d}/{pods_file}\n"
+    transcript += explained(*FULL_ARGS, "--pods", str(FULL / pods_file))
+    assert transcript in docs
+
+
+POD_AND_CONFIG_ERRORS = [
+    (["--pods", SEED_NODES], "items[0].kind is 'Node'; only Pod objects belong here"),
+    (
+        ["--pods", str(FIXTURES / "pods-bad-quantity.yaml")],
+        "items[0].spec.containers[0].resources.requests['cpu'] must be a quantity",
+    ),
+    (
+        ["--scheduler-config", str(FIXTURES / "scheduler-config-bad.yaml")],
+        "scoringStrategy.type is 'Packed'; use one of",
+    ),
+    (
+        ["--scheduler-config", TEST_POD],
+        "give a KubeSchedulerConfiguration of apiVersion kubescheduler.config.k8s.io/v1",
+    ),
+]
+
+
+@pytest.mark.parametrize("argv, message", POD_AND_CONFIG_ERRORS)
+def test_unusable_pods_and_scheduler_configuration_exit_2_with_one_line(argv, message, capsys):
+    code, out, err = command("--pod", TEST_POD, "--nodes", SEED_NODES, *argv, capsys=capsys)
+    assert (code, out) == (2, "")
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_scheduler_configuration_changes_the_weights_and_the_prediction():
+    document = json.loads(
+        explained(
+            *FULL_ARGS,
+            "--pods",
+            str(FULL / "pods-fast-node-free.yaml"),
+            "--scheduler-config",
+            str(FIXTURES / "scheduler-config-bin-packing.yaml"),
+            "-o",
+            "json",
+        )
+    )
+    assert document["weights"] == {"NodeAffinity": 2, "NodeResourcesFit": 5}
+    # bin packing at weight 5 outweighs the affinity's 200: the fullest node wins
+    assert document["predicted"] == ["fast-1"]
+    assert document["nodes"][0]["scores"]["NodeResourcesFit"] > document["nodes"][1]["scores"]["NodeResourcesFit"]
+
+
+@pytest.mark.parametrize("weight", ["0", "101", "one"])
+def test_a_netqos_weight_outside_1_to_100_is_a_usage_error(weight, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["explain", "--pod", TEST_POD, "--nodes", SEED_NODES, "--netqos-weight", weight])
+    assert exit_.value.code == 2 and "argument --netqos-weight:" in capsys.readouterr().err

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from webhook.apidata import expect
@@ -78,8 +79,13 @@ class Requirement:
             )
         return None
 
+    @cached_property
+    def valid(self) -> bool:
+        """problem() is None; computed once, as the scheduler parses a term once."""
+        return self.problem() is None
+
     def matches(self, labels: Mapping[str, str]) -> bool:
-        if self.problem() is not None:
+        if not self.valid:
             return False
         present = self.key in labels
         op = self.operator
@@ -162,8 +168,13 @@ class NodeSelectorTerm:
         found += [p for p in (field_problem(f) for f in self.fields) if p]
         return tuple(found)
 
+    @cached_property
+    def valid(self) -> bool:
+        """Not empty and every requirement parses: a term the scheduler can match at all."""
+        return not self.is_empty() and not self.problems()
+
     def matches(self, labels: Mapping[str, str], name: str = "") -> bool:
-        if self.is_empty() or self.problems():
+        if not self.valid:
             return False
         if not all(r.matches(labels) for r in self.expressions):
             return False
