@@ -52,7 +52,7 @@ Pod default/qos-demo-pod: mutated by netqos-webhook (rule netqos), preferred nod
 2/2 nodes are available.
 NodeAffinity picks: fake-node-1   NetQoS plugin picked: fake-node-1   (same)
 predicted: fake-node-1   NetQoS scheduler: fake-node-1   (agree; some plugins not evaluated)
-"""
+"""  # noqa: E501 - the table as printed
 
 
 def test_the_seed_experiment_prints_both_scores_side_by_side(capsys):
@@ -337,7 +337,8 @@ def test_a_rule_skipped_beside_an_applied_one_is_shown_as_a_warning(capsys):
     assert out.startswith(
         "Pod default/own-net: mutated by netqos-webhook (rule zone-a), preferred node affinity added:\n"
         "  + weight 20  topology.kubernetes.io/zone In [a]\n"
-        "warning: netqos-webhook: rule \"netqos\" not applied: the pod's own node affinity already uses node label 'net'\n"
+        'warning: netqos-webhook: rule "netqos" not applied: '
+        "the pod's own node affinity already uses node label 'net'\n"
     )
     # The author's own net=low preference wins where the plugin would have picked net=high.
     assert "NodeAffinity picks: minikube   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out

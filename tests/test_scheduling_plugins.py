@@ -425,3 +425,17 @@ def test_a_strategy_of_the_profile_changes_the_fit_score():
     # cpu 3000 of 4000 -> 75, memory 2Gi of 8Gi -> 25
     assert rank(view, nodes, usage, most).nodes[0].scores["NodeResourcesFit"] == 50
     assert rank(view, nodes, usage).nodes[0].scores["NodeResourcesFit"] == 50  # least: 25 and 75
+
+
+def test_node_filter_reasons_counts_only_the_running_pods_bound_to_that_node():
+    from webhook.scheduling import node_filter_reasons
+
+    node = Node("a", {}, allocatable={"cpu": 1000, "memory": GI, "pods": 10})
+    new = pod_view(pod({"containers": [container("600m")]}))
+
+    def bound(name: str, node_name: str, phase: str = "Running") -> object:
+        spec = {"nodeName": node_name, "containers": [container("500m")]}
+        return pod_view({"metadata": {"name": name}, "spec": spec, "status": {"phase": phase}})
+
+    assert node_filter_reasons(new, node, [bound("x", "b"), bound("y", "a", "Succeeded")]) == ()
+    assert node_filter_reasons(new, node, [bound("x", "a")]) == ("Insufficient cpu",)

@@ -206,6 +206,11 @@ class PodView:
         )
 
     @cached_property
+    def scalar_requests(self) -> tuple[str, ...]:
+        """The extended resources and hugepages the pod requests, sorted (Fit's reason order)."""
+        return tuple(sorted(name for name in self.requests if is_scalar(name)))
+
+    @cached_property
     def host_ports(self) -> tuple[HostPort, ...]:
         """The host ports of the app containers and the sidecars (util.GetHostPorts)."""
         sidecars = (c for c in self.init_containers if c.sidecar)
@@ -474,7 +479,16 @@ def filter_reasons(
         return (REASON_NODE_AFFINITY,)
     if not ports_fit(pod.host_ports, usage.host_ports):
         return (REASON_NODE_PORTS,)
-    return insufficient_resources(pod.requests, node.allocatable, usage)
+    return insufficient_resources(pod.requests, node.allocatable, usage, pod.scalar_requests)
+
+
+def node_filter_reasons(
+    pod: PodView, node: Node, pods: Iterable[PodView], profile: Profile = DEFAULT_PROFILE
+) -> tuple[str, ...]:
+    """`filter_reasons` of `node` for `pod`, given the cluster's pods: those bound to the node
+    and not finished take its resources and ports (the others are ignored)."""
+    others = (p for p in pods if (p.namespace, p.name) != (pod.namespace, pod.name))
+    return filter_reasons(pod, node, usage_by_node(others).get(node.name, EMPTY_USAGE), profile)
 
 
 def filter_reason(pod: PodView, node: Node, usage: NodeUsage = EMPTY_USAGE) -> str | None:
@@ -507,18 +521,23 @@ def ports_fit(wanted: Sequence[HostPort], used: Sequence[HostPort]) -> bool:
 
 
 def insufficient_resources(
-    request: Mapping[str, int], allocatable: Mapping[str, int] | None, usage: NodeUsage
+    request: Mapping[str, int],
+    allocatable: Mapping[str, int] | None,
+    usage: NodeUsage,
+    scalars: Sequence[str] | None = None,
 ) -> tuple[str, ...]:
     """NodeResourcesFit.Filter (fitsRequest): every resource the node lacks, with its reason.
 
-    A node without status.allocatable (allocatable None) is not checked.
+    A node without status.allocatable (allocatable None) is not checked. `scalars`: the scalar
+    resources of `request`, sorted, when the caller has them already.
     """
     if allocatable is None:
         return ()
     reasons = []
     if usage.pods + 1 > allocatable.get(PODS, 0):
         reasons.append(REASON_TOO_MANY_PODS)
-    scalars = sorted(name for name in request if is_scalar(name))
+    if scalars is None:
+        scalars = sorted(name for name in request if is_scalar(name))
     if not any(request.get(name, 0) for name in (CPU, MEMORY, EPHEMERAL_STORAGE)) and not scalars:
         return tuple(reasons)
     for name in (CPU, MEMORY, EPHEMERAL_STORAGE, *scalars):
@@ -819,10 +838,12 @@ def rank(
             reasons.append((REASON_NOT_IN_PREFILTER,))
         else:
             reasons.append(filter_reasons(pod, node, usage.get(node.name, EMPTY_USAGE), profile))
-    feasible = [n for n, why in zip(nodes, reasons, strict=True) if not why]
-    scores, affinity, skipped = _score(pod, feasible, nodes, usage, profile)
     preferred = (*pod.preferred, *profile.added_preferred)
+    raw = {n.name: preferred_score(preferred, n.labels, n.name) for n in nodes}
+    feasible = [n for n, why in zip(nodes, reasons, strict=True) if not why]
+    scores, affinity, skipped = _score(pod, feasible, nodes, usage, profile, raw)
     affinity_weight = profile.weights.get(NODE_AFFINITY, 0)
+    weights = profile.weights
     results = []
     for node, why in zip(nodes, reasons, strict=True):
         plugin_scores = scores.get(node.name, {})
@@ -833,11 +854,11 @@ def rank(
                 net=node.labels.get(NETQOS_NODE_LABEL),
                 reasons=why,
                 netqos_score=netqos_score(pod.labels, node.labels),
-                affinity_raw=preferred_score(preferred, node.labels, node.name),
+                affinity_raw=raw[node.name],
                 affinity_normalized=norm,
                 affinity_weighted=None if norm is None else norm * affinity_weight,
                 scores=plugin_scores,
-                total=None if why else sum(s * profile.weights[p] for p, s in plugin_scores.items()),
+                total=None if why else sum([s * weights[p] for p, s in plugin_scores.items()]),
             )
         )
     return Ranking(tuple(results), conflict, dict(profile.weights), skipped)
@@ -849,6 +870,7 @@ def _score(
     all_nodes: Sequence[Node],
     usage: Mapping[str, NodeUsage],
     profile: Profile,
+    affinity_raw: Mapping[str, int],
 ) -> tuple[dict[str, dict[str, int]], dict[str, int], tuple[str, ...]]:
     """Each score plugin of `profile` over the feasible nodes, normalised as the plugin does;
     and NodeAffinity's normalised score per feasible node, shown even when not weighed."""
@@ -856,8 +878,7 @@ def _score(
     columns: dict[str, list[int]] = {}
     skipped: list[str] = []
     use = [usage.get(n.name, EMPTY_USAGE) for n in feasible]
-    preferred = (*pod.preferred, *profile.added_preferred)
-    affinity = default_normalize([preferred_score(preferred, n.labels, n.name) for n in feasible])
+    affinity = default_normalize([affinity_raw[n.name] for n in feasible])
     if TAINT_TOLERATION in weights:
         raw = [intolerable_prefer_no_schedule(pod.tolerations, n.taints) for n in feasible]
         columns[TAINT_TOLERATION] = default_normalize(raw, reverse=True)
