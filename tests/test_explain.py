@@ -448,3 +448,21 @@ def test_a_netqos_weight_outside_1_to_100_is_a_usage_error(weight, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["explain", "--pod", TEST_POD, "--nodes", SEED_NODES, "--netqos-weight", weight])
     assert exit_.value.code == 2 and "argument --netqos-weight:" in capsys.readouterr().err
+
+
+def test_the_not_evaluated_note_names_what_this_pod_would_meet(tmp_path):
+    pod = yaml.safe_load(Path(TEST_POD).read_text())
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f", "uid": "u"}
+    ]
+    pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    pod["spec"]["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(pod))
+    (note,) = [
+        n
+        for n in json.loads(explained("--pod", str(path), "--nodes", SEED_NODES, "-o", "json"))["notes"]
+        if n.startswith("not evaluated")
+    ]
+    assert "this pod belongs to a ReplicaSet, so PodTopologySpread's system default constraints" in note
+    assert "its pod (anti-)affinity are not evaluated" in note and "its volumes are not evaluated" in note

@@ -252,3 +252,27 @@ def preferred_term_from_api(raw: Any, path: str) -> PreferredTerm:
     expect(raw, dict, path, "an object")
     weight = expect(raw.get("weight"), int, f"{path}.weight", "an integer")
     return PreferredTerm(weight, node_selector_term_from_api(raw.get("preference"), f"{path}.preference"))
+
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def node_affinity_from_api(
+    raw: Mapping[str, Any], path: str
+) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
+    """A NodeAffinity (`{required..., preferred...}`), as a pod or NodeAffinityArgs.addedAffinity
+    carries it: the required terms (None when there is no required NodeSelector) and the
+    preferred terms, shape-checked."""
+    required = None
+    raw_required = raw.get(REQUIRED)
+    if raw_required is not None:
+        where = f"{path}.{REQUIRED}"
+        expect(raw_required, dict, where, "an object")
+        terms = raw_required.get("nodeSelectorTerms")
+        terms = [] if terms is None else expect(terms, list, f"{where}.nodeSelectorTerms", "a list")
+        required = tuple(node_selector_term_from_api(t, f"{where}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
+    raw_preferred = raw.get(PREFERRED)
+    raw_preferred = [] if raw_preferred is None else expect(raw_preferred, list, f"{path}.{PREFERRED}", "a list")
+    preferred = tuple(preferred_term_from_api(t, f"{path}.{PREFERRED}[{i}]") for i, t in enumerate(raw_preferred))
+    return required, preferred

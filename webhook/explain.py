@@ -19,16 +19,16 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import jsonpatch
 
 from webhook import admission, cluster, scheduling
-from webhook.affinity import PreferredTerm
+from webhook.affinity import PREFERRED, PreferredTerm
 from webhook.apidata import ShapeError
 from webhook.documents import read_document, read_documents
 from webhook.errors import UsageError
-from webhook.policy import PREFERRED, Decision, Policy
+from webhook.policy import Decision, Policy
 from webhook.schedconfig import SchedulerConfigError, profile_for
 
 HELP = "Show how the stock kube-scheduler ranks nodes for a pod once the webhook has mutated it."
@@ -60,6 +60,7 @@ examples:
   kubectl get nodes -o yaml > nodes.yaml; kubectl get pods -A -o yaml > pods.yaml
 """
 
+T = TypeVar("T")
 Lister = Callable[[str | None, str | None], list[Any]]
 DEFAULT_NETQOS_WEIGHT = 1
 # Owners whose pods PodTopologySpread's system default constraints spread (pkg/scheduler/
@@ -439,19 +440,23 @@ def _objects(path: str, what: str, kind: str) -> list[tuple[str, Any]]:
 
 
 def _pods_from(objects: Sequence[tuple[str, Any]], source: str) -> list[scheduling.PodView]:
-    pods = []
+    return _read_objects(objects, source, "Pod", scheduling.pod_view)
+
+
+def _read_objects(objects: Sequence[tuple[str, Any]], source: str, kind: str, read: Callable[[Any], T]) -> list[T]:
+    """Each object read by `read`; ExplainError names the file, the item and the field."""
+    out = []
     for prefix, obj in objects:
         if not isinstance(obj, dict):
             where = prefix.rstrip(".: ") or "the document"
-            raise ExplainError(f"{source}: {where} is {type(obj).__name__}, not a Pod object; give Pod objects")
-        kind = obj.get("kind")
-        if kind not in (None, "Pod"):
-            raise ExplainError(f"{source}: {prefix}kind is {kind!r}; only Pod objects belong here")
+            raise ExplainError(f"{source}: {where} is {type(obj).__name__}, not a {kind} object; give {kind} objects")
+        if obj.get("kind") not in (None, kind):
+            raise ExplainError(f"{source}: {prefix}kind is {obj.get('kind')!r}; only {kind} objects belong here")
         try:
-            pods.append(scheduling.pod_view(obj))
+            out.append(read(obj))
         except ShapeError as err:
             raise ExplainError(f"{source}: {prefix}{err}; fix the field") from None
-    return pods
+    return out
 
 
 def nodes_from_api(items: Sequence[Any], source: str) -> list[scheduling.Node]:
@@ -462,17 +467,9 @@ def nodes_from_api(items: Sequence[Any], source: str) -> list[scheduling.Node]:
 def _nodes_from(objects: Sequence[tuple[str, Any]], source: str) -> list[scheduling.Node]:
     nodes: list[scheduling.Node] = []
     seen: set[str] = set()
-    for prefix, obj in objects:
-        if not isinstance(obj, dict):
-            where = prefix.rstrip(".: ") or "the document"
-            raise ExplainError(f"{source}: {where} is {type(obj).__name__}, not a Node object; give Node objects")
-        kind = obj.get("kind")
-        if kind not in (None, "Node"):
-            raise ExplainError(f"{source}: {prefix}kind is {kind!r}; only Node objects belong here")
-        try:
-            node = scheduling.node_from_api(obj)
-        except ShapeError as err:
-            raise ExplainError(f"{source}: {prefix}{err}; fix the field") from None
+    for (prefix, _), node in zip(
+        objects, _read_objects(objects, source, "Node", scheduling.node_from_api), strict=True
+    ):
         if node.name in seen:
             raise ExplainError(f"{source}: {prefix}metadata.name {node.name!r} appears twice; node names are unique")
         seen.add(node.name)

@@ -14,13 +14,11 @@ from enum import StrEnum
 from typing import Any
 
 from webhook import apidata
-from webhook.affinity import PreferredTerm, TermIdentity, preferred_term_from_api, requirements_from_api
+from webhook.affinity import PREFERRED, PreferredTerm, TermIdentity, node_affinity_from_api
 from webhook.apidata import ShapeError
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.selector import LabelSelector
 
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 class Decision(StrEnum):
@@ -170,14 +168,6 @@ def _read(pod: Any) -> _PodView:
     spec = apidata.obj(pod, "spec", "spec")
     base = "spec.affinity.nodeAffinity"
     node_affinity = apidata.obj(apidata.obj(spec, "affinity", "spec.affinity"), "nodeAffinity", base)
-    required_keys: set[str] = set()
-    required = apidata.obj(node_affinity, REQUIRED, f"{base}.{REQUIRED}")
-    for i, term in enumerate(apidata.items(required, "nodeSelectorTerms", f"{base}.{REQUIRED}.nodeSelectorTerms")):
-        path = f"{base}.{REQUIRED}.nodeSelectorTerms[{i}]"
-        apidata.expect(term, dict, path, "an object")
-        reqs = requirements_from_api(term.get("matchExpressions"), f"{path}.matchExpressions")
-        required_keys.update(r.key for r in reqs)
-    path = f"{base}.{PREFERRED}"
-    raw_preferred = apidata.items(node_affinity, PREFERRED, path)
-    preferred = tuple(preferred_term_from_api(t, f"{path}[{i}]") for i, t in enumerate(raw_preferred))
+    required, preferred = node_affinity_from_api(node_affinity, base)
+    required_keys = {r.key for term in required or () for r in term.expressions}
     return _PodView(labels, annotations, frozenset(required_keys), preferred)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook import apidata
-from webhook.affinity import node_selector_term_from_api, preferred_term_from_api
+from webhook.affinity import node_affinity_from_api
 from webhook.apidata import ShapeError, expect
 from webhook.scheduling import (
     BALANCED_ALLOCATION,
@@ -84,20 +84,8 @@ def _profile(raw: Mapping[str, Any], path: str, name: str) -> Profile:
     fit_path, fit = args.get(NODE_RESOURCES_FIT, ("", {}))
     balanced_path, balanced = args.get(BALANCED_ALLOCATION, ("", {}))
     affinity_path, affinity = args.get(NODE_AFFINITY, ("", {}))
-    added = apidata.obj(affinity, "addedAffinity", f"{affinity_path}.addedAffinity")
     added_path = f"{affinity_path}.addedAffinity"
-    required = None
-    raw_required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if raw_required is not None:
-        rpath = f"{added_path}.requiredDuringSchedulingIgnoredDuringExecution"
-        expect(raw_required, dict, rpath, "an object")
-        terms = apidata.items(raw_required, "nodeSelectorTerms", f"{rpath}.nodeSelectorTerms")
-        required = tuple(node_selector_term_from_api(t, f"{rpath}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
-    ppath = f"{added_path}.preferredDuringSchedulingIgnoredDuringExecution"
-    preferred = tuple(
-        preferred_term_from_api(t, f"{ppath}[{i}]")
-        for i, t in enumerate(apidata.items(added, "preferredDuringSchedulingIgnoredDuringExecution", ppath))
-    )
+    required, preferred = node_affinity_from_api(apidata.obj(affinity, "addedAffinity", added_path), added_path)
     return Profile(
         scheduler_name=name,
         weights=evaluated,

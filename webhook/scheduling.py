@@ -40,12 +40,12 @@ from typing import Any
 from webhook import apidata
 from webhook.affinity import (
     NODE_NAME_FIELD,
+    PREFERRED,
     NodeSelectorTerm,
     PreferredTerm,
+    node_affinity_from_api,
     node_selector_matches,
-    node_selector_term_from_api,
     preferred_score,
-    preferred_term_from_api,
 )
 from webhook.apidata import STRING_IN_YAML, ShapeError, expect
 from webhook.resources import (
@@ -108,7 +108,6 @@ NOT_EVALUATED = (
     "VolumeZone",
     "DynamicResources",
 )
-NODE_AFFINITY_WEIGHT = DEFAULT_WEIGHTS[NODE_AFFINITY]
 
 # ImageLocality's thresholds (image_locality.go).
 _MB = 1024 * 1024
@@ -312,19 +311,8 @@ def pod_view(pod: Any) -> PodView:
     spec = apidata.obj(pod, "spec", "spec")
     base = "spec.affinity.nodeAffinity"
     affinity = apidata.obj(spec, "affinity", "spec.affinity")
-    node_affinity = apidata.obj(affinity, "nodeAffinity", base)
-    required = None
-    raw_required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if raw_required is not None:
-        path = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
-        expect(raw_required, dict, path, "an object")
-        terms = apidata.items(raw_required, "nodeSelectorTerms", f"{path}.nodeSelectorTerms")
-        required = tuple(node_selector_term_from_api(t, f"{path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
-    path = f"{base}.preferredDuringSchedulingIgnoredDuringExecution"
-    preferred = tuple(
-        _checked_weight(preferred_term_from_api(t, f"{path}[{i}]"), f"{path}[{i}].weight")
-        for i, t in enumerate(apidata.items(node_affinity, "preferredDuringSchedulingIgnoredDuringExecution", path))
-    )
+    required, preferred = node_affinity_from_api(apidata.obj(affinity, "nodeAffinity", base), base)
+    preferred = tuple(_checked_weight(t, f"{base}.{PREFERRED}[{i}].weight") for i, t in enumerate(preferred))
     tolerations = tuple(
         _toleration(t, f"spec.tolerations[{i}]")
         for i, t in enumerate(apidata.items(spec, "tolerations", "spec.tolerations"))
@@ -371,10 +359,10 @@ def _uses(spec: Mapping[str, Any], affinity: Mapping[str, Any]) -> frozenset[str
     if spec.get("topologySpreadConstraints"):
         uses.add("PodTopologySpread")
     volumes = spec.get("volumes")
-    if isinstance(volumes, list) and any(isinstance(v, dict) and len(v.keys() - {"name"}) for v in volumes):
-        kinds = {k for v in volumes if isinstance(v, dict) for k in v if k != "name"}
-        if kinds - {"configMap", "secret", "emptyDir", "downwardAPI", "projected"}:
-            uses.add("volumes")
+    kinds = {k for v in volumes if isinstance(v, dict) for k in v} if isinstance(volumes, list) else set()
+    # volumes the volume plugins look at (claims, cloud disks, ...); local ones never filter a node
+    if kinds - {"name", "configMap", "secret", "emptyDir", "downwardAPI", "projected"}:
+        uses.add("volumes")
     if spec.get("resourceClaims"):
         uses.add("DynamicResources")
     return frozenset(uses)
