@@ -466,3 +466,11 @@ def test_the_not_evaluated_note_names_what_this_pod_would_meet(tmp_path):
     ]
     assert "this pod belongs to a ReplicaSet, so PodTopologySpread's system default constraints" in note
     assert "its pod (anti-)affinity are not evaluated" in note and "its volumes are not evaluated" in note
+
+
+@pytest.mark.parametrize("name", ["pod.yaml", "pods.yaml", "pods-fast-node-free.yaml"])
+def test_the_full_cluster_pods_are_valid_kubernetes_objects(name):
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    document = yaml.safe_load((FULL / name).read_text())
+    for item in document["items"] if document["kind"] == "List" else [document]:
+        kubernetes_validate.validate(item, "1.28", strict=True)

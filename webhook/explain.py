@@ -19,6 +19,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, TextIO, TypeVar
 
 import jsonpatch
@@ -530,13 +531,15 @@ def render_json(report: Report) -> str:
 
 
 # Short column names for the score plugins (the legend under the table names them in full).
-SHORT_NAMES = {
-    scheduling.TAINT_TOLERATION: "TAINT",
-    scheduling.NODE_AFFINITY: "AFFINITY",
-    scheduling.NODE_RESOURCES_FIT: "FIT",
-    scheduling.BALANCED_ALLOCATION: "BALANCED",
-    scheduling.IMAGE_LOCALITY: "IMAGE",
-}
+SHORT_NAMES: Mapping[str, str] = MappingProxyType(
+    {
+        scheduling.TAINT_TOLERATION: "TAINT",
+        scheduling.NODE_AFFINITY: "AFFINITY",
+        scheduling.NODE_RESOURCES_FIT: "FIT",
+        scheduling.BALANCED_ALLOCATION: "BALANCED",
+        scheduling.IMAGE_LOCALITY: "IMAGE",
+    }
+)
 
 
 def render_table(report: Report) -> str:

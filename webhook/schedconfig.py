@@ -16,6 +16,7 @@ Other extension points (filter, preScore) are taken as the defaults.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from webhook import apidata
@@ -37,7 +38,7 @@ KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER = "default-scheduler"
 STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 # The default profile's score plugins that are not evaluated, with their weights.
-_NOT_EVALUATED_SCORE = {"PodTopologySpread": 2, "InterPodAffinity": 2}
+_NOT_EVALUATED_SCORE: Mapping[str, int] = MappingProxyType({"PodTopologySpread": 2, "InterPodAffinity": 2})
 
 
 class SchedulerConfigError(ValueError):

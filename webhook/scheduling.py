@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 
 from webhook import apidata
@@ -91,13 +92,15 @@ BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 IMAGE_LOCALITY = "ImageLocality"
 NETQOS = "NetQoS"
 EVALUATED_SCORE_PLUGINS = (TAINT_TOLERATION, NODE_AFFINITY, NODE_RESOURCES_FIT, BALANCED_ALLOCATION, IMAGE_LOCALITY)
-DEFAULT_WEIGHTS = {
-    TAINT_TOLERATION: 3,
-    NODE_AFFINITY: 2,
-    NODE_RESOURCES_FIT: 1,
-    BALANCED_ALLOCATION: 1,
-    IMAGE_LOCALITY: 1,
-}
+DEFAULT_WEIGHTS: Mapping[str, int] = MappingProxyType(
+    {
+        TAINT_TOLERATION: 3,
+        NODE_AFFINITY: 2,
+        NODE_RESOURCES_FIT: 1,
+        BALANCED_ALLOCATION: 1,
+        IMAGE_LOCALITY: 1,
+    }
+)
 # Plugins of the default profile whose Filter or Score is not evaluated here.
 NOT_EVALUATED = (
     "PodTopologySpread",
@@ -277,7 +280,7 @@ class Profile:
     """A KubeSchedulerProfile, as far as it is evaluated here."""
 
     scheduler_name: str = "default-scheduler"
-    weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    weights: Mapping[str, int] = field(default_factory=lambda: DEFAULT_WEIGHTS)
     scoring_strategy: ScoringStrategy = ScoringStrategy()
     balanced_resources: tuple[tuple[str, int], ...] = ((CPU, 1), (MEMORY, 1))
     added_required: tuple[NodeSelectorTerm, ...] | None = None  # NodeAffinityArgs.addedAffinity
@@ -288,7 +291,7 @@ class Profile:
         """The same profile with the NetQoS plugin's Score at `weight` (the NetQoS scheduler)."""
         return Profile(
             self.scheduler_name,
-            {**self.weights, NETQOS: weight},
+            MappingProxyType({**self.weights, NETQOS: weight}),
             self.scoring_strategy,
             self.balanced_resources,
             self.added_required,
