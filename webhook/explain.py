@@ -32,7 +32,7 @@ from webhook.errors import UsageError
 from webhook.policy import Decision, Policy
 from webhook.schedconfig import SchedulerConfigError, profile_for
 
-HELP = "Show how the stock kube-scheduler ranks nodes for a pod once the webhook has mutated it."
+HELP = "Predict the node the stock kube-scheduler picks for a pod the webhook mutated, beside the NetQoS scheduler's."
 EXAMPLE = "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml"
 DESCRIPTION = """\
 Run a pod through the webhook's policy exactly as /mutate would, then filter and score the
