@@ -60,7 +60,7 @@ def test_a_term_without_requirements_matches_nothing():
 )
 def test_term_identity_ignores_order_but_not_meaning(a, b, equal):
     make = lambda w, reqs: PreferredTerm.of(w, *(Requirement(*r) for r in reqs))  # noqa: E731
-    assert (make(*a).identity() == make(*b).identity()) is equal
+    assert (make(*a).identity == make(*b).identity) is equal
 
 
 @pytest.mark.parametrize(
@@ -111,4 +111,4 @@ def test_a_term_with_match_fields_never_has_the_identity_of_one_without():
     net = Requirement("net", "In", ("high",))
     plain = PreferredTerm.of(90, net)
     with_fields = PreferredTerm(90, NodeSelectorTerm((net,), (Requirement("metadata.name", "In", ("n1",)),)))
-    assert plain.identity() != with_fields.identity()
+    assert plain.identity != with_fields.identity

@@ -226,10 +226,10 @@ class PreferredTerm:
     def matches(self, labels: Mapping[str, str], name: str = "") -> bool:
         return self.term.matches(labels, name)
 
-    def identity(
-        self,
-    ) -> tuple[int, frozenset[tuple[str, str, tuple[str, ...]]], frozenset[tuple[str, str, tuple[str, ...]]]]:
-        """Order-insensitive identity; a term with matchFields never equals one without."""
+    @cached_property
+    def identity(self) -> TermIdentity:
+        """Order-insensitive identity; a term with matchFields never equals one without.
+        Computed once per term: the policy compares its own terms with every pod's."""
         return (
             self.weight,
             frozenset(r.canonical() for r in self.term.expressions),

@@ -50,7 +50,7 @@ class Policy:
     term_ids: frozenset[TermIdentity] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        ids = frozenset(t.identity() for r in self.rules for t in r.preferences)
+        ids = frozenset(t.identity for r in self.rules for t in r.preferences)
         object.__setattr__(self, "term_ids", ids)
 
 
@@ -87,13 +87,13 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
         return Outcome(Decision.SKIPPED_OPT_OUT, pod)
 
     # A term that also has matchFields says more than ours does: its identity is never ours.
-    present = {term.identity() for term in view.preferred}
+    present = {term.identity for term in view.preferred}
     explicit = _explicit_keys(view, policy.term_ids)
     to_add: list[PreferredTerm] = []
     applied: list[str] = []
     warnings: list[str] = []
     for rule in selected:
-        missing = [t for t in rule.preferences if t.identity() not in present]
+        missing = [t for t in rule.preferences if t.identity not in present]
         if not missing:
             continue  # already carried: a re-invocation, or the user wrote our exact terms
         clash = sorted(rule.keys & explicit)
@@ -104,7 +104,7 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
             )
             continue
         for term in missing:
-            present.add(term.identity())
+            present.add(term.identity)
             to_add.append(term)
         applied.append(rule.name)
 
@@ -126,7 +126,7 @@ def _explicit_keys(view: _PodView, policy_term_ids: frozenset[TermIdentity]) -> 
     not policy terms (those were injected by us, or say exactly what we would)."""
     keys = set(view.required_keys)
     for term in view.preferred:
-        if term.identity() not in policy_term_ids:
+        if term.identity not in policy_term_ids:
             keys |= term.keys()
     return frozenset(keys)
 
