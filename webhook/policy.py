@@ -20,7 +20,6 @@ from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.selector import LabelSelector
 
 
-
 class Decision(StrEnum):
     MUTATED = "mutated"
     UNCHANGED = "unchanged"  # selected, but every rule's terms are already there
