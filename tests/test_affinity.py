@@ -2,7 +2,7 @@
 
 import pytest
 
-from webhook.affinity import PreferredTerm, Requirement, raw_score
+from webhook.affinity import PreferredTerm, Requirement, parse_int64, preferred_score
 from webhook.selector import LabelSelector
 
 
@@ -37,15 +37,15 @@ def test_node_selector_operators_follow_kubernetes(op, values, labels, match):
 )
 def test_the_default_terms_score_the_netqos_table(net, score):
     terms = [
-        PreferredTerm(90, (Requirement("net", "In", ("high",)),)),
-        PreferredTerm(10, (Requirement("net", "NotIn", ("low",)),)),
+        PreferredTerm.of(90, Requirement("net", "In", ("high",))),
+        PreferredTerm.of(10, Requirement("net", "NotIn", ("low",))),
     ]
     labels = {} if net is None else {"net": net}
-    assert raw_score(terms, labels) == score
+    assert preferred_score(terms, labels) == score
 
 
 def test_a_term_without_requirements_matches_nothing():
-    assert PreferredTerm(50, ()).matches({"any": "label"}) is False
+    assert PreferredTerm.of(50).matches({"any": "label"}) is False
 
 
 @pytest.mark.parametrize(
@@ -59,8 +59,8 @@ def test_a_term_without_requirements_matches_nothing():
     ],
 )
 def test_term_identity_ignores_order_but_not_meaning(a, b, equal):
-    make = lambda w, reqs: PreferredTerm(w, tuple(Requirement(*r) for r in reqs))  # noqa: E731
-    assert (make(*a).identity() == make(*b).identity()) is equal
+    make = lambda w, reqs: PreferredTerm.of(w, *(Requirement(*r) for r in reqs))  # noqa: E731
+    assert (make(*a).identity == make(*b).identity) is equal
 
 
 @pytest.mark.parametrize(
@@ -78,3 +78,37 @@ def test_term_identity_ignores_order_but_not_meaning(a, b, equal):
 )
 def test_label_selectors_follow_kubernetes(selector, labels, match):
     assert selector.matches(labels) is match
+
+
+# Go's strconv.ParseInt(s, 10, 64) is the reference: an optional sign, ASCII digits, within int64.
+PARSE_INT64 = [
+    ("5", 5),
+    ("+5", 5),
+    ("-5", -5),
+    ("007", 7),
+    ("9223372036854775807", 2**63 - 1),
+    ("-9223372036854775808", -(2**63)),
+    ("9223372036854775808", None),  # out of range
+    ("99999999999999999999999", None),
+    ("\u0663", None),  # ARABIC-INDIC DIGIT THREE: Python's int() reads 3, Go does not
+    (" 5", None),
+    ("5\n", None),
+    ("1_0", None),
+    ("", None),
+    ("+", None),
+    ("0x10", None),
+]
+
+
+@pytest.mark.parametrize("text, value", PARSE_INT64)
+def test_integers_parse_as_gos_strconv_parseint_does(text, value):
+    assert parse_int64(text) == value
+
+
+def test_a_term_with_match_fields_never_has_the_identity_of_one_without():
+    from webhook.affinity import NodeSelectorTerm
+
+    net = Requirement("net", "In", ("high",))
+    plain = PreferredTerm.of(90, net)
+    with_fields = PreferredTerm(90, NodeSelectorTerm((net,), (Requirement("metadata.name", "In", ("n1",)),)))
+    assert plain.identity != with_fields.identity

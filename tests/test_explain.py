@@ -19,14 +19,17 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "explain"
 TEST_POD = str(ROOT / "deploy/examples/test-pod.yaml")
 SEED_NODES = str(ROOT / "deploy/examples/nodes.yaml")
+FULL = ROOT / "deploy/examples/full-cluster"
 
 
-def explained(*argv: str, list_nodes=None) -> str:
-    """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI; nodes from
-    `list_nodes` in live mode (the seam to the cluster)."""
+def explained(*argv: str, list_nodes=None, list_pods=None) -> str:
+    """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI; nodes and pods from
+    `list_nodes` and `list_pods` in live mode (the seam to the cluster)."""
     args = cli.build_parser().parse_args(["explain", *argv])
     out = io.StringIO()
-    assert explain.run(args, default_policy(), list_nodes=list_nodes, stdout=out) == 0
+    options = explain.options_from(args)
+    list_pods = list_pods or (lambda kubeconfig, context: [])
+    assert explain.run(options, default_policy(), list_nodes=list_nodes, list_pods=list_pods, stdout=out) == 0
     return out.getvalue()
 
 
@@ -42,20 +45,21 @@ Pod default/qos-demo-pod: mutated by netqos-webhook (rule netqos), preferred nod
   + weight 90  net In [high]
   + weight 10  net NotIn [low]
 
-  NODE          NET    FEASIBLE   NETQOS   AFFINITY RAW   NORMALIZED   WEIGHTED (x2)   REASON
-  minikube      low    yes        0        0              0            0
-* fake-node-1   high   yes        100      100            100          200
+  NODE          NET    FEASIBLE   NETQOS   AFFINITY RAW   NORMALIZED   TAINT x3   AFFINITY x2   FIT x1   BALANCED x1   IMAGE x1   TOTAL   NETQOS TOTAL (x1)   REASON
+  minikube      low    yes        0        0              0            300        0             97       -             0          397     397
+* fake-node-1   high   yes        100      100            100          300        200           97       -             0          597     497
 
 2/2 nodes are available.
 NodeAffinity picks: fake-node-1   NetQoS plugin picked: fake-node-1   (same)
-"""
+predicted: fake-node-1   NetQoS scheduler: fake-node-1   (agree; some plugins not evaluated)
+"""  # noqa: E501 - the table as printed
 
 
 def test_the_seed_experiment_prints_both_scores_side_by_side(capsys):
     code, out, err = command("--pod", TEST_POD, "--nodes", SEED_NODES, capsys=capsys)
     assert (code, err) == (0, "")
     assert out.startswith(SEED_TABLE)
-    assert "not evaluated: resource fit (CPU, memory, pods)" in out
+    assert "note: not evaluated: PodTopologySpread, InterPodAffinity, VolumeRestrictions" in out
 
 
 def test_the_seed_experiment_as_json_has_the_documented_shape():
@@ -74,6 +78,11 @@ def test_the_seed_experiment_as_json_has_the_documented_shape():
                 "affinity_raw": 0,
                 "affinity_normalized": 0,
                 "affinity_weighted": 0,
+                # 4 CPUs and 8025056Ki free: (4000 - 100) * 100 // 4000 = 97 and
+                # (8217657344 - 200Mi) * 100 // 8217657344 = 97; the best-effort pod skips BalancedAllocation
+                "scores": {"TaintToleration": 100, "NodeAffinity": 0, "NodeResourcesFit": 97, "ImageLocality": 0},
+                "total": 397,
+                "netqos_total": 397,
             },
             {
                 "name": "fake-node-1",
@@ -84,6 +93,10 @@ def test_the_seed_experiment_as_json_has_the_documented_shape():
                 "affinity_raw": 100,
                 "affinity_normalized": 100,
                 "affinity_weighted": 200,
+                # 4 CPUs and 8Gi: 97 and (8589934592 - 209715200) * 100 // 8589934592 = 97
+                "scores": {"TaintToleration": 100, "NodeAffinity": 100, "NodeResourcesFit": 97, "ImageLocality": 0},
+                "total": 597,
+                "netqos_total": 497,
             },
         ],
         "affinity_choice": ["fake-node-1"],
@@ -91,6 +104,15 @@ def test_the_seed_experiment_as_json_has_the_documented_shape():
     }
     assert document["choices_match"] is True and document["scoring_skipped"] is False
     assert [t["weight"] for t in document["injected_terms"]] == [90, 10]
+    assert document["weights"] == {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "NodeResourcesFit": 1,
+        "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1,
+    }
+    assert (document["predicted"], document["netqos_predicted"]) == (["fake-node-1"], ["fake-node-1"])
+    assert "PodTopologySpread" in document["not_evaluated"] and "InterPodAffinity" in document["not_evaluated"]
 
 
 def test_the_seeds_first_attempt_finds_one_feasible_node_and_no_scoring():
@@ -205,14 +227,27 @@ def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mo
     calls = []
 
     def list_nodes(kubeconfig, context):
-        calls.append((kubeconfig, context))
+        calls.append(("nodes", kubeconfig, context))
         return seed_items()
 
+    def list_pods(kubeconfig, context):
+        calls.append(("pods", kubeconfig, context))
+        return yaml.safe_load(Path(FULL / "pods.yaml").read_text())["items"]
+
     live = explained(
-        "--pod", TEST_POD, "--kubeconfig", "kube.conf", "--context", "minikube", "-o", "json", list_nodes=list_nodes
+        "--pod",
+        TEST_POD,
+        "--kubeconfig",
+        "kube.conf",
+        "--context",
+        "minikube",
+        "-o",
+        "json",
+        list_nodes=list_nodes,
+        list_pods=list_pods,
     )
-    from_file = explained("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json")
-    assert calls == [("kube.conf", "minikube")]
+    from_file = explained("--pod", TEST_POD, "--nodes", SEED_NODES, "--pods", str(FULL / "pods.yaml"), "-o", "json")
+    assert calls == [("nodes", "kube.conf", "minikube"), ("pods", "kube.conf", "minikube")]
     assert live == from_file
 
 
@@ -302,7 +337,140 @@ def test_a_rule_skipped_beside_an_applied_one_is_shown_as_a_warning(capsys):
     assert out.startswith(
         "Pod default/own-net: mutated by netqos-webhook (rule zone-a), preferred node affinity added:\n"
         "  + weight 20  topology.kubernetes.io/zone In [a]\n"
-        "warning: netqos-webhook: rule \"netqos\" not applied: the pod's own node affinity already uses node label 'net'\n"
+        'warning: netqos-webhook: rule "netqos" not applied: '
+        "the pod's own node affinity already uses node label 'net'\n"
     )
     # The author's own net=low preference wins where the plugin would have picked net=high.
     assert "NodeAffinity picks: minikube   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out
+
+
+# --- the pods on the nodes, the full fast node, the NetQoS scheduler's prediction ---------------
+
+FULL_ARGS = ("--pod", str(FULL / "pod.yaml"), "--nodes", str(FULL / "nodes.yaml"))
+
+
+def test_when_the_only_fast_node_is_full_both_schedulers_place_the_pod_elsewhere():
+    document = json.loads(explained(*FULL_ARGS, "--pods", str(FULL / "pods.yaml"), "-o", "json"))
+    fast = document["nodes"][0]
+    assert (fast["name"], fast["feasible"], fast["reasons"], fast["scores"], fast["total"]) == (
+        "fast-1",
+        False,
+        ["Insufficient cpu"],  # 3920m allocatable, 3500m requested, the pod asks for 1000m
+        {},
+        None,
+    )
+    assert document["predicted"] == document["netqos_predicted"] == ["std-1"]
+    assert document["predictions_match"] is True
+    assert document["filter_message"] == "2/3 nodes are available: 1 Insufficient cpu."
+
+
+def test_with_room_on_the_fast_node_it_wins_for_both_schedulers():
+    document = json.loads(explained(*FULL_ARGS, "--pods", str(FULL / "pods-fast-node-free.yaml"), "-o", "json"))
+    assert document["predicted"] == document["netqos_predicted"] == ["fast-1"]
+    totals = {n["name"]: (n["total"], n["netqos_total"]) for n in document["nodes"]}
+    # the affinity leads by 200 - 20, the plugin by (100 - 10) x 1; resources favour the emptier nodes
+    assert totals["fast-1"][0] - totals["std-1"][0] > totals["fast-1"][1] - totals["std-1"][1] > 0
+
+
+def test_finished_pods_and_the_explained_pod_itself_are_not_counted(tmp_path):
+    pods = yaml.safe_load((FULL / "pods.yaml").read_text())
+    running = [p for p in pods["items"] if p["status"]["phase"] == "Running"]
+    itself = yaml.safe_load((FULL / "pod.yaml").read_text())
+    itself["spec"]["nodeName"] = "std-1"
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump({"kind": "List", "items": [*running, itself]}))
+    with_finished = explained(*FULL_ARGS, "--pods", str(FULL / "pods.yaml"), "-o", "json")
+    without = explained(*FULL_ARGS, "--pods", str(tmp_path / "pods.yaml"), "-o", "json")
+    assert json.loads(with_finished)["nodes"] == json.loads(without)["nodes"]
+
+
+def test_run_takes_typed_options():
+    out = io.StringIO()
+    options = explain.ExplainOptions(pod=TEST_POD, nodes=SEED_NODES, netqos_weight=2, output="json")
+    assert explain.run(options, default_policy(), stdout=out) == 0
+    document = json.loads(out.getvalue())
+    assert document["netqos_weight"] == 2
+    assert [n["netqos_total"] - n["total"] for n in document["nodes"]] == [0 - 0, 200 - 200]
+
+
+@pytest.mark.parametrize("pods_file", ["pods.yaml", "pods-fast-node-free.yaml"])
+def test_the_full_cluster_example_in_the_docs_is_what_the_command_prints(pods_file):
+    docs = (ROOT / "docs/scheduling.md").read_text()
+    d = "deploy/examples/full-cluster"
+    transcript = f"$ netqos-webhook explain --pod {d}/pod.yaml --nodes {d}/nodes.yaml --pods {d}/{pods_file}\n"
+    transcript += explained(*FULL_ARGS, "--pods", str(FULL / pods_file))
+    assert transcript in docs
+
+
+POD_AND_CONFIG_ERRORS = [
+    (["--pods", SEED_NODES], "items[0].kind is 'Node'; only Pod objects belong here"),
+    (
+        ["--pods", str(FIXTURES / "pods-bad-quantity.yaml")],
+        "items[0].spec.containers[0].resources.requests['cpu'] must be a quantity",
+    ),
+    (
+        ["--scheduler-config", str(FIXTURES / "scheduler-config-bad.yaml")],
+        "scoringStrategy.type is 'Packed'; use one of",
+    ),
+    (
+        ["--scheduler-config", TEST_POD],
+        "give a KubeSchedulerConfiguration of apiVersion kubescheduler.config.k8s.io/v1",
+    ),
+]
+
+
+@pytest.mark.parametrize("argv, message", POD_AND_CONFIG_ERRORS)
+def test_unusable_pods_and_scheduler_configuration_exit_2_with_one_line(argv, message, capsys):
+    code, out, err = command("--pod", TEST_POD, "--nodes", SEED_NODES, *argv, capsys=capsys)
+    assert (code, out) == (2, "")
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_scheduler_configuration_changes_the_weights_and_the_prediction():
+    document = json.loads(
+        explained(
+            *FULL_ARGS,
+            "--pods",
+            str(FULL / "pods-fast-node-free.yaml"),
+            "--scheduler-config",
+            str(FIXTURES / "scheduler-config-bin-packing.yaml"),
+            "-o",
+            "json",
+        )
+    )
+    assert document["weights"] == {"NodeAffinity": 2, "NodeResourcesFit": 5}
+    # bin packing at weight 5 outweighs the affinity's 200: the fullest node wins
+    assert document["predicted"] == ["fast-1"]
+    assert document["nodes"][0]["scores"]["NodeResourcesFit"] > document["nodes"][1]["scores"]["NodeResourcesFit"]
+
+
+@pytest.mark.parametrize("weight", ["0", "101", "one"])
+def test_a_netqos_weight_outside_1_to_100_is_a_usage_error(weight, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["explain", "--pod", TEST_POD, "--nodes", SEED_NODES, "--netqos-weight", weight])
+    assert exit_.value.code == 2 and "argument --netqos-weight:" in capsys.readouterr().err
+
+
+def test_the_not_evaluated_note_names_what_this_pod_would_meet(tmp_path):
+    pod = yaml.safe_load(Path(TEST_POD).read_text())
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f", "uid": "u"}
+    ]
+    pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    pod["spec"]["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(pod))
+    (note,) = [
+        n
+        for n in json.loads(explained("--pod", str(path), "--nodes", SEED_NODES, "-o", "json"))["notes"]
+        if n.startswith("not evaluated")
+    ]
+    assert "this pod belongs to a ReplicaSet, so PodTopologySpread's system default constraints" in note
+    assert "its pod (anti-)affinity are not evaluated" in note and "its volumes are not evaluated" in note
+
+
+@pytest.mark.parametrize("name", ["pod.yaml", "pods.yaml", "pods-fast-node-free.yaml"])
+def test_the_full_cluster_pods_are_valid_kubernetes_objects(name):
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    document = yaml.safe_load((FULL / name).read_text())
+    for item in document["items"] if document["kind"] == "List" else [document]:
+        kubernetes_validate.validate(item, "1.28", strict=True)

@@ -141,3 +141,19 @@ def test_an_opted_out_pod_gets_nothing_added():
     assert all(n.affinity_raw == 0 for n in bare.ranking.nodes)
     # The plugin knew nothing of the annotation: explain shows the two choices part ways.
     assert not bare.choices_match()
+
+
+@pytest.mark.parametrize("nodes", NODE_SETS, ids=set_id)
+def test_with_equal_resources_the_netqos_scheduler_ranks_by_the_plugins_table(nodes):
+    """The counterfactual's totals differ between nodes only by the plugin's raw score when every
+    other plugin scores the nodes alike; and then the stock scheduler's total follows NodeAffinity."""
+    report = explain(POLICY, pod(LATENCY_SENSITIVE), nodes)
+    feasible = [n.name for n in report.ranking.nodes if n.feasible]
+    netqos = {n.name: n.total for n in report.netqos.nodes if n.name in feasible}
+    plugin = {n.name: n.netqos_score for n in report.ranking.nodes if n.name in feasible}
+    if feasible:
+        base_total, base_score = min(netqos.values()), min(plugin.values())
+        assert {k: v - base_total for k, v in netqos.items()} == {k: v - base_score for k, v in plugin.items()}
+    assert report.netqos.predicted == report.ranking.netqos_choice
+    assert report.ranking.predicted == report.ranking.affinity_choice
+    assert report.predictions_match()

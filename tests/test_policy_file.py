@@ -83,6 +83,31 @@ def term(weight=90, **expr):
             ["matchExpressions[0].values", "exactly one integer"],
         ),
         (
+            "Gt with a non-ASCII digit (Go's strconv.ParseInt refuses it)",
+            {"rules": [rule(preferences=[term(operator="Gt", values=["\u0663"])])]},
+            ["matchExpressions[0].values", "exactly one integer", "strconv.ParseInt"],
+        ),
+        (
+            "Gt beyond 64 bits",
+            {"rules": [rule(preferences=[term(operator="Gt", values=["99999999999999999999999"])])]},
+            ["matchExpressions[0].values", "exactly one integer", "99999999999999999999999"],
+        ),
+        (
+            "Lt with a trailing newline",
+            {"rules": [rule(preferences=[term(operator="Lt", values=["5\n"])])]},
+            ["matchExpressions[0].values", "exactly one integer"],
+        ),
+        (
+            "Gt with two values",
+            {"rules": [rule(preferences=[term(operator="Gt", values=["1", "2"])])]},
+            ["matchExpressions[0].values", "exactly one integer"],
+        ),
+        (
+            "Gt with a number, not a string",
+            {"rules": [rule(preferences=[term(operator="Gt", values=[5])])]},
+            ["matchExpressions[0].values[0]", "must be a string"],
+        ),
+        (
             "value looks like a number in YAML",
             {"rules": [rule(preferences=[term(values=[10])])]},
             ["values[0]", "10", "quoted"],
@@ -158,3 +183,15 @@ def test_a_valid_policy_with_every_operator_compiles():
     }
     policy = compile_policy(doc, "x.yaml")
     assert [t.weight for t in policy.rules[0].preferences] == [90, 10, 5, 5, 3, 3]
+
+
+@pytest.mark.parametrize("operator, value", [("Gt", "+5"), ("Lt", "-9223372036854775808"), ("Gt", "007")])
+def test_gt_and_lt_accept_every_integer_gos_strconv_parseint_accepts(operator, value):
+    policy = compile_policy({"rules": [rule(preferences=[term(operator=operator, values=[value])])]}, "x.yaml")
+    assert policy.rules[0].preferences[0].term.expressions[0].values == (value,)
+
+
+def test_a_loaded_gt_term_matches_the_nodes_go_would_match():
+    policy = compile_policy({"rules": [rule(preferences=[term(key="gen", operator="Gt", values=["+5"])])]}, "x.yaml")
+    preference = policy.rules[0].preferences[0]
+    assert [preference.matches({"gen": g}) for g in ("6", "5", "+6", "\u0666")] == [True, False, True, False]

@@ -9,7 +9,6 @@ from webhook.affinity import (
     NodeSelectorTerm,
     PreferredTerm,
     Requirement,
-    WeightedTerm,
     node_selector_matches,
     preferred_score,
 )
@@ -77,8 +76,8 @@ OPERATORS = [
 )
 def test_a_requirement_matches_node_labels_as_kube_scheduler_does(requirement, labels, expected):
     assert NodeSelectorTerm((requirement,)).matches(labels, "node") is expected
-    # The policy's PreferredTerm (what mutation injects) agrees with the scheduler's term.
-    assert PreferredTerm(1, (requirement,)).matches(labels) is expected
+    # A preferred term (what mutation injects, what the scheduler scores) matches the same nodes.
+    assert PreferredTerm.of(1, requirement).matches(labels, "node") is expected
 
 
 def test_the_requirements_of_one_term_are_anded():
@@ -89,8 +88,8 @@ def test_the_requirements_of_one_term_are_anded():
 
 def test_a_term_with_no_expressions_and_no_fields_matches_nothing():
     assert not NodeSelectorTerm().matches({"net": "high"}, "node")
-    assert not PreferredTerm(50, ()).matches({"net": "high"})
-    assert preferred_score([WeightedTerm(50, NodeSelectorTerm())], {"net": "high"}, "node") == 0
+    assert not PreferredTerm.of(50).matches({"net": "high"})
+    assert preferred_score([PreferredTerm(50, NodeSelectorTerm())], {"net": "high"}, "node") == 0
 
 
 # --- matchFields ------------------------------------------------------------------------------
@@ -128,9 +127,9 @@ def test_required_terms_are_ored_and_empty_terms_are_skipped():
 
 def test_the_raw_score_sums_the_weights_of_matching_terms():
     terms = [
-        WeightedTerm(90, NodeSelectorTerm((req("net", "In", "high"),))),
-        WeightedTerm(10, NodeSelectorTerm((req("net", "NotIn", "low"),))),
-        WeightedTerm(7, NodeSelectorTerm(fields=(req("metadata.name", "In", "n1"),))),
+        PreferredTerm(90, NodeSelectorTerm((req("net", "In", "high"),))),
+        PreferredTerm(10, NodeSelectorTerm((req("net", "NotIn", "low"),))),
+        PreferredTerm(7, NodeSelectorTerm(fields=(req("metadata.name", "In", "n1"),))),
     ]
     assert preferred_score(terms, {"net": "high"}, "n1") == 107
     assert preferred_score(terms, {"net": "high"}, "n2") == 100

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from webhook import apidata
 from webhook.patch import diff
 from webhook.policy import Decision, Outcome, Policy, evaluate
 
@@ -102,7 +103,7 @@ def review(policy: Policy, document: Any) -> Result:
         uid=uid,
         operation=operation,
         dry_run=dry_run,
-        namespace=_text(request.get("namespace")),
+        namespace=apidata.string_or_empty(request.get("namespace")),
         name=_object_name(request, obj),
     )
 
@@ -123,7 +124,7 @@ def create_review(pod: Any, username: str) -> dict[str, Any]:
             "resource": gvr,
             "requestKind": gvk,
             "requestResource": gvr,
-            "name": _text(meta.get("name")),
+            "name": apidata.string_or_empty(meta.get("name")),
             "namespace": namespace,
             "operation": "CREATE",
             "userInfo": {"username": username},
@@ -185,13 +186,9 @@ def _evaluate(policy: Policy, obj: Any, uid: str) -> Outcome:
 
 
 def _object_name(request: dict[str, Any], obj: Any) -> str:
-    name = _text(request.get("name"))
+    name = apidata.string_or_empty(request.get("name"))
     if name or not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
         return name
     meta = obj["metadata"]
     # Pods of a ReplicaSet arrive with an empty request.name and only metadata.generateName.
-    return _text(meta.get("name")) or _text(meta.get("generateName"))
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    return apidata.string_or_empty(meta.get("name")) or apidata.string_or_empty(meta.get("generateName"))

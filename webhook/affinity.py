@@ -15,7 +15,7 @@ Semantics follow k8s.io/component-helpers/scheduling/corev1/nodeaffinity:
   one value). A node without a name has no fields, and then matchFields are not checked.
 - The requirements of one term are ANDed; a term with neither expressions nor fields matches
   nothing. The terms of a required NodeSelector are ORed.
-- A preferred term contributes its weight when it matches; the raw score is the sum.
+- A preferred term contributes its weight when it matches; NodeAffinity's raw score is the sum.
 """
 
 from __future__ import annotations
@@ -23,23 +23,29 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
+
+from webhook.apidata import expect
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_SELECTOR_OPERATORS = ("In", "NotIn")
 NODE_NAME_FIELD = "metadata.name"
 
-_GO_INT = re.compile(r"^[+-]?[0-9]+$")  # what strconv.ParseInt(s, 10, 64) accepts, range aside
+Canonical = tuple[str, str, tuple[str, ...]]
+TermIdentity = tuple[int, frozenset[Canonical], frozenset[Canonical]]
+
+_GO_INT = re.compile(r"[+-]?[0-9]+")  # what strconv.ParseInt(s, 10, 64) accepts, range aside
 _INT64 = (-(2**63), 2**63 - 1)
 
 
 def parse_int64(text: str) -> int | None:
     """`text` as Go's strconv.ParseInt(text, 10, 64) reads it, or None where Go fails.
 
-    Python's int() is laxer (" 7", "1_0", "٣" all parse), which would make Gt/Lt match nodes
-    the scheduler does not match.
+    Python's int() is laxer (" 7", "1_0", "٣" all parse), and a regex `$` accepts a trailing
+    newline; either would make Gt/Lt match nodes the scheduler does not match.
     """
-    if not _GO_INT.match(text):
+    if not _GO_INT.fullmatch(text):
         return None
     value = int(text)
     return value if _INT64[0] <= value <= _INT64[1] else None
@@ -55,19 +61,31 @@ class Requirement:
 
     def problem(self) -> str | None:
         """Why labels.NewRequirement would refuse this requirement, or None if it is valid."""
+        if self.operator not in NODE_SELECTOR_OPERATORS:
+            return f"unknown operator {self.operator!r}; use one of {', '.join(NODE_SELECTOR_OPERATORS)}"
+        return self.values_problem()
+
+    def values_problem(self) -> str | None:
+        """Why the values do not suit the operator (the API server's and the scheduler's rules)."""
         op, n = self.operator, len(self.values)
         if op in ("In", "NotIn") and n == 0:
-            return f"operator {op} needs at least one value"
+            return f"must not be empty for operator {op}"
         if op in ("Exists", "DoesNotExist") and n:
-            return f"operator {op} takes no values"
+            return f"must be empty for operator {op}"
         if op in ("Gt", "Lt") and (n != 1 or parse_int64(self.values[0]) is None):
-            return f"operator {op} needs exactly one integer value"
-        if op not in NODE_SELECTOR_OPERATORS:
-            return f"unknown operator {op!r}; use one of {', '.join(NODE_SELECTOR_OPERATORS)}"
+            return (
+                f"must be exactly one integer for operator {op}, as Go's strconv.ParseInt reads it "
+                "(an optional sign and ASCII digits, within 64 bits)"
+            )
         return None
 
+    @cached_property
+    def valid(self) -> bool:
+        """problem() is None; computed once, as the scheduler parses a term once."""
+        return self.problem() is None
+
     def matches(self, labels: Mapping[str, str]) -> bool:
-        if self.problem() is not None:
+        if not self.valid:
             return False
         present = self.key in labels
         op = self.operator
@@ -84,9 +102,11 @@ class Requirement:
         if have is None:
             return False
         want = parse_int64(self.values[0])
+        if want is None:  # unreachable: problem() checked it; kept for the type checker
+            return False
         return have > want if op == "Gt" else have < want
 
-    def canonical(self) -> tuple[str, str, tuple[str, ...]]:
+    def canonical(self) -> Canonical:
         """Order-insensitive identity: `In [a, b]` and `In [b, a]` are the same requirement."""
         return (self.key, self.operator, tuple(sorted(set(self.values))))
 
@@ -97,62 +117,8 @@ class Requirement:
         return out
 
 
-@dataclass(frozen=True)
-class PreferredTerm:
-    """One PreferredSchedulingTerm: a weight and the requirements of its preference."""
-
-    weight: int
-    requirements: tuple[Requirement, ...]
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return bool(self.requirements) and all(r.matches(labels) for r in self.requirements)
-
-    def identity(self) -> tuple[int, frozenset]:
-        return (self.weight, frozenset(r.canonical() for r in self.requirements))
-
-    def keys(self) -> frozenset[str]:
-        return frozenset(r.key for r in self.requirements)
-
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "weight": self.weight,
-            "preference": {"matchExpressions": [r.to_api() for r in self.requirements]},
-        }
-
-    def weighted(self) -> WeightedTerm:
-        """The term as the scheduler scores it (policy terms never carry matchFields)."""
-        return WeightedTerm(self.weight, NodeSelectorTerm(self.requirements))
-
-
-class ShapeError(ValueError):
-    """A pod field does not have the type the Pod API gives it.
-
-    The API server never sends such a pod (it decodes into typed structs first); only a
-    hand-made review can. We report where and what, and leave the pod alone.
-    """
-
-    def __init__(self, path: str, expected: str, value: Any) -> None:
-        self.path, self.expected, self.value = path, expected, value
-        super().__init__(f"{path} must be {expected}, got {_describe(value)}")
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
-        type(value), type(value).__name__
-    )
-
-
-def expect(value: Any, kind: type, path: str, expected: str) -> Any:
-    """`value` if it is a `kind` (bool is never an int here), else ShapeError."""
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ShapeError(path, expected, value)
-    return value
-
-
 def requirement_from_api(raw: Any, path: str) -> Requirement:
-    """Read a NodeSelectorRequirement from a pod or node-selector object, checking its shape."""
+    """A NodeSelectorRequirement (`{key, operator, values}`) from API data, shape-checked."""
     expect(raw, dict, path, "an object")
     key = expect(raw.get("key"), str, f"{path}.key", "a string")
     operator = expect(raw.get("operator"), str, f"{path}.operator", "a string")
@@ -170,27 +136,6 @@ def requirements_from_api(raw: Any, path: str) -> tuple[Requirement, ...]:
         return ()
     expect(raw, list, path, "a list")
     return tuple(requirement_from_api(r, f"{path}[{i}]") for i, r in enumerate(raw))
-
-
-def preferred_term_from_api(raw: Any, path: str) -> tuple[PreferredTerm, bool]:
-    """A PreferredSchedulingTerm, and whether its preference also has `matchFields`.
-
-    Terms with matchFields are never equal to a policy term (policies only use expressions).
-    """
-    expect(raw, dict, path, "an object")
-    weight = expect(raw.get("weight"), int, f"{path}.weight", "an integer")
-    pref = raw.get("preference")
-    if pref is None:
-        pref = {}
-    expect(pref, dict, f"{path}.preference", "an object")
-    reqs = requirements_from_api(pref.get("matchExpressions"), f"{path}.preference.matchExpressions")
-    fields = pref.get("matchFields")
-    return PreferredTerm(weight, reqs), bool(fields)
-
-
-def raw_score(terms: Iterable[PreferredTerm], labels: Mapping[str, str]) -> int:
-    """NodeAffinity's raw score: the sum of the weights of the matching preferred terms."""
-    return sum(t.weight for t in terms if t.weight and t.matches(labels))
 
 
 def field_problem(req: Requirement) -> str | None:
@@ -223,8 +168,13 @@ class NodeSelectorTerm:
         found += [p for p in (field_problem(f) for f in self.fields) if p]
         return tuple(found)
 
+    @cached_property
+    def valid(self) -> bool:
+        """Not empty and every requirement parses: a term the scheduler can match at all."""
+        return not self.is_empty() and not self.problems()
+
     def matches(self, labels: Mapping[str, str], name: str = "") -> bool:
-        if self.is_empty() or self.problems():
+        if not self.valid:
             return False
         if not all(r.matches(labels) for r in self.expressions):
             return False
@@ -241,20 +191,12 @@ def node_selector_matches(terms: Sequence[NodeSelectorTerm], labels: Mapping[str
     return any(t.matches(labels, name) for t in terms if not t.is_empty())
 
 
-@dataclass(frozen=True)
-class WeightedTerm:
-    """A PreferredSchedulingTerm as the scheduler reads it, matchFields included."""
-
-    weight: int
-    term: NodeSelectorTerm
-
-
-def preferred_score(terms: Iterable[WeightedTerm], labels: Mapping[str, str], name: str = "") -> int:
+def preferred_score(terms: Iterable[PreferredTerm], labels: Mapping[str, str], name: str = "") -> int:
     """NodeAffinity's Score for one node: the sum of the weights of the matching terms.
 
     Terms of weight 0 and empty terms are skipped (NewPreferredSchedulingTerms).
     """
-    return sum(t.weight for t in terms if t.weight and t.term.matches(labels, name))
+    return sum(t.weight for t in terms if t.weight and t.matches(labels, name))
 
 
 def node_selector_term_from_api(raw: Any, path: str) -> NodeSelectorTerm:
@@ -268,8 +210,69 @@ def node_selector_term_from_api(raw: Any, path: str) -> NodeSelectorTerm:
     )
 
 
-def weighted_term_from_api(raw: Any, path: str) -> WeightedTerm:
+@dataclass(frozen=True)
+class PreferredTerm:
+    """One PreferredSchedulingTerm (`{weight, preference}`): what the policy injects, and what the
+    scheduler scores (a pod's own terms may also carry matchFields)."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+    @classmethod
+    def of(cls, weight: int, *expressions: Requirement) -> PreferredTerm:
+        """A term on node labels only, as a policy writes it."""
+        return cls(weight, NodeSelectorTerm(tuple(expressions)))
+
+    def matches(self, labels: Mapping[str, str], name: str = "") -> bool:
+        return self.term.matches(labels, name)
+
+    @cached_property
+    def identity(self) -> TermIdentity:
+        """Order-insensitive identity; a term with matchFields never equals one without.
+        Computed once per term: the policy compares its own terms with every pod's."""
+        return (
+            self.weight,
+            frozenset(r.canonical() for r in self.term.expressions),
+            frozenset(f.canonical() for f in self.term.fields),
+        )
+
+    def keys(self) -> frozenset[str]:
+        """The node-label keys the term is about (matchFields name node fields, not labels)."""
+        return frozenset(r.key for r in self.term.expressions)
+
+    def to_api(self) -> dict[str, Any]:
+        preference: dict[str, Any] = {"matchExpressions": [r.to_api() for r in self.term.expressions]}
+        if self.term.fields:
+            preference["matchFields"] = [f.to_api() for f in self.term.fields]
+        return {"weight": self.weight, "preference": preference}
+
+
+def preferred_term_from_api(raw: Any, path: str) -> PreferredTerm:
     """A PreferredSchedulingTerm (`{weight, preference}`) from API data, shape-checked."""
     expect(raw, dict, path, "an object")
     weight = expect(raw.get("weight"), int, f"{path}.weight", "an integer")
-    return WeightedTerm(weight, node_selector_term_from_api(raw.get("preference"), f"{path}.preference"))
+    return PreferredTerm(weight, node_selector_term_from_api(raw.get("preference"), f"{path}.preference"))
+
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def node_affinity_from_api(
+    raw: Mapping[str, Any], path: str
+) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
+    """A NodeAffinity (`{required..., preferred...}`), as a pod or NodeAffinityArgs.addedAffinity
+    carries it: the required terms (None when there is no required NodeSelector) and the
+    preferred terms, shape-checked."""
+    required = None
+    raw_required = raw.get(REQUIRED)
+    if raw_required is not None:
+        where = f"{path}.{REQUIRED}"
+        expect(raw_required, dict, where, "an object")
+        terms = raw_required.get("nodeSelectorTerms")
+        terms = [] if terms is None else expect(terms, list, f"{where}.nodeSelectorTerms", "a list")
+        required = tuple(node_selector_term_from_api(t, f"{where}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
+    raw_preferred = raw.get(PREFERRED)
+    raw_preferred = [] if raw_preferred is None else expect(raw_preferred, list, f"{path}.{PREFERRED}", "a list")
+    preferred = tuple(preferred_term_from_api(t, f"{path}.{PREFERRED}[{i}]") for i, t in enumerate(raw_preferred))
+    return required, preferred

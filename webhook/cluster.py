@@ -2,13 +2,13 @@
 
 - `connect` finds the credentials as kubectl does: `--kubeconfig`, else $KUBECONFIG, else
   ~/.kube/config; with none of them, in a pod, the pod's service account.
-- `list_nodes` (for `explain`) reads every Node as the API's JSON, the data
-  `kubectl get nodes -o json` prints, so parsing, filtering and scoring stay in pure code that the
-  file mode shares.
-- `Reader` (for `status`) gets and lists any of the objects `status` reads, read-only, as API JSON:
-  lists go page by page (`limit`/`continue`) with the label and field selectors the caller
-  derives, so the server filters and memory holds one page at a time; what RBAC forbids raises
-  `Forbidden`, for the caller to report as unknown.
+- `list_nodes` and `list_pods` (for `explain`) read every Node, and every Pod bound to a node and
+  not finished, as the API's JSON, the data `kubectl get nodes/pods -o json` prints, so parsing,
+  filtering and scoring stay in pure code that the file mode shares. Pods are read in pages.
+- `Reader` (for `status`, and under `list_pods`) gets and lists any of the objects `status` reads,
+  read-only, as API JSON: lists go page by page (`limit`/`continue`) with the label and field
+  selectors the caller derives, so the server filters and memory holds one page at a time; what
+  RBAC forbids raises `Forbidden`, for the caller to report as unknown.
 - `apply` (for `register`) sends each object by server-side apply under the field manager
   `netqos-webhook`. Server-side apply creates what is missing and changes only the fields in the
   object we send: labels, annotations or other webhook entries added by anyone else stay as they
@@ -38,6 +38,11 @@ from webhook.errors import NetqosError
 from webhook.names import FIELD_MANAGER
 
 REQUEST_TIMEOUT = (5, 30)  # seconds: connect, read. An unreachable cluster fails fast.
+PAGE_SIZE = 500  # objects per list request: kubectl's chunk size; bounds the memory of one page
+MAX_POD_PAGES = 1000  # explain holds every pod: at most 500,000, far above Kubernetes' tested 150,000
+MAX_PAGES = 10_000  # any other list is read a page at a time: a bound on a list that never ends
+# The pods that take a node's resources: bound to a node, not finished (as the scheduler's cache).
+ASSIGNED_NOT_FINISHED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 APPLY_PATCH = "application/apply-patch+yaml"
 IN_CLUSTER = "the in-cluster service account"
 
@@ -54,6 +59,10 @@ class Forbidden(ClusterError):
 
 class NotFound(ClusterError):
     """The API server answered 404: the object (or its namespace) does not exist."""
+
+
+class TooMany(ClusterError):
+    """A list went on past the reader's page bound."""
 
 
 class KubeconfigError(ClusterError):
@@ -163,7 +172,6 @@ def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> lis
     return (node_list.get("items") if isinstance(node_list, dict) else None) or []
 
 
-PAGE_SIZE = 500  # objects per list request: kubectl's chunk size; bounds the memory of one page
 # kind -> (API class, read method, list method, cluster-scoped, plural for RBAC hints)
 _READ = {
     "Namespace": ("CoreV1Api", "read_namespace", "list_namespace", True, "namespaces"),
@@ -204,11 +212,12 @@ class Reader:
     it holds one connection pool.
     """
 
-    def __init__(self, cluster: Cluster, page_size: int = PAGE_SIZE) -> None:
+    def __init__(self, cluster: Cluster, page_size: int = PAGE_SIZE, max_pages: int = MAX_PAGES) -> None:
         from kubernetes import client  # noqa: PLC0415
 
         self.cluster = cluster
         self.page_size = page_size
+        self.max_pages = max_pages  # a list that never ends (a broken continue token) still ends here
         self._api: Any = client.ApiClient(cluster.configuration)
         self._apis: dict[str, Any] = {}
 
@@ -260,7 +269,7 @@ class Reader:
             options["field_selector"] = field_selector
         where = f" in namespace {namespace}" if namespace else ""
         token: str | None = None
-        while True:
+        for _ in range(self.max_pages):
             extra = {"_continue": token} if token else {}
             response = _request(
                 self.cluster,
@@ -278,6 +287,10 @@ class Reader:
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return
+        raise TooMany(
+            f"the API server at {self.cluster.host} ({self.cluster.where}) listed more than "
+            f"{self.max_pages * self.page_size} {plural}{where}"
+        )
 
     def _client(self, name: str) -> Any:
         if name not in self._apis:
@@ -304,6 +317,16 @@ class Reader:
 def _can_i(verb: str, plural: str, namespace: str | None) -> str:
     scope = f" -n {namespace}" if namespace else (" -A" if plural == "pods" else "")
     return f"check that your user may {verb} {plural} (kubectl auth can-i {verb} {plural}{scope})"
+
+
+def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
+    """Every Pod bound to a node and not Succeeded or Failed, in every namespace, as API JSON
+    data, read PAGE_SIZE at a time; at most MAX_POD_PAGES pages, since explain holds them all."""
+    with Reader(connect(kubeconfig, context), max_pages=MAX_POD_PAGES) as reader:
+        try:
+            return list(reader.list("Pod", field_selector=ASSIGNED_NOT_FINISHED))
+        except TooMany as err:
+            raise ClusterError(f"{err}; explain a smaller cluster, or give --nodes and --pods files") from None
 
 
 def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:

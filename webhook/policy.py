@@ -10,24 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
-from webhook.affinity import (
-    PreferredTerm,
-    ShapeError,
-    expect,
-    preferred_term_from_api,
-    requirements_from_api,
-)
+from webhook import apidata
+from webhook.affinity import PREFERRED, PreferredTerm, TermIdentity, node_affinity_from_api
+from webhook.apidata import ShapeError
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.selector import LabelSelector
 
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
-
-class Decision(str, Enum):
+class Decision(StrEnum):
     MUTATED = "mutated"
     UNCHANGED = "unchanged"  # selected, but every rule's terms are already there
     SKIPPED_EXPLICIT = "skipped_explicit"  # the pod's own affinity already uses the keys
@@ -53,10 +46,10 @@ class Policy:
     rules: tuple[Rule, ...]
     # Identities of every term any rule injects: such terms in a pod are ours (or identical to
     # ours), never the user's explicit choice.
-    term_ids: frozenset = field(init=False, compare=False)
+    term_ids: frozenset[TermIdentity] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        ids = frozenset(t.identity() for r in self.rules for t in r.preferences)
+        ids = frozenset(t.identity for r in self.rules for t in r.preferences)
         object.__setattr__(self, "term_ids", ids)
 
 
@@ -75,7 +68,7 @@ class _PodView:
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     required_keys: frozenset[str]
-    preferred: tuple[tuple[PreferredTerm, bool], ...]  # (term, has matchFields)
+    preferred: tuple[PreferredTerm, ...]
 
 
 def evaluate(policy: Policy, pod: Any) -> Outcome:
@@ -92,14 +85,14 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     if opt_out == "false":  # exact, as Kubernetes compares annotation values
         return Outcome(Decision.SKIPPED_OPT_OUT, pod)
 
-    # A term that also has matchFields says more than ours does, so it is never "already ours".
-    present = {term.identity() for term, has_fields in view.preferred if not has_fields}
+    # A term that also has matchFields says more than ours does: its identity is never ours.
+    present = {term.identity for term in view.preferred}
     explicit = _explicit_keys(view, policy.term_ids)
     to_add: list[PreferredTerm] = []
     applied: list[str] = []
     warnings: list[str] = []
     for rule in selected:
-        missing = [t for t in rule.preferences if t.identity() not in present]
+        missing = [t for t in rule.preferences if t.identity not in present]
         if not missing:
             continue  # already carried: a re-invocation, or the user wrote our exact terms
         clash = sorted(rule.keys & explicit)
@@ -110,7 +103,7 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
             )
             continue
         for term in missing:
-            present.add(term.identity())
+            present.add(term.identity)
             to_add.append(term)
         applied.append(rule.name)
 
@@ -127,12 +120,12 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     return Outcome(Decision.MUTATED, _with_terms(pod, to_add, names), tuple(applied), tuple(warnings))
 
 
-def _explicit_keys(view: _PodView, policy_term_ids: frozenset) -> frozenset[str]:
+def _explicit_keys(view: _PodView, policy_term_ids: frozenset[TermIdentity]) -> frozenset[str]:
     """Node-label keys the pod's author chose: required terms, and preferred terms that are
     not policy terms (those were injected by us, or say exactly what we would)."""
     keys = set(view.required_keys)
-    for term, has_fields in view.preferred:
-        if has_fields or term.identity() not in policy_term_ids:
+    for term in view.preferred:
+        if term.identity not in policy_term_ids:
             keys |= term.keys()
     return frozenset(keys)
 
@@ -167,41 +160,13 @@ def _get(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def _read(pod: Any) -> _PodView:
-    expect(pod, dict, "object", "a Pod object")
-    meta = _obj(pod, "metadata", "metadata")
-    labels = _string_map(meta, "labels", "metadata.labels")
-    annotations = _string_map(meta, "annotations", "metadata.annotations")
-    spec = _obj(pod, "spec", "spec")
-    affinity = _obj(spec, "affinity", "spec.affinity")
-    node_affinity = _obj(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+    apidata.expect(pod, dict, "object", "a Pod object")
+    meta = apidata.obj(pod, "metadata", "metadata")
+    labels = apidata.string_map(meta, "labels", "metadata.labels")
+    annotations = apidata.string_map(meta, "annotations", "metadata.annotations")
+    spec = apidata.obj(pod, "spec", "spec")
     base = "spec.affinity.nodeAffinity"
-    required_keys: set[str] = set()
-    required = _obj(node_affinity, REQUIRED, f"{base}.{REQUIRED}")
-    terms = required.get("nodeSelectorTerms")
-    if terms is not None:
-        expect(terms, list, f"{base}.{REQUIRED}.nodeSelectorTerms", "a list")
-        for i, term in enumerate(terms):
-            path = f"{base}.{REQUIRED}.nodeSelectorTerms[{i}]"
-            expect(term, dict, path, "an object")
-            reqs = requirements_from_api(term.get("matchExpressions"), f"{path}.matchExpressions")
-            required_keys.update(r.key for r in reqs)
-    raw_preferred = node_affinity.get(PREFERRED)
-    if raw_preferred is None:
-        raw_preferred = []
-    expect(raw_preferred, list, f"{base}.{PREFERRED}", "a list")
-    preferred = tuple(preferred_term_from_api(t, f"{base}.{PREFERRED}[{i}]") for i, t in enumerate(raw_preferred))
+    node_affinity = apidata.obj(apidata.obj(spec, "affinity", "spec.affinity"), "nodeAffinity", base)
+    required, preferred = node_affinity_from_api(node_affinity, base)
+    required_keys = {r.key for term in required or () for r in term.expressions}
     return _PodView(labels, annotations, frozenset(required_keys), preferred)
-
-
-def _obj(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
-    value = parent.get(key)
-    if value is None:
-        return {}
-    return expect(value, dict, path, "an object")
-
-
-def _string_map(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, str]:
-    value = _obj(parent, key, path)
-    for k, v in value.items():
-        expect(v, str, f"{path}[{k!r}]", "a string")
-    return value

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from webhook.affinity import NODE_SELECTOR_OPERATORS, PreferredTerm, Requirement
 from webhook.documents import document_from_bytes, read_document
@@ -93,13 +93,13 @@ class _Checker:
         self.source = source
         self.rule = ""
 
-    def fail(self, path: str, value: Any, problem: str) -> None:
+    def fail(self, path: str, value: Any, problem: str) -> NoReturn:
         where = f"policy file {self.source}: "
         if self.rule:
             where += f"{self.rule}: "
         raise PolicyError(f"{where}{path}: {problem} (got {_show(value)})")
 
-    def fields(self, obj: Any, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
+    def fields(self, obj: Any, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
         if not isinstance(obj, dict):
             self.fail(path, obj, "must be a mapping")
         for key in obj:
@@ -110,7 +110,8 @@ class _Checker:
         for key in required:
             if key not in obj:
                 self.fail(f"{path}.{key}" if path else key, None, "is required")
-        return obj
+        checked: dict[str, Any] = obj
+        return checked
 
     def policy(self, doc: Any) -> Policy:
         if doc is None:
@@ -180,7 +181,7 @@ class _Checker:
             Requirement(*self.expression(e, f"{path}.matchExpressions[{k}]", NODE_SELECTOR_OPERATORS))
             for k, e in enumerate(exprs)
         )
-        return PreferredTerm(weight, reqs)
+        return PreferredTerm.of(weight, *reqs)
 
     def expression(self, raw: Any, path: str, operators: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
         self.fields(raw, path, ("key", "operator", "values"), ("key", "operator"))
@@ -193,16 +194,14 @@ class _Checker:
             values = []
         if not isinstance(values, list):
             self.fail(f"{path}.values", values, "must be a list of strings")
-        if op in ("In", "NotIn") and not values:
-            self.fail(f"{path}.values", values, f"must not be empty for operator {op}")
-        if op in ("In", "NotIn"):
-            for v_i, v in enumerate(values):
+        for v_i, v in enumerate(values):
+            if op in ("In", "NotIn"):
                 self.label_value(v, f"{path}.values[{v_i}]")
-        if op in ("Exists", "DoesNotExist") and values:
-            self.fail(f"{path}.values", values, f"must be empty for operator {op}")
-        if op in ("Gt", "Lt"):
-            if len(values) != 1 or not re.fullmatch(r"-?\d+", values[0]):
-                self.fail(f"{path}.values", values, f"must be exactly one integer for operator {op}")
+            elif not isinstance(v, str):
+                self.fail(f"{path}.values[{v_i}]", v, "must be a string, quoted in YAML if it looks like a number")
+        problem = Requirement(raw["key"], op, tuple(values)).values_problem()
+        if problem:
+            self.fail(f"{path}.values", values, problem)
         return raw["key"], op, tuple(values)
 
     def label_key(self, key: Any, path: str) -> None:
@@ -215,7 +214,8 @@ class _Checker:
             self.fail(
                 path,
                 value,
-                "must be a label value string: at most 63 of [A-Za-z0-9-_.], quoted in YAML if it looks like a number or boolean",
+                "must be a label value string: at most 63 of [A-Za-z0-9-_.], "
+                "quoted in YAML if it looks like a number or boolean",
             )
 
 

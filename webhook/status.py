@@ -38,10 +38,11 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from webhook import scheduling
-from webhook.affinity import ShapeError, requirements_from_api
+from webhook.affinity import REQUIRED, requirements_from_api
+from webhook.apidata import ShapeError
 from webhook.manifests import webhook_configuration
 from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE, NAMESPACE_NAME_LABEL, TLS_SECRET, WEBHOOK_DOMAIN
-from webhook.policy import REQUIRED, Decision, Policy, Rule, evaluate
+from webhook.policy import Decision, Policy, Rule, evaluate
 from webhook.selector import LabelSelector
 
 DAYS_WARNING = 30  # a certificate with fewer days left is a problem

@@ -11,4 +11,4 @@ def run(options: argparse.Namespace) -> int:
     """`options` are the flags `webhook.explain.add_arguments` defined, plus --config."""
     from webhook import explain
 
-    return explain.run(options, load_policy(options.config))
+    return explain.run(explain.options_from(options), load_policy(options.config))

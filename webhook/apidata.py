@@ -1,0 +1,77 @@
+"""Typed readers of Kubernetes API data (decoded JSON or YAML): one place that says what shape a
+field must have, and one error that names the field when it has another.
+
+The API server never sends a malformed object (it decodes into typed structs first), so a
+`ShapeError` always means hand-made input: a review sent by a test or a script, a manifest or a
+`kubectl get -o yaml` file edited by hand. Readers take the parent object, the key and the path
+to report; an absent or null field reads as the type's empty value, as Go's decoder leaves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+STRING_IN_YAML = "a string (quote numbers and booleans in YAML)"
+
+
+class ShapeError(ValueError):
+    """A field does not have the type the Kubernetes API gives it; says where and what."""
+
+    def __init__(self, path: str, expected: str, value: Any) -> None:
+        self.path, self.expected, self.value = path, expected, value
+        super().__init__(f"{path} must be {expected}, got {describe(value)}")
+
+
+def describe(value: Any) -> str:
+    """A value's JSON type as a person names it: "an object", "a list", "null", "int"."""
+    if value is None:
+        return "null"
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    return names.get(type(value), type(value).__name__)
+
+
+def expect(value: Any, kind: type[T], path: str, expected: str) -> T:
+    """`value` if it is a `kind` (a boolean is never an integer here), else ShapeError."""
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ShapeError(path, expected, value)
+    return value
+
+
+def obj(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+    """An object field; {} when absent or null."""
+    value = parent.get(key)
+    return {} if value is None else expect(value, dict, path, "an object")
+
+
+def items(parent: Mapping[str, Any], key: str, path: str) -> list[Any]:
+    """A list field; [] when absent or null."""
+    value = parent.get(key)
+    return [] if value is None else expect(value, list, path, "a list")
+
+
+def text(parent: Mapping[str, Any], key: str, path: str) -> str:
+    """A string field; "" when absent or null (Go's zero value)."""
+    value = parent.get(key)
+    return "" if value is None else expect(value, str, path, "a string")
+
+
+def integer(parent: Mapping[str, Any], key: str, path: str, default: int = 0) -> int:
+    """An integer field; `default` when absent or null."""
+    value = parent.get(key)
+    return default if value is None else expect(value, int, path, "an integer")
+
+
+def string_map(parent: Mapping[str, Any], key: str, path: str, expected: str = "a string") -> Mapping[str, str]:
+    """A map of strings (labels, annotations, nodeSelector); {} when absent or null."""
+    value = obj(parent, key, path)
+    for k, v in value.items():
+        expect(v, str, f"{path}[{k!r}]", expected)
+    return value
+
+
+def string_or_empty(value: Any) -> str:
+    """`value` if it is a string, else "": for fields only shown or logged, never decided on."""
+    return value if isinstance(value, str) else ""
