@@ -130,9 +130,69 @@ def explicit_and_opted_out(c: Cluster) -> None:
     ]
 
 
+def with_allocatable(n: dict[str, Any], cpu: str = "1", pods: str = "110") -> dict[str, Any]:
+    """A node whose status.allocatable the resource filter reads."""
+    n["status"] = {"allocatable": {"cpu": cpu, "memory": "4Gi", "pods": pods}}
+    return n
+
+
+def requesting(p: dict[str, Any], cpu: str | None = None, host_port: int | None = None) -> dict[str, Any]:
+    """A pod whose container requests `cpu` and binds `host_port` on its node."""
+    container = p["spec"]["containers"][0]
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu, "memory": "64Mi"}}
+    if host_port is not None:
+        container["ports"] = [{"containerPort": 8080, "hostPort": host_port, "protocol": "TCP"}]
+    return p
+
+
+def sized_cluster(c: Cluster, on_fast: tuple[dict[str, Any], ...], **question: Any) -> None:
+    """Fast nodes of 1 CPU holding `on_fast`; web-6f9c-c, placed on slow-1, asks for `question`."""
+    c.nodes = [with_allocatable(node("fast-1", "high")), with_allocatable(node("fast-2", "high")), *c.nodes[2:]]
+    c.pods = [
+        *on_fast,
+        requesting(
+            pod("shop", "web-6f9c-c", QOS, "slow-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS), **question
+        ),
+    ]
+
+
+def web(name: str, node_: str, phase: str | None = None) -> dict[str, Any]:
+    return pod("shop", name, QOS, node_, ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS, phase=phase)
+
+
 def high_nodes_full(c: Cluster) -> None:
-    # Placed on slow-1 while both fast nodes were full: today's filters find a fast node feasible now.
-    c.pods.append(pod("shop", "web-6f9c-c", QOS, "slow-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS))
+    # Placed on slow-1 while both fast nodes were full; they still are.
+    sized_cluster(
+        c, (requesting(web("web-6f9c-a", "fast-1"), "800m"), requesting(web("web-6f9c-b", "fast-2"), "1")), cpu="500m"
+    )
+
+
+def high_node_full_and_high_node_port_taken(c: Cluster) -> None:
+    sized_cluster(
+        c,
+        (requesting(web("web-6f9c-a", "fast-1"), "900m"), requesting(web("web-6f9c-b", "fast-2"), "100m", 9000)),
+        cpu="200m",
+        host_port=9000,
+    )
+
+
+def high_node_with_room(c: Cluster) -> None:
+    # fast-1's finished pod takes nothing: the scheduler counts only pods that are not finished.
+    sized_cluster(
+        c,
+        (
+            requesting(web("web-6f9c-a", "fast-1"), "200m"),
+            requesting(web("web-6f9c-b", "fast-2"), "1"),
+            requesting(pod("shop", "batch-1", {"app": "batch"}, "fast-1", phase="Succeeded"), "800m"),
+        ),
+        cpu="500m",
+    )
+
+
+def high_node_pod_limit_reached(c: Cluster) -> None:
+    sized_cluster(c, (requesting(web("web-6f9c-a", "fast-1"), "1"), web("web-6f9c-b", "fast-2")), cpu="100m")
+    c.nodes[1]["status"]["allocatable"]["pods"] = "1"
 
 
 def high_nodes_tainted(c: Cluster) -> None:
@@ -214,6 +274,8 @@ FEASIBLE_PENDING = (
     "a net=high node is feasible now: the scheduler has not bound the pod yet (kubectl describe pod shows its "
     "FailedScheduling events)"
 )
+THREE_INJECTED = {"selected": 3, "injected": 3, "explicit": 0, "opted_out": 0, "missing": 0}
+TWO_ON_HIGH = {"high": 2, "other": 0, "unlabelled": 0, "low": 1, "pending": 0}
 FIX = f"re-register for the policy in force: netqos-webhook register --config FILE (policy: {POLICY_SOURCE})"
 
 
@@ -347,9 +409,53 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
     (
         high_nodes_full,
         expect(
-            pods={"selected": 3, "injected": 3, "explicit": 0, "opted_out": 0, "missing": 0},
-            placement={"high": 2, "other": 0, "unlabelled": 0, "low": 1, "pending": 0},
+            pods=THREE_INJECTED,
+            placement=TWO_ON_HIGH,
+            not_on_high=[off_high("web-6f9c-c", "slow-1", "low", ["2/2 net=high node(s): Insufficient cpu"])],
+        ),
+        0,
+    ),
+    (
+        high_node_full_and_high_node_port_taken,
+        expect(
+            pods=THREE_INJECTED,
+            placement=TWO_ON_HIGH,
+            not_on_high=[
+                off_high(
+                    "web-6f9c-c",
+                    "slow-1",
+                    "low",
+                    [
+                        "1/2 net=high node(s): Insufficient cpu",
+                        "1/2 net=high node(s): node(s) didn't have free ports for the requested pod ports",
+                    ],
+                )
+            ],
+        ),
+        0,
+    ),
+    (
+        high_node_with_room,
+        expect(
+            pods=THREE_INJECTED,
+            placement=TWO_ON_HIGH,
             not_on_high=[off_high("web-6f9c-c", "slow-1", "low", [FEASIBLE_NOW])],
+        ),
+        0,
+    ),
+    (
+        high_node_pod_limit_reached,
+        expect(
+            pods=THREE_INJECTED,
+            placement=TWO_ON_HIGH,
+            not_on_high=[
+                off_high(
+                    "web-6f9c-c",
+                    "slow-1",
+                    "low",
+                    ["1/2 net=high node(s): Insufficient cpu", "1/2 net=high node(s): Too many pods"],
+                )
+            ],
         ),
         0,
     ),
@@ -528,6 +634,61 @@ def test_pods_are_listed_with_the_rule_selector_server_side_and_paginated(tls: k
         assert "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed" in request
         assert "limit=500" in request
     assert "continue=" in pod_requests[1]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "expected"),
+    [
+        (
+            [node("fast-1", "high"), node("fast-2", "high"), node("slow-1", "low"), node("plain-1")],
+            [
+                "fieldSelector=spec.nodeName%3Dfast-1%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
+                "fieldSelector=spec.nodeName%3Dfast-2%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
+            ],
+        ),
+        (
+            [node("fast-1", "high"), node("fast-2", "high"), node("slow-1", "low")],
+            ["fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"],
+        ),
+    ],
+    ids=["high nodes at most half: one list per high node", "high nodes more than half: one list of bound pods"],
+)
+def test_pods_on_high_nodes_are_listed_by_node_or_all_bound_pods_at_once(
+    nodes: list[dict[str, Any]], expected: list[str], tls: kubeapi.TLS, tmp_path: Path
+) -> None:
+    cluster = Cluster(tls)
+    cluster.nodes = nodes
+    high_nodes_full(cluster)
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        assert run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), io.StringIO(), now=NOW) == 0
+        unselected = [r for r in api.requests if r.startswith("/api/v1/pods") and "labelSelector" not in r]
+    assert [r.split("&")[0].removeprefix("/api/v1/pods?") for r in unselected] == expected
+
+
+def test_pods_on_high_nodes_are_not_read_while_every_selected_pod_is_on_one(tls: kubeapi.TLS, tmp_path: Path) -> None:
+    with kubeapi.serve(Cluster(tls).snapshot(), tmp_path) as api:
+        assert run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), io.StringIO(), now=NOW) == 0
+        assert [r for r in api.requests if "spec.nodeName" in r] == []
+
+
+def test_pods_on_high_nodes_forbidden_are_unknown_and_fit_is_not_claimed(tls: kubeapi.TLS, tmp_path: Path) -> None:
+    cluster = Cluster(tls)
+    high_nodes_full(cluster)
+    cluster.forbidden.add("pods@cluster")  # a Role in namespace shop, no ClusterRole
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        code = run(StatusArgs(kubeconfig=str(api.kubeconfig), namespace="shop", output="json"), out, now=NOW)
+    why = (
+        "a net=high node passes the filters that do not depend on the pods on it (resource fit and host ports not "
+        "evaluated: the pods on net=high nodes could not be read)"
+    )
+    assert json.loads(out.getvalue()) == expect(
+        pods=THREE_INJECTED,
+        placement=TWO_ON_HIGH,
+        not_on_high=[off_high("web-6f9c-c", "slow-1", "low", [why])],
+        unknown=["cannot read the pods on net=high nodes (forbidden by RBAC)"],
+    )
+    assert code == 0
 
 
 def test_namespace_flag_lists_only_that_namespace(tls: kubeapi.TLS, tmp_path: Path) -> None:

@@ -237,20 +237,34 @@ class NodeUsage:
 EMPTY_USAGE = NodeUsage()
 
 
+class UsageTally:
+    """A NodeUsage built one pod at a time, so a caller streaming many pods need not hold them."""
+
+    def __init__(self) -> None:
+        self.requested: dict[str, int] = {}
+        self.non_zero: dict[str, int] = {}
+        self.pods = 0
+        self.ports: list[HostPort] = []
+
+    def add(self, pod: PodView) -> None:
+        """Count `pod` (bound to the node) in."""
+        self.pods += 1
+        for name, value in pod.requests.items():
+            self.requested[name] = self.requested.get(name, 0) + value
+        for name in (CPU, MEMORY):
+            self.non_zero[name] = self.non_zero.get(name, 0) + pod.non_zero_requests.get(name, 0)
+        self.ports.extend(pod.host_ports)
+
+    def usage(self) -> NodeUsage:
+        return NodeUsage(dict(self.requested), dict(self.non_zero), self.pods, tuple(self.ports))
+
+
 def usage_of(pods: Iterable[PodView]) -> NodeUsage:
     """The usage of a node by `pods` (all bound to it)."""
-    requested: dict[str, int] = {}
-    non_zero: dict[str, int] = {}
-    count = 0
-    ports: list[HostPort] = []
+    tally = UsageTally()
     for pod in pods:
-        count += 1
-        for name, value in pod.requests.items():
-            requested[name] = requested.get(name, 0) + value
-        for name in (CPU, MEMORY):
-            non_zero[name] = non_zero.get(name, 0) + pod.non_zero_requests.get(name, 0)
-        ports.extend(pod.host_ports)
-    return NodeUsage(requested, non_zero, count, tuple(ports))
+        tally.add(pod)
+    return tally.usage()
 
 
 def usage_by_node(pods: Iterable[PodView]) -> dict[str, NodeUsage]:

@@ -14,11 +14,13 @@ wires the two; nothing here does I/O):
    webhook would add terms now (`missing`: the pod was created without the preference).
 3. Placement: the `net` class of each selected pod's node; for a pod not on a `net=high` node while
    one exists, why, from `webhook.scheduling` exactly as `explain` ranks nodes (`_why_not_high`
-   is the one place that calls it).
+   is the one place that ranks), given what the pods bound to the `net=high` nodes already take
+   (NodeResourcesFit, NodePorts).
 
 What RBAC forbids reading is `Unknown`: listed under `unknown`, never a problem. Pods and nodes
 arrive as iterables and are reduced one at a time to small records, so memory grows with the
-number of selected pods, not with the size of their JSON.
+number of selected pods, not with the size of their JSON; the pods on `net=high` nodes are folded
+into one usage tally per such node as they stream by.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from webhook import scheduling
-from webhook.affinity import REQUIRED, requirements_from_api
+from webhook.affinity import requirements_from_api
 from webhook.apidata import ShapeError
 from webhook.manifests import webhook_configuration
 from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE, NAMESPACE_NAME_LABEL, TLS_SECRET, WEBHOOK_DOMAIN
@@ -56,6 +58,10 @@ COVERAGE = {
 FEASIBLE_NOW = (
     "a net=high node is feasible now: the pod was placed when none was, "
     "or other score plugins outweighed the preference (run explain)"
+)
+FEASIBLE_WITHOUT_USAGE = (
+    "a net=high node passes the filters that do not depend on the pods on it "
+    "(resource fit and host ports not evaluated: the pods on net=high nodes could not be read)"
 )
 FEASIBLE_PENDING = (
     "a net=high node is feasible now: the scheduler has not bound the pod yet "
@@ -82,12 +88,17 @@ class Unknown:
 
 
 Read = Any  # a decoded object, None when it does not exist, or Unknown
+# (names of the net=high nodes, number of nodes) -> the pods bound to those nodes and not finished
+# (a listing may hold pods of other nodes too: they are ignored), or Unknown.
+PodsOnNodes = Callable[[Sequence[str], int], Iterable[Mapping[str, Any]] | Unknown]
 
 
 @dataclass
 class ClusterView:
     """Everything `analyse` reads. `pods` are the pods the policy's selectors listed (each pod
-    once); `nodes` every Node. Both may be iterators: they are read once, one item at a time."""
+    once); `nodes` every Node. Both may be iterators: they are read once, one item at a time.
+    `pods_on_nodes` reads what takes the net=high nodes' resources, only when a selected pod is
+    not on one of them."""
 
     webhook_namespace: str
     policy: Policy
@@ -99,6 +110,7 @@ class ClusterView:
     namespaces: Mapping[str, Mapping[str, str]] | Unknown  # name -> labels
     nodes: Iterable[Mapping[str, Any]] | Unknown
     pods: Iterable[Mapping[str, Any]] | Unknown
+    pods_on_nodes: PodsOnNodes
     now: dt.datetime
     policy_problem: str | None = None  # the cluster's policy could not be used
 
@@ -383,6 +395,9 @@ def _expiry(cert: Certificate) -> str:
 class _Nodes:
     net: dict[str, str | None]  # node name -> its net label
     high: list[scheduling.Node]
+    # What the pods on each net=high node take: read on first need; None when RBAC forbids it.
+    usage: dict[str, scheduling.NodeUsage] | None = None
+    usage_read: bool = False
 
 
 def _workloads(
@@ -416,7 +431,7 @@ def _workloads(
                 MissingPod(namespace, meta.get("name", ""), _controller(meta), meta.get("creationTimestamp", ""))
             )
         if nodes is not None:
-            _place(pod, nodes, report, reasons_cache)
+            _place(pod, nodes, view.pods_on_nodes, report, reasons_cache)
     if nodes is not None and not nodes.high and report.pods["selected"]:
         report.problems.append(
             "no node is labelled net=high: selected pods cannot be placed on a fast network; "
@@ -438,7 +453,33 @@ def _read_nodes(items: Iterable[Mapping[str, Any]]) -> _Nodes:
     return nodes
 
 
-def _place(pod: Mapping[str, Any], nodes: _Nodes, report: Report, cache: dict[bytes, tuple[str, ...]]) -> None:
+def _high_usage(
+    pods: Iterable[Mapping[str, Any]] | Unknown, high: Sequence[scheduling.Node]
+) -> dict[str, scheduling.NodeUsage] | Unknown:
+    """Each net=high node's usage by the pods bound to it (NodeInfo.Requested, UsedPorts), folded
+    one pod at a time: memory holds one tally per high node, never the pods."""
+    if isinstance(pods, Unknown):
+        return pods
+    tallies = {node.name: scheduling.UsageTally() for node in high}
+    for pod in pods:
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        tally = tallies.get(spec.get("nodeName") or "") if isinstance(spec, Mapping) else None
+        if tally is None or (isinstance(status, Mapping) and status.get("phase") in ("Succeeded", "Failed")):
+            continue
+        try:
+            tally.add(scheduling.pod_view(pod))
+        except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
+            continue
+    return {name: tally.usage() for name, tally in tallies.items()}
+
+
+def _place(
+    pod: Mapping[str, Any],
+    nodes: _Nodes,
+    pods_on_nodes: PodsOnNodes,
+    report: Report,
+    cache: dict[Any, tuple[str, ...]],
+) -> None:
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     node = spec.get("nodeName") or ""
     if not node:
@@ -448,40 +489,60 @@ def _place(pod: Mapping[str, Any], nodes: _Nodes, report: Report, cache: dict[by
         net_class = "unlabelled" if net is None else net if net in ("high", "low") else "other"
     report.placement[net_class] += 1
     if net_class != "high" and nodes.high:
-        why = _why_not_high(pod, nodes.high, cache)
+        if not nodes.usage_read:
+            nodes.usage_read = True
+            usage = _high_usage(pods_on_nodes([n.name for n in nodes.high], len(nodes.net)), nodes.high)
+            if isinstance(usage, Unknown):
+                _unknown(report, usage)
+            else:
+                nodes.usage = usage
+        why = _why_not_high(pod, nodes.high, nodes.usage, cache)
         if not node and why == (FEASIBLE_NOW,):
             why = (FEASIBLE_PENDING,)
         report.not_on_high.append(OffHigh(meta.get("namespace", ""), meta.get("name", ""), node, net, why))
 
 
 def _why_not_high(
-    pod: Mapping[str, Any], high: Sequence[scheduling.Node], cache: dict[bytes, tuple[str, ...]]
+    pod: Mapping[str, Any],
+    high: Sequence[scheduling.Node],
+    usage: Mapping[str, scheduling.NodeUsage] | None,
+    cache: dict[Any, tuple[str, ...]],
 ) -> tuple[str, ...]:
-    """Why `pod` is not on a net=high node: each high node's filter reason for it now (as if it
-    were scheduled again, so its own spec.nodeName is left out), from the ranking `explain` shows.
+    """Why `pod` is not on a net=high node: the filter reasons of every high node for it now (as
+    if it were scheduled again, so its own spec.nodeName is left out), from the ranking `explain`
+    shows, given what the pods on the high nodes take (`usage`, None when unknown). The pod in
+    question is on no high node, so it is never counted in `usage`: as `node_filter_reasons`, it
+    does not compete with itself. Reasons are counted per node as the scheduler's FitError does.
 
     The one use of `webhook.scheduling` here. Pods of one template share the answer: the cache key
-    is every pod field the filters read (extend it when they read more, e.g. resource requests).
+    is the PodView's fields the filters read (selectors, affinity, tolerations, requests, host ports).
     """
-    spec = pod.get("spec") or {}
-    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
-    key = orjson.dumps(
-        [spec.get("nodeSelector"), node_affinity.get(REQUIRED), spec.get("tolerations")], option=orjson.OPT_SORT_KEYS
-    )
+    try:
+        view = scheduling.pod_view(pod)
+    except ShapeError as err:
+        return (f"cannot evaluate the pod's scheduling fields: {err}",)
+    key = _filter_key(view)
     if key not in cache:
-        try:
-            view = dataclasses.replace(scheduling.pod_view(pod), node_name="")
-        except ShapeError as err:
-            cache[key] = (f"cannot evaluate the pod's scheduling fields: {err}",)
+        ranking = scheduling.rank(dataclasses.replace(view, node_name=""), high, usage)
+        if ranking.feasible:
+            cache[key] = (FEASIBLE_NOW if usage is not None else FEASIBLE_WITHOUT_USAGE,)
         else:
-            ranking = scheduling.rank(view, high)
-            if ranking.feasible:
-                cache[key] = (FEASIBLE_NOW,)
-            else:
-                counts = Counter(n.reason for n in ranking.nodes if n.reason)
-                total = len(high)
-                cache[key] = tuple(sorted(f"{c}/{total} net=high node(s): {r}" for r, c in counts.items()))
+            counts = Counter(r for n in ranking.nodes for r in n.reasons)
+            total = len(high)
+            cache[key] = tuple(sorted(f"{c}/{total} net=high node(s): {r}" for r, c in counts.items()))
     return cache[key]
+
+
+def _filter_key(view: scheduling.PodView) -> tuple[Any, ...]:
+    """Every field of `view` that PreFilter and Filter read (`scheduling.filter_reasons`); two pods
+    with equal keys get equal reasons on every node."""
+    return (
+        tuple(sorted(view.node_selector.items())),
+        view.required,
+        view.tolerations,
+        tuple(sorted(view.requests.items())),
+        view.host_ports,
+    )
 
 
 def _namespace_admission(

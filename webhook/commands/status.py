@@ -3,14 +3,16 @@
 Read-only: gets and paginated lists, nothing else. Pods are listed once per rule with the rule's
 podSelector as the server-side `labelSelector` and `status.phase` as `fieldSelector` (finished
 pods hold no node and need no preference), so a cluster of 150,000 pods sends only the selected
-ones, a page at a time. What RBAC forbids is `status.Unknown`, reported, not a failure.
+ones, a page at a time. The pods that take the `net=high` nodes' resources are read only when a
+selected pod is not on such a node (see `_pods_on_nodes`). What RBAC forbids is `status.Unknown`,
+reported, not a failure.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -66,6 +68,7 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
         namespaces=_namespaces(reader),
         nodes=_lazy(reader, "nodes", lambda: reader.list("Node")),
         pods=_lazy(reader, "pods", lambda: _selected_pods(reader, policy, args.namespace)),
+        pods_on_nodes=lambda high, nodes: _pods_on_nodes(reader, high, nodes),
         now=now,
         policy_problem=problem,
     )
@@ -112,6 +115,27 @@ def _selected_pods(reader: cluster.Reader, policy: Policy, namespace: str | None
                     continue
                 seen.add(uid)
             yield pod
+
+
+def _pods_on_nodes(reader: cluster.Reader, high: Sequence[str], nodes: int) -> Any:
+    """The pods bound to the `high` nodes and not finished, in every namespace, streamed.
+
+    While the high nodes are at most half of the `nodes`, one list per high node with the field
+    selector `kubectl describe node` sends (`spec.nodeName=NAME`, which the API server answers from
+    an index): only the pods on high nodes cross the wire, at the cost of one request per node.
+    Beyond that, one paginated list of every bound pod moves fewer requests for little more data.
+    """
+    if len(high) * 2 <= nodes:
+
+        def items() -> Iterable[dict[str, Any]]:
+            for name in high:
+                yield from reader.list("Pod", field_selector=f"spec.nodeName={name},{RUNNING}")
+    else:
+
+        def items() -> Iterable[dict[str, Any]]:
+            return reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED)
+
+    return _lazy(reader, "pods on net=high nodes", items)
 
 
 def label_selector(selector: LabelSelector) -> str:

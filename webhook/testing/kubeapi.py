@@ -7,8 +7,10 @@ benchmarks drive the real client, through a real kubeconfig, instead of a mock o
   `GET /api/v1/namespaces/NAME` is the Namespace itself;
 - lists honour `labelSelector` (equality- and set-based, as `kubectl -l` writes them),
   `fieldSelector` (`=`, `==`, `!=` on `metadata.name`, `metadata.namespace`, `spec.nodeName`,
-  `status.phase`), `limit` and `continue` (an opaque token; `remainingItemCount` is set);
-- a resource listed in `Snapshot.forbidden` answers 403 with a `Status`, as RBAC does; a missing
+  `status.phase`; `spec.nodeName=NAME` answered from an index, as the API server's watch cache
+  indexes pods by node), `limit` and `continue` (an opaque token; `remainingItemCount` is set);
+- a resource listed in `Snapshot.forbidden` answers 403 with a `Status`, as RBAC does (`RESOURCE@cluster`:
+  only its reads across every namespace, as for a user with a Role but no ClusterRole); a missing
   object answers 404; a request without the snapshot's bearer token answers 401.
 
 Objects are stored serialised (bytes) beside the labels and fields selectors read, so a snapshot of
@@ -19,6 +21,7 @@ ordered by namespace and name, as etcd returns them.
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import re
 import threading
@@ -218,7 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
         resource, name = rest[0], (rest[1] if len(rest) == 2 else None)
         snapshot = self.server.snapshot
         verb = "get" if name else "list"
-        if resource in snapshot.forbidden:
+        if resource in snapshot.forbidden or (namespace is None and f"{resource}@cluster" in snapshot.forbidden):
             scope = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
             message = (
                 f'{resource} is forbidden: User "netqos-reader" cannot {verb} resource "{resource}"'
@@ -240,7 +243,12 @@ class _Handler(BaseHTTPRequestHandler):
         start = int(base64.b64decode(query["continue"]).decode()) if query.get("continue") else 0
         page: list[bytes] = []
         position = start
-        for position in range(start, len(items)):
+        candidates: Iterable[int] = range(start, len(items))
+        node = next((v for f, equal, v in fields if f == "spec.nodeName" and equal), None)
+        if node:  # `spec.nodeName=` (empty) selects the unbound pods: no index for those
+            on_node = self.server.by_node.get(resource, {}).get(node, [])
+            candidates = on_node[bisect.bisect_left(on_node, start) :]
+        for position in candidates:
             s = items[position]
             if namespace is not None and s.namespace != namespace:
                 continue
@@ -269,6 +277,12 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         snapshot.sort()
         self.snapshot = snapshot
+        # resource -> spec.nodeName -> positions in the sorted list, ascending
+        self.by_node: dict[str, dict[str, list[int]]] = {}
+        for resource, stored in snapshot.objects.items():
+            for i, s in enumerate(stored):
+                if s.fields["spec.nodeName"]:
+                    self.by_node.setdefault(resource, {}).setdefault(s.fields["spec.nodeName"], []).append(i)
         # the paths asked for (the latest 10,000), for tests that check what was sent
         self.requests: deque[str] = deque(maxlen=10_000)
 
