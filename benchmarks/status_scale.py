@@ -1,7 +1,8 @@
 """`netqos-webhook status` at Kubernetes' documented limits: time and peak memory.
 
 A fake API server (webhook.testing.kubeapi, in a process of its own so its memory is not counted)
-holds an installed webhook, N nodes (10 % net=high, 10 % net=low, the rest unlabelled) and P pods,
+holds an installed webhook, N nodes (10 % net=high, 10 % net=low, the rest unlabelled; 8 CPUs, 110
+pods allocatable, so resource fit is evaluated) and P pods,
 S of them selected by the policy (qos=latency-sensitive): 80 % carry the terms, 15 % were created
 before the webhook (missing, from 100 Deployments), 5 % opted out. Then `netqos-webhook status
 -o json` runs as a child process, repeatedly; its wall time, CPU time and peak RSS (getrusage of
@@ -39,6 +40,7 @@ TERMS = [
     {"weight": 10, "preference": {"matchExpressions": [{"key": "net", "operator": "NotIn", "values": ["low"]}]}},
 ]
 NS = "netqos-system"
+ALLOCATABLE = {"cpu": "8", "memory": "32Gi", "pods": "110"}  # each pod requests 100m / 128Mi: room left
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ def build(nodes: int, pods: int, selected: int) -> Snapshot:
     for i in range(nodes):
         net = "high" if i % 10 == 0 else "low" if i % 10 == 1 else None
         names.append(f"node-{i:05}")
-        snapshot.add(node(names[-1], net))
+        snapshot.add({**node(names[-1], net), "status": {"allocatable": ALLOCATABLE}})
     namespaces = [f"team-{t:02}" for t in range(50)]
     for ns in namespaces:
         snapshot.add(kubeapi.namespace(ns))

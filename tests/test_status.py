@@ -162,10 +162,13 @@ def web(name: str, node_: str, phase: str | None = None) -> dict[str, Any]:
 
 
 def high_nodes_full(c: Cluster) -> None:
-    # Placed on slow-1 while both fast nodes were full; they still are.
-    sized_cluster(
-        c, (requesting(web("web-6f9c-a", "fast-1"), "800m"), requesting(web("web-6f9c-b", "fast-2"), "1")), cpu="500m"
+    # Placed on slow-1 while both fast nodes were full; they still are (fast-1 by two pods alike).
+    on_fast = (
+        requesting(web("web-6f9c-a", "fast-1"), "400m"),
+        requesting(web("web-6f9c-d", "fast-1"), "400m"),
+        requesting(web("web-6f9c-b", "fast-2"), "1"),
     )
+    sized_cluster(c, on_fast, cpu="500m")
 
 
 def high_node_full_and_high_node_port_taken(c: Cluster) -> None:
@@ -409,8 +412,8 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
     (
         high_nodes_full,
         expect(
-            pods=THREE_INJECTED,
-            placement=TWO_ON_HIGH,
+            pods={**THREE_INJECTED, "selected": 4, "injected": 4},
+            placement={**TWO_ON_HIGH, "high": 3},
             not_on_high=[off_high("web-6f9c-c", "slow-1", "low", ["2/2 net=high node(s): Insufficient cpu"])],
         ),
         0,
@@ -683,8 +686,8 @@ def test_pods_on_high_nodes_forbidden_are_unknown_and_fit_is_not_claimed(tls: ku
         "evaluated: the pods on net=high nodes could not be read)"
     )
     assert json.loads(out.getvalue()) == expect(
-        pods=THREE_INJECTED,
-        placement=TWO_ON_HIGH,
+        pods={**THREE_INJECTED, "selected": 4, "injected": 4},
+        placement={**TWO_ON_HIGH, "high": 3},
         not_on_high=[off_high("web-6f9c-c", "slow-1", "low", [why])],
         unknown=["cannot read the pods on net=high nodes (forbidden by RBAC)"],
     )

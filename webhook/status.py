@@ -40,7 +40,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from webhook import scheduling
-from webhook.affinity import requirements_from_api
+from webhook.affinity import REQUIRED, requirements_from_api
 from webhook.apidata import ShapeError
 from webhook.manifests import webhook_configuration
 from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE, NAMESPACE_NAME_LABEL, TLS_SECRET, WEBHOOK_DOMAIN
@@ -67,6 +67,7 @@ FEASIBLE_PENDING = (
     "a net=high node is feasible now: the scheduler has not bound the pod yet "
     "(kubectl describe pod shows its FailedScheduling events)"
 )
+USAGE_TEMPLATES = 4096  # distinct pod specs remembered while tallying the pods on net=high nodes
 EXIT_OK = 0
 EXIT_PROBLEMS = 3
 # A top owner's kind -> how to recreate its pods (the table prints it; status never runs it).
@@ -457,19 +458,28 @@ def _high_usage(
     pods: Iterable[Mapping[str, Any]] | Unknown, high: Sequence[scheduling.Node]
 ) -> dict[str, scheduling.NodeUsage] | Unknown:
     """Each net=high node's usage by the pods bound to it (NodeInfo.Requested, UsedPorts), folded
-    one pod at a time: memory holds one tally per high node, never the pods."""
+    one pod at a time: memory holds one tally per high node, never the pods. What a pod takes
+    depends on its containers, overhead and pod-level resources only, so pods of one template are
+    read once (at most USAGE_TEMPLATES of them are remembered)."""
     if isinstance(pods, Unknown):
         return pods
     tallies = {node.name: scheduling.UsageTally() for node in high}
+    views: dict[bytes, scheduling.PodView] = {}
     for pod in pods:
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         tally = tallies.get(spec.get("nodeName") or "") if isinstance(spec, Mapping) else None
         if tally is None or (isinstance(status, Mapping) and status.get("phase") in ("Succeeded", "Failed")):
             continue
-        try:
-            tally.add(scheduling.pod_view(pod))
-        except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
-            continue
+        key = orjson.dumps([spec.get(f) for f in ("containers", "initContainers", "overhead", "resources")])
+        view = views.get(key)
+        if view is None:
+            try:
+                view = scheduling.pod_view(pod)
+            except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
+                continue
+            if len(views) < USAGE_TEMPLATES:
+                views[key] = view
+        tally.add(view)
     return {name: tally.usage() for name, tally in tallies.items()}
 
 
@@ -478,7 +488,7 @@ def _place(
     nodes: _Nodes,
     pods_on_nodes: PodsOnNodes,
     report: Report,
-    cache: dict[Any, tuple[str, ...]],
+    cache: dict[bytes, tuple[str, ...]],
 ) -> None:
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     node = spec.get("nodeName") or ""
@@ -506,7 +516,7 @@ def _why_not_high(
     pod: Mapping[str, Any],
     high: Sequence[scheduling.Node],
     usage: Mapping[str, scheduling.NodeUsage] | None,
-    cache: dict[Any, tuple[str, ...]],
+    cache: dict[bytes, tuple[str, ...]],
 ) -> tuple[str, ...]:
     """Why `pod` is not on a net=high node: the filter reasons of every high node for it now (as
     if it were scheduled again, so its own spec.nodeName is left out), from the ranking `explain`
@@ -514,16 +524,16 @@ def _why_not_high(
     question is on no high node, so it is never counted in `usage`: as `node_filter_reasons`, it
     does not compete with itself. Reasons are counted per node as the scheduler's FitError does.
 
-    The one use of `webhook.scheduling` here. Pods of one template share the answer: the cache key
-    is the PodView's fields the filters read (selectors, affinity, tolerations, requests, host ports).
+    The one use of `webhook.scheduling` here. Pods of one template share the answer, cached under
+    `_filter_key`: a pod is only read (`pod_view`, the costly part) for a key not seen yet.
     """
-    try:
-        view = scheduling.pod_view(pod)
-    except ShapeError as err:
-        return (f"cannot evaluate the pod's scheduling fields: {err}",)
-    key = _filter_key(view)
+    key = _filter_key(pod)
     if key not in cache:
-        ranking = scheduling.rank(dataclasses.replace(view, node_name=""), high, usage)
+        try:
+            view = dataclasses.replace(scheduling.pod_view(pod), node_name="")
+        except ShapeError as err:  # not cached: the error may be in a field the key leaves out
+            return (f"cannot evaluate the pod's scheduling fields: {err}",)
+        ranking = scheduling.rank(view, high, usage)
         if ranking.feasible:
             cache[key] = (FEASIBLE_NOW if usage is not None else FEASIBLE_WITHOUT_USAGE,)
         else:
@@ -533,16 +543,20 @@ def _why_not_high(
     return cache[key]
 
 
-def _filter_key(view: scheduling.PodView) -> tuple[Any, ...]:
-    """Every field of `view` that PreFilter and Filter read (`scheduling.filter_reasons`); two pods
-    with equal keys get equal reasons on every node."""
-    return (
-        tuple(sorted(view.node_selector.items())),
-        view.required,
-        view.tolerations,
-        tuple(sorted(view.requests.items())),
-        view.host_ports,
-    )
+def _filter_key(pod: Mapping[str, Any]) -> bytes:
+    """The pod fields PreFilter and Filter read (`scheduling.filter_reasons`): node selector,
+    required node affinity, tolerations; the requests of containers, init containers, overhead and
+    pod-level resources; host ports. Containers go in whole, a superset of what is read, so the key
+    cannot go stale when the filters read another container field, and pods of one template still
+    share it. spec.nodeName is left out: the pod is judged as if unbound."""
+    spec = pod.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        return orjson.dumps([spec])
+    affinity = spec.get("affinity") or {}
+    node_affinity = (affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else affinity) or {}
+    required = node_affinity.get(REQUIRED) if isinstance(node_affinity, Mapping) else node_affinity
+    fields = ("nodeSelector", "tolerations", "containers", "initContainers", "overhead", "resources")
+    return orjson.dumps([required, *(spec.get(f) for f in fields)], option=orjson.OPT_SORT_KEYS)
 
 
 def _namespace_admission(
