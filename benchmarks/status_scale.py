@@ -1,10 +1,11 @@
 """`netqos-webhook status` at Kubernetes' documented limits: time and peak memory.
 
 A fake API server (webhook.testing.kubeapi, in a process of its own so its memory is not counted)
-holds an installed webhook, N nodes (10 % net=high, 10 % net=low, the rest unlabelled; 8 CPUs, 110
-pods allocatable, so resource fit is evaluated) and P pods,
-S of them selected by the policy (qos=latency-sensitive): 80 % carry the terms, 15 % were created
-before the webhook (missing, from 100 Deployments), 5 % opted out. Then `netqos-webhook status
+holds an installed webhook, N nodes (10 % net=high, 10 % net=low, the rest unlabelled; 8 CPUs and
+110 pods allocatable each, so resource fit is evaluated) and P pods, S of them selected by the
+policy (qos=latency-sensitive): 80 % carry the terms, 15 % were created before the webhook
+(missing, from 100 Deployments), 5 % opted out. The pods on the net=high nodes are read too (one
+list per such node), for why selected pods are not on one. Then `netqos-webhook status
 -o json` runs as a child process, repeatedly; its wall time, CPU time and peak RSS (getrusage of
 that child) are reported per run, with the median and spread. The fake server's own time is inside
 the wall time: a real API server answers lists faster.

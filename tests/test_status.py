@@ -191,6 +191,8 @@ def high_node_with_room(c: Cluster) -> None:
         ),
         cpu="500m",
     )
+    # The same template but for its request: it fits on no fast node.
+    c.pods.append(requesting(web("web-6f9c-e", "slow-1"), "900m"))
 
 
 def high_node_pod_limit_reached(c: Cluster) -> None:
@@ -440,9 +442,12 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
     (
         high_node_with_room,
         expect(
-            pods=THREE_INJECTED,
-            placement=TWO_ON_HIGH,
-            not_on_high=[off_high("web-6f9c-c", "slow-1", "low", [FEASIBLE_NOW])],
+            pods={**THREE_INJECTED, "selected": 4, "injected": 4},
+            placement={**TWO_ON_HIGH, "low": 2},
+            not_on_high=[
+                off_high("web-6f9c-c", "slow-1", "low", [FEASIBLE_NOW]),
+                off_high("web-6f9c-e", "slow-1", "low", ["2/2 net=high node(s): Insufficient cpu"]),
+            ],
         ),
         0,
     ),
