@@ -285,7 +285,7 @@ FIX = f"re-register for the policy in force: netqos-webhook register --config FI
 
 
 def expect(**changes: Any) -> dict[str, Any]:
-    out = copy.deepcopy(FRESH)
+    out: dict[str, Any] = copy.deepcopy(FRESH)
     for path, value in changes.items():
         *parents, last = path.split("__")
         target = out
