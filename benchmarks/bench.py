@@ -31,13 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import reviews
+from webhook.certs import CertFiles
+from webhook.testing.certs import make_certs
+from webhook.testing.server import SERVER_NAME, free_port
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from benchmarks import reviews  # noqa: E402
-
-SERVICE, NAMESPACE = "netqos-webhook", "netqos-system"
-SERVER_NAME = f"{SERVICE}.{NAMESPACE}.svc"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
@@ -131,25 +130,19 @@ SCENARIOS = (
 class ServerSpec:
     name: str
     describe: str
-    argv: Callable[[str, Certs], list[str]]  # (bind, certs) -> command line
-
-
-@dataclass(frozen=True)
-class Certs:
-    ca: Path
-    cert: Path
-    key: Path
+    argv: Callable[[str, CertFiles], list[str]]  # (bind, certs) -> command line
 
 
 def _python() -> str:
     return sys.executable
 
 
-def _variant(*settings: str) -> Callable[[str, Certs], list[str]]:
-    def argv(bind: str, certs: Certs) -> list[str]:
+def _variant(*settings: str) -> Callable[[str, CertFiles], list[str]]:
+    def argv(bind: str, certs: CertFiles) -> list[str]:
         return [
             _python(),
-            str(ROOT / "benchmarks" / "serve_variant.py"),
+            "-m",
+            "benchmarks.serve_variant",
             "--app",
             "benchmarks.baseline_app:app",
             "--bind",
@@ -237,7 +230,8 @@ def _register_product_servers() -> None:
         "minimal Flask webhook (benchmarks/baseline_app.py) under the same gunicorn settings",
         lambda bind, c: [
             _python(),
-            str(ROOT / "benchmarks" / "serve_baseline.py"),
+            "-m",
+            "benchmarks.serve_baseline",
             "--bind",
             bind,
             "--certfile",
@@ -319,18 +313,6 @@ def _snapshot(master: int) -> Snapshot:
 # Certificates, load generator
 
 
-def make_certs(out: Path) -> Certs:
-    """A CA and an ECDSA P-256 server certificate for the webhook's Service name, made by the
-    project's own `netqos-webhook certs`."""
-    exe = Path(_python()).parent / "netqos-webhook"
-    subprocess.run(
-        [str(exe), "certs", "--out", str(out), "--service", SERVICE, "--namespace", NAMESPACE, "--host", "127.0.0.1"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    return Certs(out / "ca.crt", out / "tls.crt", out / "tls.key")
-
-
 def go_binary() -> str | None:
     local = Path(_python()).parent / "go"
     if local.exists():
@@ -365,12 +347,6 @@ def go_version() -> str:
 # Running a server
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def readyz(port: int, ctx: ssl.SSLContext, timeout: float = 1.0) -> int | None:
     """The HTTP status of GET /readyz, or None if the server does not answer yet."""
     try:
@@ -402,10 +378,9 @@ class Running:
     log: Path
 
 
-def start_server(spec: ServerSpec, certs: Certs, log: Path, ready_timeout: float = 30.0) -> Running:
+def start_server(spec: ServerSpec, certs: CertFiles, log: Path, ready_timeout: float = 30.0) -> Running:
     port = free_port()
-    ctx = client_context(certs.ca)
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    ctx = client_context(certs.ca_cert)
     logf = open(log, "wb")
     t0 = time.perf_counter()
     proc = subprocess.Popen(
@@ -413,8 +388,7 @@ def start_server(spec: ServerSpec, certs: Certs, log: Path, ready_timeout: float
         stdout=logf,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
-        env=env,
-        cwd=ROOT,
+        cwd=ROOT,  # the benchmark servers run as `python -m benchmarks.NAME` from the repository root
         start_new_session=True,
     )
     logf.close()
@@ -449,7 +423,13 @@ def stop_server(proc: subprocess.Popen, grace: float = 20.0) -> None:
 
 
 def run_loadgen(
-    loadgen: Path, port: int, certs: Certs, body: Path, expect_patch: bool, args: tuple[str, ...], timeout: float = 300
+    loadgen: Path,
+    port: int,
+    certs: CertFiles,
+    body: Path,
+    expect_patch: bool,
+    args: tuple[str, ...],
+    timeout: float = 300,
 ) -> dict[str, Any]:
     """Run the load generator; its result, with its own CPU seconds as `client_cpu_s`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -458,7 +438,7 @@ def run_loadgen(
         "-url",
         f"https://127.0.0.1:{port}/mutate?timeout=10s",
         "-ca",
-        str(certs.ca),
+        str(certs.ca_cert),
         "-servername",
         SERVER_NAME,
         "-body",
@@ -480,7 +460,7 @@ def measure(
     scenario: Scenario,
     smoke: bool,
     loadgen: Path,
-    certs: Certs,
+    certs: CertFiles,
     bodies: dict[str, tuple[Path, bool]],
     logdir: Path,
     seconds: float | None = None,

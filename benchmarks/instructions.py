@@ -35,7 +35,6 @@ CASES = ("baseline", "app", "app-nolog", "http", "handle", "decode")
 
 
 def _workload(case: str, pod: str):
-    sys.path.insert(0, str(ROOT))
     from benchmarks import reviews
     from benchmarks.baseline_app import app as baseline
     from webhook import admission

@@ -21,17 +21,13 @@ import statistics
 import sys
 import timeit
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from benchmarks import reviews  # noqa: E402
-from webhook import admission  # noqa: E402
-from webhook.patch import diff  # noqa: E402
-from webhook.policy import Decision, evaluate  # noqa: E402
-from webhook.policy_file import default_policy  # noqa: E402
+from benchmarks import reviews
+from webhook import admission
+from webhook.patch import diff
+from webhook.policy import Decision, evaluate
+from webhook.policy_file import default_policy
 
 
 def per_call_us(fn: Callable[[], Any], rounds: int, round_seconds: float) -> float:

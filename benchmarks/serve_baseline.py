@@ -2,23 +2,19 @@
 `netqos-webhook serve`: the settings come from `webhook.serving.server.ServeOptions`, the same object the
 CLI builds, so the two servers can differ only in the application.
 
-    python benchmarks/serve_baseline.py --bind 127.0.0.1:8443 --certfile tls.crt --keyfile tls.key
+    python -m benchmarks.serve_baseline --bind 127.0.0.1:8443 --certfile tls.crt --keyfile tls.key
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from webhook.serving.server import ServeOptions  # noqa: E402
+from webhook.serving.server import ServeOptions
 
 
 class BaselineServer(BaseApplication):

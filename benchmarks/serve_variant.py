@@ -121,7 +121,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--yield-after-request", action="store_true")
     p.add_argument("--coalesce-writes", action="store_true")
     args = p.parse_args(argv)
-    sys.path.insert(0, ROOT)
     options = {
         "bind": [args.bind],
         "certfile": args.certfile,

@@ -6,8 +6,8 @@ import logging
 from contextlib import contextmanager
 
 import pytest
-from support import fixture
 
+from tests.fixtures import fixture
 from webhook import admission
 from webhook.policy_file import default_policy
 from webhook.serving.app import AppConfig, BodyBudget, BodyTimeout, create_app

@@ -5,13 +5,11 @@ are shared and noisy; the numbers are for docs/performance.md, measured with `sc
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from benchmarks.bench import SCENARIOS, go_binary  # noqa: E402
+from benchmarks.bench import SCENARIOS, go_binary
+from tests.fixtures import REPO as ROOT
 
 pytestmark = pytest.mark.e2e
 

@@ -6,7 +6,9 @@ import sys
 
 import pytest
 import yaml
-from support import NETQOS_TERMS, PREFERRED, REPO, fixture
+
+from tests.fixtures import NETQOS_TERMS, REPO, fixture
+from webhook.testing.patches import PREFERRED
 
 TEST_POD = REPO / "deploy" / "examples" / "test-pod.yaml"
 

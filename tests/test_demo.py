@@ -11,7 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import REPO
+
+from tests.fixtures import REPO
 
 DEMO = REPO / "scripts/demo.sh"
 BASH = shutil.which("bash")
@@ -110,7 +111,10 @@ def test_walkthrough_follows_the_seed_and_reports_the_binding(tmp_path: Path) ->
     positions = [calls.index(step) for step in steps]
     assert positions == sorted(positions), calls
     assert f"{k} get pod qos-demo-pod -o jsonpath={{.spec.affinity.nodeAffinity}}" in calls
-    assert "As with the NetQoS scheduler plugin: qos-demo-pod is bound to fake-node-1 (net=high), not minikube (net=low)" in done.stdout
+    assert (
+        "As with the NetQoS scheduler plugin: qos-demo-pod is bound to fake-node-1 (net=high), not minikube (net=low)"
+        in done.stdout
+    )
 
 
 def test_a_pod_bound_elsewhere_fails_with_where_to_look(tmp_path: Path) -> None:

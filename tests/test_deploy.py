@@ -21,8 +21,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from support import REPO
 
+from tests.fixtures import REPO
 from webhook import __version__
 from webhook.certs import CertFiles, generate, service_names
 from webhook.cli import build_parser, main

@@ -21,7 +21,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -32,9 +31,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import REPO, fixture
 
+from tests.fixtures import REPO, fixture
 from webhook.certs import generate
+from webhook.testing.server import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -56,12 +56,6 @@ def _can_unshare() -> str | None:
     if probe.returncode != 0:
         return f"cannot remount / read-only in a mount namespace here: {probe.stderr.strip()}"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _pod() -> tuple[dict, dict]:
@@ -118,7 +112,7 @@ def _stop(proc: subprocess.Popen) -> str:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
     try:
-        # A worker still booting when SIGTERM arrives misses it and lingers (see tests/serving.py).
+        # A worker still booting when SIGTERM arrives misses it and lingers (as in webhook/testing/server.py).
         out, _ = proc.communicate(timeout=5)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -148,7 +142,7 @@ def volumes(tmp_path: Path) -> Path:
 
 
 def test_server_serves_with_a_read_only_root_and_only_its_empty_dir_writable(volumes: Path) -> None:
-    port = _free_port()
+    port = free_port()
     context = ssl.create_default_context(cafile=str(volumes / "tls/ca.crt"))
     proc = _start(volumes, port, with_empty_dirs=True)
     try:
@@ -174,7 +168,7 @@ def test_server_serves_with_a_read_only_root_and_only_its_empty_dir_writable(vol
 
 def test_without_the_tmp_volume_the_server_cannot_start_a_worker(volumes: Path) -> None:
     # Why the Deployment mounts an emptyDir at /tmp: gunicorn's worker heartbeat file.
-    proc = _start(volumes, _free_port(), with_empty_dirs=False)
+    proc = _start(volumes, free_port(), with_empty_dirs=False)
     try:
         proc.wait(timeout=60)
     except subprocess.TimeoutExpired:

@@ -1,5 +1,5 @@
-"""End to end: a real `netqos-webhook serve` (gunicorn, TLS) with certificates from
-`netqos-webhook certs`, verified as the API server verifies it, and every patch it returns applied
+"""End to end: a real `netqos-webhook serve` (gunicorn, TLS) with certificates from the project's
+own generator (what `netqos-webhook certs` writes), verified as the API server verifies it, and every patch it returns applied
 by both Python's and Go's JSON-patch."""
 
 import json
@@ -8,8 +8,10 @@ import ssl
 import warnings
 
 import pytest
-from serving import SERVER_NAME, running_server
-from support import apply_python, assert_patch_agrees, decoded_patch, expectations, fixture, with_netqos
+
+from tests.fixtures import expectations, fixture, with_netqos
+from webhook.testing.patches import apply_python, assert_patch_agrees, decoded_patch
+from webhook.testing.server import SERVER_NAME, start_server
 
 pytestmark = pytest.mark.e2e
 EXPECTED = expectations()
@@ -17,13 +19,13 @@ EXPECTED = expectations()
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with running_server(tmp_path_factory.mktemp("e2e")) as srv:
+    with start_server(tmp_path_factory.mktemp("e2e")) as srv:
         yield srv
 
 
 def test_server_certificate_verifies_against_the_ca_for_the_service_name(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        with server.tls_context().wrap_socket(sock, server_hostname=SERVER_NAME) as tls:
+        with server.client_context().wrap_socket(sock, server_hostname=SERVER_NAME) as tls:
             assert tls.version() in ("TLSv1.2", "TLSv1.3")
             names = [v for k, v in tls.getpeercert()["subjectAltName"] if k == "DNS"]
             assert SERVER_NAME in names
@@ -32,12 +34,12 @@ def test_server_certificate_verifies_against_the_ca_for_the_service_name(server)
 def test_a_name_the_certificate_does_not_carry_is_refused(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         with pytest.raises(ssl.SSLCertVerificationError):
-            server.tls_context().wrap_socket(sock, server_hostname="evil.example.com")
+            server.client_context().wrap_socket(sock, server_hostname="evil.example.com")
 
 
 def test_tls_below_1_2_is_refused(server):
     client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    client.load_verify_locations(str(server.certs / "ca.crt"))
+    client.load_verify_locations(str(server.certs.ca_cert))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # offering TLS 1.1 is the point here
         client.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
@@ -64,8 +66,7 @@ def test_plain_http_to_the_tls_port_gets_no_service(server):
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_reviews_over_https_get_patches_go_applies_identically(server, name, tmp_path):
     doc, want = fixture(name), EXPECTED[name]
-    status, body = server.post_review(doc)
-    assert status == 200
+    body = server.review(doc)
     answer = body["response"]
     assert body["apiVersion"] == doc["apiVersion"] and answer["uid"] == doc["request"]["uid"]
     assert answer["allowed"] is True
@@ -75,18 +76,17 @@ def test_fixture_reviews_over_https_get_patches_go_applies_identically(server, n
         assert_patch_agrees(before, ops, with_netqos(before, want["injected"]), tmp_path)
         # The mutated pod sent again (as on a re-invocation) produces no change.
         doc["request"]["object"] = apply_python(before, ops)
-        status, again = server.post_review(doc)
-        assert status == 200 and "patch" not in again["response"]
+        again = server.review(doc)
+        assert "patch" not in again["response"]
     else:
         assert ops == []
 
 
 def test_reviews_share_one_keep_alive_connection(server):
-    conn = server.connection()
+    conn = server.connect()
     try:
         for name in ("review-create-defaulted-pod.json", "review-create-unlabelled.json") * 3:
-            status, body = server.post_review(fixture(name), conn)
-            assert status == 200 and body["response"]["allowed"] is True
+            assert server.review(fixture(name), conn)["response"]["allowed"] is True
     finally:
         conn.close()
 
@@ -126,22 +126,21 @@ JSON = {"Content-Type": "application/json"}
     ],
 )
 def test_bad_requests_get_a_json_4xx_and_the_server_keeps_serving(server, case, method, path, body, headers, status):
-    got, parsed, raw = server.request(method, path, body, headers)
-    assert got == status, f"{case}: {raw[:200]!r}"
-    assert isinstance(parsed, dict) and parsed.get("error"), f"{case}: no JSON error message in {raw[:200]!r}"
-    ok, body_after = server.post_review(fixture("review-create-defaulted-pod.json"))
-    assert ok == 200 and body_after["response"]["allowed"] is True
+    reply = server.request(method, path, body, headers)
+    assert reply.status == status, f"{case}: {reply.body[:200]!r}"
+    parsed = reply.json()
+    assert isinstance(parsed, dict) and parsed.get("error"), f"{case}: no JSON error message in {reply.body[:200]!r}"
+    assert server.review(fixture("review-create-defaulted-pod.json"))["response"]["allowed"] is True
 
 
 def test_serve_without_certificates_generates_a_development_pair_and_says_so(tmp_path):
-    with running_server(tmp_path, dev_certs=True) as srv:
+    with start_server(tmp_path, dev_certs=True) as srv:
         assert sorted(p.name for p in (tmp_path / "certs").iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
-        status, body = srv.post_review(fixture("review-create-defaulted-pod.json"))
-        assert status == 200 and body["response"]["patchType"] == "JSONPatch"
+        assert srv.review(fixture("review-create-defaulted-pod.json"))["response"]["patchType"] == "JSONPatch"
         assert "generated a development CA and certificate" in srv.logs()
 
 
 def test_health_and_readiness(server):
     assert server.request("GET", "/healthz")[0] == 200
-    status, body, _ = server.request("GET", "/readyz")
-    assert status == 200 and body["status"] == "ready"
+    reply = server.request("GET", "/readyz")
+    assert reply.status == 200 and reply.json()["status"] == "ready"

@@ -2,10 +2,11 @@
 carries is applied identically by Python's jsonpatch and by Go's (kubectl patch --local)."""
 
 import pytest
-from support import assert_patch_agrees, decoded_patch, expectations, fixture, with_netqos
 
+from tests.fixtures import expectations, fixture, with_netqos
 from webhook.admission import AUDIT_ANNOTATION, review
 from webhook.policy_file import default_policy
+from webhook.testing.patches import apply_python, assert_patch_agrees, decoded_patch
 
 EXPECTED = expectations()
 
@@ -41,8 +42,6 @@ def test_fixture_review_gets_expected_answer_and_a_patch_go_applies_identically(
 def test_mutated_pod_sent_again_is_left_unchanged(name):
     doc = fixture(name)
     once = review(default_policy(), doc)
-    from support import apply_python
-
     doc["request"]["object"] = apply_python(doc["request"]["object"], decoded_patch(once.response))
     again = review(default_policy(), doc)
     assert again.decision.value == "unchanged"

@@ -16,8 +16,10 @@ import warnings
 from contextlib import ExitStack
 
 import pytest
-from server_process import metric_value, rss_bytes, start_server
-from support import pod_review
+
+from webhook.testing.patches import pod_review
+from webhook.testing.procfs import rss_bytes
+from webhook.testing.server import metric_value, start_server
 
 pytestmark = pytest.mark.e2e
 
@@ -165,7 +167,7 @@ def test_silent_and_idle_connections_do_not_stall_a_new_one(tmp_path):
                 status, _, _ = read_response(tls)
             seconds = time.monotonic() - started
             assert status == 200 and seconds < 1.0, f"new connection {attempt}: {status} after {seconds:.2f} s"
-        assert flooded.proc.poll() is None
+        assert flooded.process.poll() is None
 
 
 # --- 2. memory has a budget ------------------------------------------------------------------------
@@ -299,13 +301,13 @@ STORM = [("http_request", _plain_http), ("unknown_ca", _stale_ca_bundle), ("prot
 
 def test_a_tls_failure_storm_leaves_only_json_lines_and_counts_every_failure(server):
     metrics_before = server.metrics()
-    lines_before = len(server.log_path.read_text().splitlines())
+    lines_before = len(server.log.read_text().splitlines())
     for _, attempt in STORM:
         attempt(server)
     for _ in range(300):
         _connect_and_close(server)
     time.sleep(0.5)  # the server logs after the client is gone
-    lines = server.log_path.read_text().splitlines()[lines_before:]
+    lines = server.log.read_text().splitlines()[lines_before:]
     records = []
     for line in lines:
         try:

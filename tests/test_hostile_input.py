@@ -19,10 +19,11 @@ import time
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from support import NETQOS_TERMS, PREFERRED, apply_kubectl, apply_python, pod_review
 
+from tests.fixtures import NETQOS_TERMS
 from webhook.policy_file import default_policy
 from webhook.serving.app import AppConfig, create_app
+from webhook.testing.patches import PREFERRED, apply_kubectl, apply_python, pod_review
 
 EXAMPLES = int(os.environ.get("NETQOS_HYPOTHESIS_EXAMPLES", "200"))
 KUBECTL_EXAMPLES = int(os.environ.get("NETQOS_KUBECTL_EXAMPLES", "40"))
@@ -352,7 +353,7 @@ def test_a_body_shorter_than_its_content_length_does_not_hurt_the_server(tmp_pat
     """Over a real socket: the client promises more than it sends, then goes away."""
     import ssl
 
-    from server_process import start_server
+    from webhook.testing.server import start_server
 
     with start_server(tmp_path, workers=1) as server:
         context = server.client_context()

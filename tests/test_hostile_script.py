@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from support import REPO
+
+from tests.fixtures import REPO
 
 pytestmark = pytest.mark.e2e
 

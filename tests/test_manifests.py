@@ -11,8 +11,8 @@ import json
 
 import pytest
 import yaml
-from support import REPO
 
+from tests.fixtures import REPO
 from webhook.cli import main
 from webhook.manifests import ManifestError, check_url, webhook_configuration
 from webhook.policy_file import compile_policy, default_policy

@@ -16,7 +16,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from support import FIXTURES, REPO
+
+from tests.fixtures import FIXTURES, REPO
 
 MONITORING = REPO / "deploy/overlays/monitoring"
 PROMTOOL = shutil.which("promtool")

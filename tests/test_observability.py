@@ -9,12 +9,13 @@ import re
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from server_process import metric_value, start_server
-from support import fixture, pod_review
 
+from tests.fixtures import fixture
 from webhook.policy_file import default_policy
 from webhook.serving import logs
 from webhook.serving.app import AppConfig, create_app
+from webhook.testing.patches import pod_review
+from webhook.testing.server import metric_value, start_server
 
 LS = {"qos": "latency-sensitive"}
 

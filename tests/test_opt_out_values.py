@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from support import NETQOS_TERMS, PREFERRED, assert_patch_agrees, decoded_patch, pod_review, with_netqos
 
+from tests.fixtures import NETQOS_TERMS, with_netqos
 from webhook.admission import review
 from webhook.policy_file import default_policy
+from webhook.testing.patches import PREFERRED, assert_patch_agrees, decoded_patch, pod_review
 
 SELECTED = {"qos": "latency-sensitive"}
 

@@ -1,9 +1,9 @@
 """The patch derived from before/after turns `before` into `after` in Python and in Go alike."""
 
 import pytest
-from support import apply_kubectl, apply_python
 
 from webhook.patch import diff, escape
+from webhook.testing.patches import apply_kubectl, apply_python
 
 BASE = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}
 

@@ -3,10 +3,11 @@
 import copy
 
 import pytest
-from support import NETQOS_TERMS, PREFERRED, with_netqos
 
+from tests.fixtures import NETQOS_TERMS, with_netqos
 from webhook.policy import Decision, evaluate
 from webhook.policy_file import compile_policy, default_policy
+from webhook.testing.patches import PREFERRED
 
 
 def pod(labels=None, annotations=None, affinity=None, **spec):

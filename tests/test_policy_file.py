@@ -2,8 +2,8 @@
 with a message naming the file, the rule, the field and the value."""
 
 import pytest
-from support import REPO
 
+from tests.fixtures import REPO
 from webhook.policy_file import PolicyError, compile_policy, default_policy, load_policy
 
 SHIPPED = REPO / "deploy" / "base" / "policy.yaml"

@@ -10,12 +10,12 @@ import time
 
 import pytest
 import yaml
-from configmap import MountedVolume
-from server_process import metric_value, start_server
-from support import PREFERRED, decoded_patch, pod_review
 
 from webhook.serving import filewatch
 from webhook.serving.reload import PolicyWatcher, load_snapshot
+from webhook.testing.patches import PREFERRED, decoded_patch, pod_review
+from webhook.testing.server import metric_value, start_server
+from webhook.testing.volume import MountedVolume
 
 
 def policy_document(tag: str, net: str, zone: str, weights: tuple[int, int, int]) -> dict:

@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
-from support import REPO
 
+from tests.fixtures import REPO
 from webhook.certs import CertFiles, generate
 from webhook.cli import main
 from webhook.manifests import webhook_configuration

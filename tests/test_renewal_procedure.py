@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from configmap import MountedVolume
 from cryptography import x509
-from server_process import start_server
-from serving import ServiceConnection
-from support import assert_patch_agrees, decoded_patch, pod_review, with_netqos
 
+from tests.fixtures import with_netqos
 from webhook.certs import CertFiles
+from webhook.testing.patches import assert_patch_agrees, decoded_patch, pod_review
+from webhook.testing.server import ServiceConnection, start_server
+from webhook.testing.volume import MountedVolume
 
 pytestmark = pytest.mark.e2e
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {}}

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import NETQOS_TERMS, PREFERRED, REPO, assert_patch_agrees
 
+from tests.fixtures import NETQOS_TERMS, REPO
+from webhook.testing.patches import PREFERRED, assert_patch_agrees
 from webhook.workloads import kind_of, pod_of, with_pod
 
 WORKLOADS = REPO / "tests" / "fixtures" / "workloads" / "all-kinds.yaml"

@@ -1,11 +1,10 @@
-"""Serving properties that the API server's traffic depends on (issue 4), on a real server.
+"""Serving properties that the API server's traffic depends on, on a real server.
 
 No timing thresholds beyond "well under the API server's timeout": these hold on a loaded CI
 machine or they are bugs.
 """
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -13,12 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from server_process import socket_inodes, tcp_sockets
-from serving import SERVER_NAME, running_server
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks import reviews  # noqa: E402
-from webhook.serving.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions  # noqa: E402
+from benchmarks import reviews
+from webhook.serving.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions
+from webhook.testing.procfs import LISTEN, socket_inodes, tcp_sockets
+from webhook.testing.server import SERVER_NAME, start_server
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +25,7 @@ API_SERVER_IDLE_CONN_TIMEOUT = 90  # client-go's http.Transport IdleConnTimeout
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with running_server(tmp_path_factory.mktemp("serving")) as srv:
+    with start_server(tmp_path_factory.mktemp("serving")) as srv:
         yield srv
 
 
@@ -42,7 +40,7 @@ def _handshaken(server, count: int) -> list:
     conns = []
     for _ in range(count):
         raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-        conns.append(server.tls_context().wrap_socket(raw, server_hostname=SERVER_NAME))
+        conns.append(server.client_context().wrap_socket(raw, server_hostname=SERVER_NAME))
     return conns
 
 
@@ -51,9 +49,8 @@ def test_fifty_idle_handshaken_connections_do_not_block_a_review(server):
     try:
         # what the API server does after a burst: connections it dialled, never used
         started = time.monotonic()
-        status, body = server.post_review(_review("9a0c2f3e-6b1d-4c8e-a7f5-1d2e3f4a5b6c"))
+        body = server.review(_review("9a0c2f3e-6b1d-4c8e-a7f5-1d2e3f4a5b6c"))
         elapsed = time.monotonic() - started
-        assert status == 200
         assert body["response"]["uid"] == "9a0c2f3e-6b1d-4c8e-a7f5-1d2e3f4a5b6c"
         assert body["response"]["patchType"] == "JSONPatch"
         # sync/gthread workers answer this only when the idle connections go away (seconds)
@@ -70,29 +67,24 @@ def test_fifty_idle_handshaken_connections_do_not_block_a_review(server):
 def test_keep_alive_outlasts_the_api_servers_idle_connections(server):
     assert ServeOptions(Path("c"), Path("k")).gunicorn_settings()["keepalive"] >= API_SERVER_IDLE_CONN_TIMEOUT
     assert DEFAULT_KEEPALIVE_SECONDS >= API_SERVER_IDLE_CONN_TIMEOUT
-    conn = server.connection()
+    conn = server.connect()
     try:
-        assert server.post_review(_review("00000000-0000-4000-8000-00000000000a"), conn)[0] == 200
+        assert server.post_review(_review("00000000-0000-4000-8000-00000000000a"), conn).status == 200
         time.sleep(3)  # longer than gunicorn's default keep-alive (2 s)
-        status, body = server.post_review(_review("00000000-0000-4000-8000-00000000000b"), conn)
-        assert status == 200 and body["response"]["uid"] == "00000000-0000-4000-8000-00000000000b"
+        body = server.review(_review("00000000-0000-4000-8000-00000000000b"), conn)
+        assert body["response"]["uid"] == "00000000-0000-4000-8000-00000000000b"
     finally:
         conn.close()
 
 
 def _listening_inodes(port: int) -> set[str]:
-    return {inode for local, _, state, inode in tcp_sockets() if state == "0A" and local == port}  # 0A: LISTEN
-
-
-def _workers(master: int) -> list[int]:
-    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
-    return [int(c) for c in children]
+    return {inode for local, _, state, inode in tcp_sockets() if state == LISTEN and local == port}
 
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")
 def test_every_worker_listens_on_its_own_socket_and_connections_spread(server):
     # the CLI runs gunicorn in-process: the test's child process is the master
-    workers = _workers(server.process.pid)
+    workers = server.workers()
     assert len(workers) == 2
     listening = _listening_inodes(server.port)
     owned = [(socket_inodes(w) & listening) for w in workers]
@@ -103,8 +95,8 @@ def test_every_worker_listens_on_its_own_socket_and_connections_spread(server):
     conns = []
     try:
         for i in range(32):
-            conn = server.connection()
-            assert server.post_review(_review(f"00000000-0000-4000-8000-{i:012x}"), conn)[0] == 200
+            conn = server.connect()
+            assert server.post_review(_review(f"00000000-0000-4000-8000-{i:012x}"), conn).status == 200
             conns.append(conn)
         gained = {w: len(socket_inodes(w)) - before[w] for w in workers}
         assert sum(gained.values()) >= 32
@@ -145,7 +137,6 @@ print(sorted(m for m in sys.modules if m == "kubernetes" or m.startswith("kubern
         capture_output=True,
         timeout=120,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
     )
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == "[]"
@@ -166,7 +157,6 @@ print(sorted(m for m in sys.modules if m.split(".")[0] == "kubernetes" or m.star
         capture_output=True,
         timeout=120,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
     )
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == "[]"

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 import yaml
-from support import FIXTURES, NETQOS_TERMS, REPO
 
+from tests.fixtures import FIXTURES, NETQOS_TERMS, REPO
 from webhook.affinity import Requirement
 from webhook.cli import main
 from webhook.commands.status import StatusArgs, label_selector, run

@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from support import REPO
+from tests.fixtures import REPO
 
 
 def test_status_scale_smoke_reports_time_and_memory_of_a_complete_run() -> None:

@@ -16,16 +16,17 @@ import warnings
 from pathlib import Path
 
 import pytest
-from configmap import MountedVolume
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-from server_process import make_certs, metric_value, start_server
-from support import pod_review
 
 from webhook.certs import CertFiles
 from webhook.serving.tls import CertificateRotator, TLSFiles, check_files
+from webhook.testing.certs import make_certs
+from webhook.testing.patches import pod_review
+from webhook.testing.server import metric_value, start_server
+from webhook.testing.volume import MountedVolume
 
 pytestmark = pytest.mark.e2e
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {}}

@@ -1,1 +1,16 @@
-"""Test harness shared by tests, scripts and benchmarks: real servers on loopback, no mocks."""
+"""Test harness for netqos-webhook, importable by the test suite, `scripts/soak` and `benchmarks/`.
+
+Like `kopf.testing` or controller-runtime's `envtest`, it drives the real thing rather than mocks:
+
+- `webhook.testing.server`: a real `netqos-webhook serve` (gunicorn, gevent workers, TLS) started
+  and stopped within bounded time, clients that connect as the API server does (the Service DNS
+  name as SNI and verified name), its workers, JSON log records and metric values;
+- `webhook.testing.certs`: a CA and server certificate from the project's own generator;
+- `webhook.testing.procfs`: what the kernel says about a server's processes (workers, RSS, sockets);
+- `webhook.testing.patches`: AdmissionReviews for a pod and the cross-check of a JSON patch with
+  Go's implementation (`kubectl patch --local`), the one the API server applies;
+- `webhook.testing.volume`: a directory updated as the kubelet updates a mounted ConfigMap or Secret;
+- `webhook.testing.kubeapi`: a fake Kubernetes API server on loopback, with cluster builders.
+
+No module here imports pytest at import time: scripts use the harness without it.
+"""

@@ -14,6 +14,8 @@ from pathlib import Path
 
 
 class MountedVolume:
+    """The files of one ConfigMap or Secret; `update` replaces all of them at once."""
+
     def __init__(self, directory: Path, files: dict[str, bytes]) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,1 @@
+"""The netqos-webhook test suite, grouped by layer: unit, http, process, tools (see README)."""
