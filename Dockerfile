@@ -5,7 +5,7 @@
 #   minikube image load netqos-webhook:0.1.0      # or: kind load docker-image netqos-webhook:0.1.0
 #
 # The tag matches the package version (webhook/__init__.py) and the image in
-# deploy/base/deployment.yaml; tests/test_deploy.py keeps the three in step.
+# deploy/base/deployment.yaml; tests/process/test_deploy.py keeps the three in step.
 
 # --- build a wheel, so the runtime image carries no build tools or sources --------------------
 FROM python:3.12.8-slim-bookworm AS build

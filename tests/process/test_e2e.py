@@ -17,12 +17,6 @@ pytestmark = pytest.mark.e2e
 EXPECTED = expectations()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with start_server(tmp_path_factory.mktemp("e2e")) as srv:
-        yield srv
-
-
 def test_server_certificate_verifies_against_the_ca_for_the_service_name(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         with server.client_context().wrap_socket(sock, server_hostname=SERVER_NAME) as tls:

@@ -4,41 +4,32 @@ worker's SIGKILL and a certificate rotation with no request lost beyond the kill
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-
-from tests.fixtures import REPO
 
 pytestmark = pytest.mark.e2e
 
 
-def test_soak_smoke_run_loses_no_request_outside_the_killed_worker(tmp_path):
+def test_soak_smoke_run_loses_no_request_outside_the_killed_worker(tmp_path, run_python):
     out = tmp_path / "soak.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "scripts" / "soak"),
-            "--duration",
-            "6",
-            "--rate",
-            "60",
-            "--connections",
-            "4",
-            "--warmup",
-            "1",
-            "--reconnect-every",
-            "20",
-            "--kill-at",
-            "1.5",
-            "--rotate-at",
-            "3.5",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+    done = run_python(
+        "scripts/soak",
+        "--duration",
+        "6",
+        "--rate",
+        "60",
+        "--connections",
+        "4",
+        "--warmup",
+        "1",
+        "--reconnect-every",
+        "20",
+        "--kill-at",
+        "1.5",
+        "--rotate-at",
+        "3.5",
+        "--json",
+        str(out),
         timeout=180,
     )
     assert done.returncode == 0, done.stdout + done.stderr

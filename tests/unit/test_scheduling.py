@@ -309,7 +309,7 @@ NETQOS = [
     ({"qos": "latency-sensitive"}, {"net": ""}, 10),
     ({"qos": "batch"}, {"net": "low"}, 0),
     ({}, {}, 0),
-    # The seed's code falls through to `if nodeNet == "high" { score = 100 }` for every pod; its
+    # The NetQoS scheduler plugin's code falls through to `if nodeNet == "high" { score = 100 }` for every pod; its
     # table (and its comment: "we don't care where it goes") says 0. We reproduce the table.
     ({}, {"net": "high"}, 0),
 ]

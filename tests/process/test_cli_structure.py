@@ -7,10 +7,10 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.fixtures import REPO
 from webhook import errors
 from webhook.certs import RenewError
 from webhook.cli import build_parser
@@ -72,7 +72,7 @@ def test_the_server_bind_error_is_a_runtime_failure():
 
 # --- README's command table is the parsers' flags ---------------------------------------------------
 
-README = Path(__file__).parent.parent / "README.md"
+README = REPO / "README.md"
 _ROW = re.compile(r"^\| `netqos-webhook (?P<command>[a-z]+)(?P<usage>[^`]*)` \|", re.MULTILINE)
 _FLAG = re.compile(r"(?<![\w-])(--?[a-z][-a-z]*)")
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import random
 import subprocess
-from pathlib import Path
 
 from benchmarks import fidelity
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.fixtures import REPO
 
 
 def test_a_seed_reproduces_the_same_counts():
@@ -62,7 +60,7 @@ def test_a_stronger_plugin_weight_changes_the_counterfactual():
 
 def test_the_script_prints_the_table():
     done = subprocess.run(
-        [str(ROOT / "scripts/fidelity"), "--clusters", "30", "--seed", "2"], capture_output=True, text=True, timeout=300
+        [str(REPO / "scripts/fidelity"), "--clusters", "30", "--seed", "2"], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
     assert "| latency-sensitive |" in done.stdout and "30 clusters, seed 2, NetQoS plugin weight 1" in done.stdout

@@ -81,12 +81,6 @@ def client_pair(directory: Path, name: str) -> tuple[Path, Path, Path]:
 # --- protocol --------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with start_server(tmp_path_factory.mktemp("tls")) as running:
-        yield running
-
-
 def handshake(server, ciphers: str | None = None, **settings) -> str:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.load_verify_locations(str(server.certs.ca_cert))

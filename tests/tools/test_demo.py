@@ -1,5 +1,5 @@
 """scripts/demo.sh, walked offline: stand-ins for kubectl and netqos-webhook record every call and
-answer like a minikube cluster, so the test checks the seed's steps, their order, and what the
+answer like a minikube cluster, so the test checks the experiment's steps, their order, and what the
 script says when something is missing or goes wrong. (On a real cluster, run the script itself.)
 """
 
@@ -93,7 +93,7 @@ def test_an_unreachable_cluster_is_named_and_nothing_is_changed(tmp_path: Path) 
     assert calls == ["kubectl --context minikube get nodes -o name --request-timeout=10s"]
 
 
-def test_walkthrough_follows_the_seed_and_reports_the_binding(tmp_path: Path) -> None:
+def test_walkthrough_follows_the_experiment_and_reports_the_binding(tmp_path: Path) -> None:
     done, calls = run_demo(tmp_path, "--context", "minikube")
     assert done.returncode == 0, done.stderr
     k = "kubectl --context minikube"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures import REPO
 from webhook.certs import generate
 from webhook.commands.serve import check_bind
 from webhook.errors import UsageError
 
-REPO = Path(__file__).parent.parent
 POD = str(REPO / "deploy" / "examples" / "test-pod.yaml")
 NODES = str(REPO / "deploy" / "examples" / "nodes.yaml")
 

@@ -58,9 +58,7 @@ def test_every_page_is_read_with_the_field_selector_of_bound_unfinished_pods(tmp
     with PagedAPIServer(pages) as api:
         assert [p["metadata"]["name"] for p in list_pods(kubeconfig(tmp_path, api.url))] == ["a", "b", "c", "d"]
     assert [q.get("continue") for q in api.queries] == [None, ["1"], ["2"]]
-    assert all(
-        q["fieldSelector"] == [ASSIGNED_NOT_FINISHED] and q["limit"] == [str(PAGE_SIZE)] for q in api.queries
-    )
+    assert all(q["fieldSelector"] == [ASSIGNED_NOT_FINISHED] and q["limit"] == [str(PAGE_SIZE)] for q in api.queries)
 
 
 def test_an_endless_list_stops_at_the_page_bound(tmp_path, monkeypatch):

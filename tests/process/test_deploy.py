@@ -466,7 +466,7 @@ def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
     return False
 
 
-def test_fake_node_is_the_seeds_net_high_node_without_a_kubelet() -> None:
+def test_fake_node_is_the_experiments_net_high_node_without_a_kubelet() -> None:
     node = example("fake-node.yaml")
     assert node["metadata"]["name"] == "fake-node-1"
     assert node["metadata"]["labels"]["net"] == "high"
@@ -477,7 +477,7 @@ def test_fake_node_is_the_seeds_net_high_node_without_a_kubelet() -> None:
     assert int(node["status"]["allocatable"]["pods"]) > 0  # else NodeResourcesFit filters it out
 
 
-def test_test_pod_is_the_seeds_pod_and_tolerates_the_fake_node() -> None:
+def test_test_pod_is_the_experiments_pod_and_tolerates_the_fake_node() -> None:
     pod, node = example("test-pod.yaml"), example("fake-node.yaml")
     assert pod["metadata"]["name"] == "qos-demo-pod"
     assert all(tolerates(pod["spec"]["tolerations"], taint) for taint in node["spec"]["taints"])
