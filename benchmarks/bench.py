@@ -137,112 +137,36 @@ def _python() -> str:
     return sys.executable
 
 
-def _variant(*settings: str) -> Callable[[str, CertFiles], list[str]]:
-    def argv(bind: str, certs: CertFiles) -> list[str]:
-        return [
-            _python(),
-            "-m",
-            "benchmarks.serve_variant",
-            "--app",
-            "benchmarks.baseline_app:app",
-            "--bind",
-            bind,
-            "--certfile",
-            str(certs.cert),
-            "--keyfile",
-            str(certs.key),
-            *settings,
-        ]
-
-    return argv
-
-
-SERVERS: dict[str, ServerSpec] = {
-    # The baseline app under named serving settings: the "Serving choices" experiments.
-    "flask-gthread-2x4-ka2": ServerSpec(
-        "flask-gthread-2x4-ka2",
-        "baseline app, gthread 2 workers x 4 threads, keep-alive 2 s (gunicorn defaults)",
-        _variant("--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keepalive", "2"),
-    ),
-    "flask-gthread-2x4-ka120": ServerSpec(
-        "flask-gthread-2x4-ka120",
-        "baseline app, gthread 2x4, keep-alive 120 s, one TLS context per worker",
-        _variant(
-            "--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keepalive", "120", "--reuse-ssl-context"
-        ),
-    ),
-    "flask-sync-2": ServerSpec(
-        "flask-sync-2",
-        "baseline app, sync 2 workers (no keep-alive)",
-        _variant("--worker-class", "sync", "--workers", "2"),
-    ),
-    "flask-gevent-2-shared": ServerSpec(
-        "flask-gevent-2-shared",
-        "baseline app, gevent 2 workers, keep-alive 120 s, one shared listening socket",
-        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120"),
-    ),
-    "flask-gevent-2-shared-yield": ServerSpec(
-        "flask-gevent-2-shared-yield",
-        "baseline app, gevent 2 workers, keep-alive 120 s, shared socket, loop yield after each request",
-        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--yield-after-request"),
-    ),
-    "flask-gevent-2-reuseport-yield": ServerSpec(
-        "flask-gevent-2-reuseport-yield",
-        "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT "
-        "socket per worker, loop yield after each request",
-        _variant(
-            "--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port", "--yield-after-request"
-        ),
-    ),
-    "flask-gevent-2-reuseport-yield-coalesce": ServerSpec(
-        "flask-gevent-2-reuseport-yield-coalesce",
-        "as flask-gevent-2-reuseport-yield, and the response head sent in the same TLS record as the body",
-        _variant(
-            "--worker-class",
-            "gevent",
-            "--workers",
-            "2",
-            "--keepalive",
-            "120",
-            "--reuse-port",
-            "--yield-after-request",
-            "--coalesce-writes",
-        ),
-    ),
-    "flask-gevent-2-reuseport": ServerSpec(
-        "flask-gevent-2-reuseport",
-        "baseline app, gevent 2 workers, keep-alive 120 s, SO_REUSEPORT socket per worker",
-        _variant("--worker-class", "gevent", "--workers", "2", "--keepalive", "120", "--reuse-port"),
-    ),
-}
-
-
-def _register_product_servers() -> None:
-    """`ours` is `netqos-webhook serve`; `baseline` is the Flask baseline under its settings."""
+def _ours(bind: str, certs: CertFiles) -> list[str]:
     exe = Path(_python()).parent / "netqos-webhook"
-    SERVERS["ours"] = ServerSpec(
-        "ours",
-        "netqos-webhook serve (production defaults)",
-        lambda bind, c: [str(exe), "serve", "--bind", bind, "--certfile", str(c.cert), "--keyfile", str(c.key)],
-    )
-    SERVERS["baseline"] = ServerSpec(
+    return [str(exe), "serve", "--bind", bind, "--certfile", str(certs.cert), "--keyfile", str(certs.key)]
+
+
+def _baseline(bind: str, certs: CertFiles) -> list[str]:
+    return [
+        _python(),
+        "-m",
+        "benchmarks.serve_baseline",
+        "--bind",
+        bind,
+        "--certfile",
+        str(certs.cert),
+        "--keyfile",
+        str(certs.key),
+    ]
+
+
+# The serving-settings experiments of docs/performance.md ("Serving defaults") ran further servers
+# here (benchmarks/serve_variant.py); they were removed once the settings were chosen, and the
+# commit named there has them.
+SERVERS: dict[str, ServerSpec] = {
+    "ours": ServerSpec("ours", "netqos-webhook serve (production defaults)", _ours),
+    "baseline": ServerSpec(
         "baseline",
         "minimal Flask webhook (benchmarks/baseline_app.py) under the same gunicorn settings",
-        lambda bind, c: [
-            _python(),
-            "-m",
-            "benchmarks.serve_baseline",
-            "--bind",
-            bind,
-            "--certfile",
-            str(c.cert),
-            "--keyfile",
-            str(c.key),
-        ],
-    )
-
-
-_register_product_servers()
+        _baseline,
+    ),
+}
 
 
 # --------------------------------------------------------------------------------------------
