@@ -475,7 +475,7 @@ def render(results: list[dict[str, Any]], servers: list[str], meta: dict[str, An
         rows = [by_key.get((sc.name, s)) for s in servers]
         if not any(rows):
             continue
-        for i, (s, r) in enumerate(zip(servers, rows)):
+        for i, (s, r) in enumerate(zip(servers, rows, strict=True)):
             if r is None:
                 continue
             cells = [_fmt(fmt, get(r)) for _, get, fmt in COLUMNS]
@@ -588,7 +588,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"{sc.name:12} {s:26} {ld['rps']:8.0f} req/s  p50 {ld['p50_ms']:7.2f}  "
                         f"p99 {ld['p99_ms']:8.2f}  max {ld['max_ms']:8.1f} ms  err {ld['errors']} "
                         f"to {ld['timeouts']}  cpu {r['cpu_ms_per_req'] or 0:.3f} ms/req  "
-                        f"busiest {100 * (r['busiest_worker_share'] or 0):.0f}%  rss {r['peak_rss_mib_per_worker'] or 0:.1f} MiB  "
+                        f"busiest {100 * (r['busiest_worker_share'] or 0):.0f}%  "
+                        f"rss {r['peak_rss_mib_per_worker'] or 0:.1f} MiB  "
                         f"ready {r['ready_s']:.2f} s  other {r['other_cores']:.2f} cores",
                         file=sys.stderr,
                         flush=True,

@@ -76,7 +76,8 @@ def encode(document: Any) -> bytes:
 def review(policy: Policy, document: Any) -> Result:
     request, api_version = _request(document)
     uid = request["uid"]
-    operation = request.get("operation") if isinstance(request.get("operation"), str) else ""
+    operation = request.get("operation")
+    operation = operation if isinstance(operation, str) else ""
     dry_run = request.get("dryRun") is True  # dry runs are answered exactly like real requests
     obj = request.get("object")
 
@@ -111,7 +112,8 @@ def review(policy: Policy, document: Any) -> Result:
 def create_review(pod: Any, username: str) -> dict[str, Any]:
     """The AdmissionReview the API server would send for creating `pod`, as a dry run: the
     offline commands (review, explain) put a pod through exactly the `/mutate` code path."""
-    meta = pod.get("metadata") if isinstance(pod, dict) and isinstance(pod.get("metadata"), dict) else {}
+    metadata = pod.get("metadata") if isinstance(pod, dict) else None
+    meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
     namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) and meta["namespace"] else "default"
     gvk = {"group": "", "version": "v1", "kind": "Pod"}
     gvr = {"group": "", "version": "v1", "resource": "pods"}

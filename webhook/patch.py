@@ -49,4 +49,4 @@ def _diff(before: Any, after: Any, path: str, ops: list[dict[str, Any]]) -> None
 
 
 def _is_prefix(short: list[Any], long: list[Any]) -> bool:
-    return len(short) <= len(long) and all(a is b or a == b for a, b in zip(short, long))
+    return len(short) <= len(long) and all(a is b or a == b for a, b in zip(short, long, strict=False))

@@ -93,7 +93,8 @@ def test_unusable_input_is_one_clear_line_and_exit_code_2(case, args, stdin, fra
 def test_serve_refuses_to_start_with_an_invalid_policy_and_says_where(tmp_path):
     bad = tmp_path / "policy.yaml"
     bad.write_text(
-        "rules:\n- name: netqos\n  podSelector: {}\n  preferences:\n  - weight: 500\n    matchExpressions: [{key: net, operator: In, values: [high]}]\n"
+        "rules:\n- name: netqos\n  podSelector: {}\n  preferences:\n  - weight: 500\n"
+        "    matchExpressions: [{key: net, operator: In, values: [high]}]\n"
     )
     done = run("serve", "--config", str(bad), cwd=tmp_path)
     assert done.returncode == 2

@@ -70,7 +70,8 @@ def test_an_unreachable_api_server_fails_fast_with_its_address(tmp_path):
     started = time.monotonic()
     with pytest.raises(
         ClusterError,
-        match=rf"cannot reach the Kubernetes API server at https://127.0.0.1:{port} \(kubeconfig .*, context demo\): .*check that the cluster is running",
+        match=rf"cannot reach the Kubernetes API server at https://127.0.0.1:{port} \(kubeconfig .*, context demo\): "
+        r".*check that the cluster is running",
     ):
         list_nodes(kubeconfig(tmp_path, f"https://127.0.0.1:{port}"), "demo")
     assert time.monotonic() - started < 10
@@ -79,7 +80,8 @@ def test_an_unreachable_api_server_fails_fast_with_its_address(tmp_path):
 def test_explaining_from_files_never_loads_the_kubernetes_client():
     code = (
         "import sys; from webhook import cli; "
-        "assert cli.main(['explain', '--pod', 'deploy/examples/test-pod.yaml', '--nodes', 'deploy/examples/nodes.yaml']) == 0; "
+        "assert cli.main(['explain', '--pod', 'deploy/examples/test-pod.yaml', "
+        "'--nodes', 'deploy/examples/nodes.yaml']) == 0; "
         "assert 'kubernetes' not in sys.modules, 'kubernetes was imported'"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
@@ -91,7 +93,7 @@ class APIServer:
 
     def __init__(self, status: int, body: bytes) -> None:
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
+            def do_GET(self):  # http.server's method name
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -137,7 +139,8 @@ def test_a_forbidden_list_says_to_check_permissions(tmp_path):
     with APIServer(403, body) as api:
         with pytest.raises(
             ClusterError,
-            match=rf"the API server at {api.url} \(kubeconfig .*\) refused to list nodes: HTTP 403 Forbidden; check that your user may list nodes",
+            match=rf"the API server at {api.url} \(kubeconfig .*\) refused to list nodes: HTTP 403 Forbidden; "
+            r"check that your user may list nodes",
         ):
             list_nodes(kubeconfig(tmp_path, api.url))
 

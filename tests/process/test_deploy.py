@@ -56,17 +56,17 @@ def dev_overlay_copy(tmp: Path) -> tuple[Path, CertFiles]:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The objects each tree renders to, and the dev overlay's CA (bytes) under "dev-ca"."""
     if KUBECTL is None:
         pytest.skip("kubectl is not installed: cannot render deploy/ with 'kubectl kustomize'")
     dev, files = dev_overlay_copy(tmp_path_factory.mktemp("dev"))
-    out = {
+    return {
         "base": kustomize(DEPLOY / "base"),
         "cert-manager": kustomize(DEPLOY / "overlays/cert-manager"),
         "dev": kustomize(dev),
+        "dev-ca": files.ca_cert.read_bytes(),
     }
-    out["dev-ca"] = files.ca_cert.read_bytes()  # type: ignore[assignment]
-    return out
 
 
 def one(objs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
@@ -94,9 +94,8 @@ def test_every_rendered_object_is_valid_against_the_kubernetes_schema(rendered, 
             validate(obj, version)
         except kubernetes_validate.ValidationError as err:
             path = ".".join(map(str, err.path))
-            pytest.fail(
-                f"{tree}: {obj['kind']}/{obj['metadata']['name']} is invalid for Kubernetes {version}: {path}: {err.message}"
-            )
+            name = f"{obj['kind']}/{obj['metadata']['name']}"
+            pytest.fail(f"{tree}: {name} is invalid for Kubernetes {version}: {path}: {err.message}")
 
 
 def test_the_schema_check_catches_a_misspelt_field() -> None:
@@ -410,7 +409,10 @@ def test_cert_manager_overlay_signs_with_a_ca_bootstrapped_from_a_self_signed_is
 
 def test_cert_manager_overlay_keeps_the_base(rendered) -> None:
     without_crds = [o for o in rendered["cert-manager"] if not o["apiVersion"].startswith(CRD_GROUPS)]
-    strip = lambda o: {**o, "metadata": {k: v for k, v in o["metadata"].items() if k != "annotations"}}  # noqa: E731
+
+    def strip(o: dict[str, Any]) -> dict[str, Any]:
+        return {**o, "metadata": {k: v for k, v in o["metadata"].items() if k != "annotations"}}
+
     assert sorted(map(json.dumps, map(strip, without_crds))) == sorted(map(json.dumps, map(strip, rendered["base"])))
 
 
@@ -426,7 +428,10 @@ def test_dev_overlay_is_only_the_webhook_configuration_pointing_at_a_url(rendere
 def test_dev_overlay_differs_from_base_only_in_client_config(rendered) -> None:
     (dev,) = rendered["dev"]
     base = one(rendered["base"], "MutatingWebhookConfiguration")
-    drop = lambda c: [{k: v for k, v in w.items() if k != "clientConfig"} for w in c["webhooks"]]  # noqa: E731
+
+    def drop(c: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in w.items() if k != "clientConfig"} for w in c["webhooks"]]
+
     assert drop(dev) == drop(base)
     assert dev["metadata"] == base["metadata"]
 

@@ -1,6 +1,6 @@
 """End to end: a real `netqos-webhook serve` (gunicorn, TLS) with certificates from the project's
-own generator (what `netqos-webhook certs` writes), verified as the API server verifies it, and every patch it returns applied
-by both Python's and Go's JSON-patch."""
+own generator (what `netqos-webhook certs` writes), verified as the API server verifies it, and
+every patch it returns applied by both Python's and Go's JSON-patch."""
 
 import json
 import socket

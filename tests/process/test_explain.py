@@ -313,7 +313,10 @@ def test_a_bad_kubeconfig_is_one_line_without_traceback_and_exit_2(tmp_path):
 def test_the_example_fake_node_is_the_fake_node_of_the_example_nodes():
     fake = yaml.safe_load((REPO / "deploy/examples/fake-node.yaml").read_text())
     listed = next(n for n in experiment_nodes() if n["metadata"]["name"] == "fake-node-1")
-    strip = lambda taints: [{k: t[k] for k in ("key", "effect")} for t in taints]  # noqa: E731 - timeAdded is the controller's
+
+    def strip(taints: list[dict]) -> list[dict]:
+        return [{k: t[k] for k in ("key", "effect")} for t in taints]  # timeAdded is the controller's
+
     assert fake["metadata"]["labels"] == listed["metadata"]["labels"]
     assert strip(fake["spec"]["taints"]) == strip(listed["spec"]["taints"])
 

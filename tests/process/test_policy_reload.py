@@ -193,7 +193,7 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
                     terms = terms_of(
                         decoded_patch(server.review(pod_review(latency_pod(), uid=f"{index}-{sent}"), conn=conn))
                     )
-                except Exception as err:  # noqa: BLE001 - every failure is the test's finding
+                except Exception as err:  # every failure is the test's finding
                     failures.append(repr(err))
                     conn = server.connect()
                 else:

@@ -223,7 +223,7 @@ class RecordingAPIServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_PATCH(self) -> None:  # noqa: N802
+            def do_PATCH(self) -> None:  # http.server's method name
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 url = urlsplit(self.path)
                 outer.requests.append(
@@ -338,13 +338,16 @@ def test_register_without_certificates_generates_them_first(tmp_path: Path, caps
             (
                 403,
                 "Forbidden",
-                'secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch resource "secrets" in API group "" in the namespace "netqos-system"',
+                'secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch resource "secrets" '
+                'in API group "" in the namespace "netqos-system"',
             ),
-            'refused to apply secret/netqos-webhook-tls in namespace netqos-system: HTTP 403 Forbidden: secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch',
+            "refused to apply secret/netqos-webhook-tls in namespace netqos-system: HTTP 403 Forbidden: "
+            'secrets "netqos-webhook-tls" is forbidden: User "dev" cannot patch',
         ),
         (
             (403, "Forbidden", "forbidden"),
-            "needs the verbs create and patch on secrets in namespace netqos-system (kubectl auth can-i patch secrets -n netqos-system)",
+            "needs the verbs create and patch on secrets in namespace netqos-system "
+            "(kubectl auth can-i patch secrets -n netqos-system)",
         ),
         (
             (401, "Unauthorized", "Unauthorized"),
@@ -386,7 +389,8 @@ def test_unreachable_cluster_is_one_clear_message_and_exit_1(
     captured = capsys.readouterr()
     assert code == 1
     assert captured.err.startswith(
-        f"netqos-webhook register: cannot reach the Kubernetes API server at {server} (kubeconfig {tmp_path}/kubeconfig): "
+        f"netqos-webhook register: cannot reach the Kubernetes API server at {server} "
+        f"(kubeconfig {tmp_path}/kubeconfig): "
     )
     assert "Connection refused" in captured.err
     assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err

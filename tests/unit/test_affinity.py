@@ -59,7 +59,9 @@ def test_a_term_without_requirements_matches_nothing():
     ],
 )
 def test_term_identity_ignores_order_but_not_meaning(a, b, equal):
-    make = lambda w, reqs: PreferredTerm.of(w, *(Requirement(*r) for r in reqs))  # noqa: E731
+    def make(weight, requirements):
+        return PreferredTerm.of(weight, *(Requirement(*r) for r in requirements))
+
     assert (make(*a).identity == make(*b).identity) is equal
 
 

@@ -248,7 +248,9 @@ def test_required_terms_naming_nodes_leave_the_others_to_prefilter():
 
 
 def test_required_terms_naming_disjoint_nodes_conflict_in_prefilter():
-    name_in = lambda n: {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]}  # noqa: E731
+    def name_in(name):
+        return {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
+
     both = {"matchFields": name_in("n1")["matchFields"] + name_in("n2")["matchFields"]}  # one term: ANDed
     ranking = rank(pod_view(pod(required(both))), [Node("n1", {}), Node("n2", {})])
     assert [n.reason for n in ranking.nodes] == [REASON_TERMS_CONFLICT] * 2
