@@ -34,6 +34,7 @@ from typing import Any
 from benchmarks import reviews
 from webhook.certs import CertFiles
 from webhook.testing.certs import make_certs
+from webhook.testing.procfs import children
 from webhook.testing.server import SERVER_NAME, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -173,22 +174,6 @@ SERVERS: dict[str, ServerSpec] = {
 # Process accounting from /proc
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if int(fields[1]) == pid:
-            out.append(int(entry))
-    return sorted(out)
-
-
 def _cpu_seconds(pid: int, with_reaped_children: bool = False) -> float:
     with open(f"/proc/{pid}/stat", "rb") as f:
         stat = f.read()
@@ -224,7 +209,7 @@ def _machine_busy_s() -> float:
 
 def _snapshot(master: int) -> Snapshot:
     workers = {}
-    for w in _children(master):
+    for w in children(master):
         try:
             workers[w] = _cpu_seconds(w)
         except OSError:
