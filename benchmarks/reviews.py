@@ -3,7 +3,7 @@
 A typical review is a Deployment's pod at CREATE: `generateName` and no name, an owner reference
 to its ReplicaSet, the service-account token volume and the default tolerations that the
 built-in admission plugins add before mutating webhooks run, two containers with probes,
-resources and env. It encodes to about 4 KB, like the reviews in the issue's measurements.
+resources and env. It encodes to about 4 KB, like the reviews of the reference measurements (docs/performance.md).
 
 The uid is a placeholder that the load generator replaces per request (`PLACEHOLDER_UID`).
 """
