@@ -104,7 +104,8 @@ def _broken(tmp: Path, certs: CertFiles, case: str) -> CertFiles:
     [
         (
             "missing-key",
-            "missing {dir}/tls.key; make new ones with 'netqos-webhook certs --out {dir} --namespace netqos-system --force'",
+            "missing {dir}/tls.key; make new ones with "
+            "'netqos-webhook certs --out {dir} --namespace netqos-system --force'",
         ),
         ("foreign-key", "{dir}/tls.key is not the key of {dir}/tls.crt"),
         ("other-ca", "{dir}/tls.crt was not issued by the CA in {dir}/ca.crt"),

@@ -26,10 +26,11 @@ from typing import Any, NamedTuple
 from prometheus_client.parser import text_string_to_metric_families
 
 from webhook.certs import CertFiles
+from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SERVICE, METRICS_DIR_ENV
 from webhook.testing.certs import make_certs
 from webhook.testing.procfs import children
 
-SERVER_NAME = "netqos-webhook.netqos-system.svc"
+SERVER_NAME = f"{DEFAULT_SERVICE}.{DEFAULT_NAMESPACE}.svc"  # what the API server dials and verifies
 LOOPBACK = "127.0.0.1"
 STOP_GRACE_SECONDS = 5  # gunicorn stops within a couple of seconds; a broken shutdown must not hang
 KILL_WAIT_SECONDS = 15
@@ -227,7 +228,7 @@ def start_server(
         certs = certs or make_certs(workdir / "certs")
         command += ["--certfile", str(certs.cert), "--keyfile", str(certs.key)]
     # "": the server makes a temporary metrics directory of its own
-    environment = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": "", **(env or {})}
+    environment = {**os.environ, METRICS_DIR_ENV: "", **(env or {})}
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [*command, *args],
