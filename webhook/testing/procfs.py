@@ -73,3 +73,14 @@ def client_ports(pid: int) -> set[int]:
     """Remote (client) ports of the TCP connections process `pid` holds: which worker serves whom."""
     inodes = socket_inodes(pid)
     return {remote for _, remote, state, inode in tcp_sockets() if inode in inodes and state == ESTABLISHED}
+
+
+def pending_client_ports(port: int) -> set[int]:
+    """Remote ports of connections to local `port` that the kernel has established but no process
+    has accepted yet (inode 0: still in a listening socket's accept queue). With SO_REUSEPORT each
+    worker has its own queue, and a worker that dies takes the connections in its queue with it."""
+    return {
+        remote
+        for local, remote, state, inode in tcp_sockets()
+        if local == port and state == ESTABLISHED and inode == "0"
+    }
