@@ -188,7 +188,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read their own output
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+    def do_GET(self) -> None:  # the http.server API names it
         self.server.requests.append(self.path)
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
             self._send(401, _status(401, "Unauthorized", "Unauthorized"))
@@ -353,12 +353,13 @@ def issue_tls(
 
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
     from cryptography.x509.oid import NameOID
 
     def when(day: str) -> dt.datetime:
         return dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
 
+    ca_key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
     if ca is None:
         ca_key = ec.generate_private_key(ec.SECP256R1())
         ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "netqos-test-ca")])
@@ -375,7 +376,10 @@ def issue_tls(
         )
     else:
         ca_cert = x509.load_pem_x509_certificate(ca.ca_cert)
-        ca_key = serialization.load_pem_private_key(ca.ca_key, password=None)  # type: ignore[assignment]
+        loaded = serialization.load_pem_private_key(ca.ca_key, password=None)
+        if not isinstance(loaded, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+            raise TypeError(f"the CA key is {type(loaded).__name__}; the project makes ECDSA or RSA keys")
+        ca_key = loaded
     key = ec.generate_private_key(ec.SECP256R1())
     names = list(names)
     cert = (
