@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 from flask.testing import FlaskClient
-from webhook.app import AppConfig, create_app
 
 from webhook.policy_file import default_policy
+from webhook.serving.app import AppConfig, create_app
 
 
 @pytest.fixture
