@@ -8,8 +8,8 @@ import threading
 import urllib.parse
 
 import pytest
-from test_cluster import kubeconfig
 
+from tests.process.test_cluster import kubeconfig
 from webhook.cluster import ASSIGNED_NOT_FINISHED, PAGE_SIZE, ClusterError, list_pods
 
 
