@@ -80,7 +80,7 @@ class Cluster:
 
     @property
     def host(self) -> str:
-        return self.configuration.host
+        return str(self.configuration.host)
 
 
 def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluster:
@@ -89,8 +89,10 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
 
     Raises `KubeconfigError` naming the file (or the service account) and what to do.
     """
-    from kubernetes import client, config  # noqa: PLC0415 - lazy on purpose, see the module doc
+    from kubernetes import client  # noqa: PLC0415 - lazy on purpose, see the module doc
+    from kubernetes import config as untyped_config  # noqa: PLC0415
 
+    config: Any = untyped_config  # its loaders carry no annotations
     configuration = client.Configuration()
     if (
         kubeconfig is None
@@ -151,25 +153,10 @@ def _default_kubeconfig_exists() -> bool:
 
 
 def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
-    """Every Node of the cluster `kubeconfig` (and `context`) points at, as API JSON data."""
-    from kubernetes import client  # noqa: PLC0415
-
-    cluster = connect(kubeconfig, context)
-    with client.ApiClient(cluster.configuration) as api:
-        response = _request(
-            cluster,
-            "list nodes",
-            lambda: client.CoreV1Api(api).list_node(_preload_content=False, _request_timeout=REQUEST_TIMEOUT).data,
-            forbidden="check that your user may list nodes (kubectl auth can-i list nodes)",
-        )
-    try:
-        node_list = json.loads(response)
-    except ValueError:
-        raise ClusterError(
-            f"the API server at {cluster.host} ({cluster.where}) did not answer the node list with JSON; "
-            "check that --kubeconfig/--context point at a Kubernetes API server"
-        ) from None
-    return (node_list.get("items") if isinstance(node_list, dict) else None) or []
+    """Every Node of the cluster `kubeconfig` (and `context`) points at, as API JSON data, read
+    PAGE_SIZE at a time."""
+    with Reader(connect(kubeconfig, context)) as reader:
+        return list(reader.list("Node"))
 
 
 # kind -> (API class, read method, list method, cluster-scoped, plural for RBAC hints)
@@ -342,36 +329,44 @@ def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], 
         core = client.CoreV1Api(api)
         admission = client.AdmissionregistrationV1Api(api)
         for obj in objs:
-            name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
-            if obj["kind"] == "Secret":
-                patch, args = core.patch_namespaced_secret, (name, namespace)
-                scope, can_i = f"secrets in namespace {namespace}", f"secrets -n {namespace}"
-            else:
-                patch, args = admission.patch_mutating_webhook_configuration, (name,)
-                scope, can_i = "cluster-scoped mutatingwebhookconfigurations", "mutatingwebhookconfigurations"
-            response = _request(
-                cluster,
-                f"apply {describe(obj)}",
-                lambda: patch(
-                    *args,
-                    body=obj,
-                    field_manager=FIELD_MANAGER,
-                    force=True,
-                    _preload_content=False,
-                    _request_timeout=REQUEST_TIMEOUT,
-                ),
-                forbidden=(
-                    f"applying it needs the verbs create and patch on {scope} (kubectl auth can-i patch {can_i}); "
-                    "run as a cluster administrator or grant them with RBAC"
-                ),
-                missing=(
-                    f"create the namespace first: 'kubectl apply -k deploy/base' (or 'kubectl create namespace "
-                    f"{namespace}'), or pass --namespace"
-                )
-                if namespace
-                else None,
-            )
+            response = _apply_one(cluster, core, admission, obj)
             report(f"{describe(obj)} {'created' if response.status == 201 else 'configured'} (server-side apply)")
+
+
+def _apply_one(cluster: Cluster, core: Any, admission: Any, obj: dict[str, Any]) -> Any:
+    """Server-side apply one Secret or MutatingWebhookConfiguration; the raw response."""
+    name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
+    patch: Callable[..., Any]
+    args: tuple[str, ...]
+    if obj["kind"] == "Secret":
+        patch, args = core.patch_namespaced_secret, (name, namespace)
+        scope, can_i = f"secrets in namespace {namespace}", f"secrets -n {namespace}"
+    else:
+        patch, args = admission.patch_mutating_webhook_configuration, (name,)
+        scope, can_i = "cluster-scoped mutatingwebhookconfigurations", "mutatingwebhookconfigurations"
+    missing = None
+    if namespace:
+        missing = (
+            f"create the namespace first: 'kubectl apply -k deploy/base' (or 'kubectl create namespace "
+            f"{namespace}'), or pass --namespace"
+        )
+    return _request(
+        cluster,
+        f"apply {describe(obj)}",
+        lambda: patch(
+            *args,
+            body=obj,
+            field_manager=FIELD_MANAGER,
+            force=True,
+            _preload_content=False,
+            _request_timeout=REQUEST_TIMEOUT,
+        ),
+        forbidden=(
+            f"applying it needs the verbs create and patch on {scope} (kubectl auth can-i patch {can_i}); "
+            "run as a cluster administrator or grant them with RBAC"
+        ),
+        missing=missing,
+    )
 
 
 def describe(obj: dict[str, Any]) -> str:

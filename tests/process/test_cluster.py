@@ -129,7 +129,8 @@ def test_nodes_are_the_items_as_the_api_server_sent_them(tmp_path):
 def test_an_answer_that_is_not_json_is_one_message(tmp_path):
     with APIServer(200, b"<html>login</html>") as api:
         with pytest.raises(
-            ClusterError, match=rf"the API server at {api.url} \(kubeconfig .*\) did not answer the node list with JSON"
+            ClusterError,
+            match=rf"the API server at {api.url} \(kubeconfig .*\) did not answer the list of nodes with a JSON object",
         ):
             list_nodes(kubeconfig(tmp_path, api.url))
 

@@ -64,7 +64,8 @@ def mark_worker_dead(pid: int) -> None:
     if multiprocess_dir():
         from prometheus_client import multiprocess
 
-        multiprocess.mark_process_dead(pid)
+        untyped: Any = multiprocess  # prometheus_client's multiprocess helpers carry no annotations
+        untyped.mark_process_dead(pid)
 
 
 @lru_cache(maxsize=1)
@@ -216,7 +217,8 @@ def render(accept: str | None = None) -> tuple[bytes, str]:
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+        untyped: Any = multiprocess  # prometheus_client's multiprocess helpers carry no annotations
+        untyped.MultiProcessCollector(registry)
         registry.register(_BuildInfo())
     encoder, content_type = choose_encoder(accept or "")
     return encoder(registry), content_type
