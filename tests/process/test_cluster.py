@@ -3,13 +3,11 @@ nothing loads the client until a cluster is asked for."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 from types import SimpleNamespace
 
@@ -19,6 +17,7 @@ from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnection
 
 from tests.fixtures import REPO
 from webhook.cluster import Cluster, ClusterError, KubeconfigError, _request, list_nodes
+from webhook.testing.kubeapi import ScriptedAPI
 
 
 def kubeconfig(tmp_path, server: str) -> str:
@@ -88,31 +87,9 @@ def test_explaining_from_files_never_loads_the_kubernetes_client():
     assert done.returncode == 0, done.stderr
 
 
-class APIServer:
-    """Answers every GET with `status` and `body` on loopback."""
-
-    def __init__(self, status: int, body: bytes) -> None:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # http.server's method name
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def __enter__(self) -> APIServer:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def answering(status: int, body: bytes) -> ScriptedAPI:
+    """A loopback API server that answers every request with `status` and `body`."""
+    return ScriptedAPI(lambda _request: (status, body))
 
 
 def test_nodes_are_the_items_as_the_api_server_sent_them(tmp_path):
@@ -122,12 +99,12 @@ def test_nodes_are_the_items_as_the_api_server_sent_them(tmp_path):
         "status": {"images": [{"sizeBytes": 1}]},
     }
     body = json.dumps({"kind": "NodeList", "apiVersion": "v1", "items": [node]}).encode()
-    with APIServer(200, body) as api:
+    with answering(200, body) as api:
         assert list_nodes(kubeconfig(tmp_path, api.url)) == [node]
 
 
 def test_an_answer_that_is_not_json_is_one_message(tmp_path):
-    with APIServer(200, b"<html>login</html>") as api:
+    with answering(200, b"<html>login</html>") as api:
         with pytest.raises(
             ClusterError,
             match=rf"the API server at {api.url} \(kubeconfig .*\) did not answer the list of nodes with a JSON object",
@@ -137,7 +114,7 @@ def test_an_answer_that_is_not_json_is_one_message(tmp_path):
 
 def test_a_forbidden_list_says_to_check_permissions(tmp_path):
     body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}'
-    with APIServer(403, body) as api:
+    with answering(403, body) as api:
         with pytest.raises(
             ClusterError,
             match=rf"the API server at {api.url} \(kubeconfig .*\) refused to list nodes: HTTP 403 Forbidden; "

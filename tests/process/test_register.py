@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
@@ -27,6 +23,7 @@ from webhook.cli import main
 from webhook.manifests import webhook_configuration
 from webhook.policy_file import load_policy
 from webhook.register import CertificateError, check_certificates, objects
+from webhook.testing.kubeapi import Request, ScriptedAPI, status_body
 
 POLICY = str(REPO / "deploy/base/policy.yaml")
 SECRET_PATH = "/api/v1/namespaces/netqos-system/secrets/netqos-webhook-tls"
@@ -213,87 +210,42 @@ def closed_port() -> int:
         return s.getsockname()[1]  # closed again when the with block ends
 
 
-class RecordingAPIServer:
-    """Answers PATCH like an API server doing server-side apply: 201 the first time, then 200;
-    or `fail` = (status, reason, message) for every request."""
+def applying_api(fail: tuple[int, str, str] | None = None) -> ScriptedAPI:
+    """A loopback API server answering PATCH like one doing server-side apply: 201 the first time
+    a path is applied, then 200; or `fail` = (status, reason, message) for every request."""
+    seen: set[str] = set()
 
-    def __init__(self, fail: tuple[int, str, str] | None = None) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.fail = fail
-        seen: set[str] = set()
-        outer = self
+    def answer(request: Request) -> tuple[int, Any]:
+        if fail:
+            return fail[0], status_body(*fail)
+        code = 200 if request.path in seen else 201
+        seen.add(request.path)
+        return code, request.json()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_PATCH(self) -> None:  # http.server's method name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                url = urlsplit(self.path)
-                outer.requests.append(
-                    {
-                        "path": url.path,
-                        "query": parse_qs(url.query),
-                        "content_type": self.headers["Content-Type"],
-                        "authorization": self.headers["Authorization"],
-                        "body": json.loads(body),
-                    }
-                )
-                if outer.fail:
-                    status, reason, message = outer.fail
-                    answer = {
-                        "kind": "Status",
-                        "apiVersion": "v1",
-                        "status": "Failure",
-                        "message": message,
-                        "reason": reason,
-                        "code": status,
-                    }
-                else:
-                    status = 200 if url.path in seen else 201
-                    seen.add(url.path)
-                    answer = json.loads(body)
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def __enter__(self) -> RecordingAPIServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return ScriptedAPI(answer)
 
 
 def test_register_server_side_applies_the_secret_then_the_configuration(
     tmp_path: Path, certs: CertFiles, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with RecordingAPIServer() as api:
+    with applying_api() as api:
         config = str(kubeconfig(tmp_path, api.url))
         args = ["register", "--kubeconfig", config, "--certs", str(certs.directory), "--config", POLICY]
         assert main(args) == 0
         first = capsys.readouterr()
         assert main(args) == 0
         second = capsys.readouterr()
-    assert [(r["path"], r["body"]) for r in api.requests[:2]] == [
+    assert [(r.path, r.json()) for r in api.requests[:2]] == [
         (SECRET_PATH, expected_secret(certs)),
         (CONFIG_PATH, expected_config(certs)),
     ]
     for request in api.requests:
-        assert request["content_type"] == "application/apply-patch+yaml"
-        assert request["query"]["fieldManager"] == ["netqos-webhook"]
+        assert request.headers["Content-Type"] == "application/apply-patch+yaml"
+        assert request.query["fieldManager"] == ["netqos-webhook"]
         # the API server parses it with Go's strconv.ParseBool; older clients send "True"
-        assert request["query"]["force"] in (["true"], ["True"])
-        assert set(request["query"]) == {"fieldManager", "force"}
-        assert request["authorization"] == "Bearer test-token"
+        assert request.query["force"] in (["true"], ["True"])
+        assert set(request.query) == {"fieldManager", "force"}
+        assert request.headers["Authorization"] == "Bearer test-token"
     assert first.out.splitlines() == [
         "secret/netqos-webhook-tls in namespace netqos-system created (server-side apply)",
         "mutatingwebhookconfiguration/netqos-webhook created (server-side apply)",
@@ -308,7 +260,7 @@ def test_register_with_a_url_sends_no_secret(
     tmp_path: Path, certs: CertFiles, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = "https://host.minikube.internal:8443/mutate"
-    with RecordingAPIServer() as api:
+    with applying_api() as api:
         args = [
             "register",
             "--kubeconfig",
@@ -319,16 +271,16 @@ def test_register_with_a_url_sends_no_secret(
             url,
         ]
         assert main(args) == 0
-    assert [(r["path"], r["body"]) for r in api.requests] == [(CONFIG_PATH, expected_config(certs, url=url))]
+    assert [(r.path, r.json()) for r in api.requests] == [(CONFIG_PATH, expected_config(certs, url=url))]
 
 
 def test_register_without_certificates_generates_them_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "new-certs"
-    with RecordingAPIServer() as api:
+    with applying_api() as api:
         assert main(["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--certs", str(target)]) == 0
     files = CertFiles(target)
     check_certificates(files, "netqos-system")
-    assert api.requests[0]["body"]["data"]["tls.crt"] == b64(files.cert)
+    assert api.requests[0].json()["data"]["tls.crt"] == b64(files.cert)
     assert f"generated a CA and a server certificate in {target}/" in capsys.readouterr().err
 
 
@@ -371,7 +323,7 @@ def test_register_without_certificates_generates_them_first(tmp_path: Path, caps
 def test_api_errors_are_one_clear_message_and_exit_1(
     tmp_path: Path, certs: CertFiles, capsys, fail, expected: str
 ) -> None:
-    with RecordingAPIServer(fail=fail) as api:
+    with applying_api(fail=fail) as api:
         code = main(["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--certs", str(certs.directory)])
     captured = capsys.readouterr()
     assert code == 1

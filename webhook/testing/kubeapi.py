@@ -26,9 +26,10 @@ import json
 import re
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -172,7 +173,8 @@ def parse_field_selector(text: str) -> list[tuple[str, bool, str]]:
 # --- the server ---------------------------------------------------------------------------------
 
 
-def _status(code: int, reason: str, message: str) -> bytes:
+def status_body(code: int, reason: str, message: str) -> bytes:
+    """A `Status` object, as the API server answers a failed request."""
     return json.dumps(
         {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}
     ).encode()
@@ -191,14 +193,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # the http.server API names it
         self.server.requests.append(self.path)
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-            self._send(401, _status(401, "Unauthorized", "Unauthorized"))
+            self._send(401, status_body(401, "Unauthorized", "Unauthorized"))
             return
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         try:
             code, body = self._answer(url.path, query)
         except ValueError as err:
-            code, body = 400, _status(400, "BadRequest", str(err))
+            code, body = 400, status_body(400, "BadRequest", str(err))
         self._send(code, body)
 
     def _send(self, code: int, body: bytes) -> None:
@@ -215,12 +217,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif parts[:1] == ["apis"] and len(parts) >= 3:
             rest = parts[3:]
         else:
-            return 404, _status(404, "NotFound", f"the server could not find the requested resource ({path})")
+            return 404, status_body(404, "NotFound", f"the server could not find the requested resource ({path})")
         namespace = None
         if rest[:1] == ["namespaces"] and len(rest) >= 3:
             namespace, rest = rest[1], rest[2:]
         if not rest or rest[0] not in KINDS or len(rest) > 2:
-            return 404, _status(404, "NotFound", f"the server could not find the requested resource ({path})")
+            return 404, status_body(404, "NotFound", f"the server could not find the requested resource ({path})")
         resource, name = rest[0], (rest[1] if len(rest) == 2 else None)
         snapshot = self.server.snapshot
         verb = "get" if name else "list"
@@ -230,13 +232,13 @@ class _Handler(BaseHTTPRequestHandler):
                 f'{resource} is forbidden: User "netqos-reader" cannot {verb} resource "{resource}"'
                 f' in API group "{KINDS[resource][0].rpartition("/")[0]}"{scope}'
             )
-            return 403, _status(403, "Forbidden", message)
+            return 403, status_body(403, "Forbidden", message)
         items = snapshot.objects.get(resource, [])
         if name:
             for s in items:
                 if s.name == name and (namespace is None or s.namespace == namespace):
                     return 200, s.body
-            return 404, _status(404, "NotFound", f'{resource} "{name}" not found')
+            return 404, status_body(404, "NotFound", f'{resource} "{name}" not found')
         return 200, self._list(resource, items, namespace, query)
 
     def _list(self, resource: str, items: list[Stored], namespace: str | None, query: dict[str, str]) -> bytes:
@@ -327,6 +329,75 @@ def serve(snapshot: Snapshot, directory: Path) -> Iterator[Running]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+# --- a scripted server: answers an API server rarely or never gives ------------------------------
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request a `ScriptedAPI` received."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: Message  # case-insensitive, as HTTP header names are
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+# request -> (HTTP status, body: bytes as they are, anything else as JSON)
+Answer = Callable[[Request], tuple[int, Any]]
+
+
+class ScriptedAPI:
+    """A loopback HTTP server that answers every request with `answer(request)` and records the
+    requests: for what `serve`'s faithful snapshot never does (a 403 to everything, a page that is
+    not JSON, a list that never ends) and for watching what the client sends (server-side apply).
+
+    A context manager; `kubeconfig(directory)` points the real client at it."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.requests: list[Request] = []
+        recorded, respond = self.requests, answer
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read their own output
+                pass
+
+            def _handle(self) -> None:
+                url = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                request = Request(self.command, url.path, parse_qs(url.query), self.headers, self.rfile.read(length))
+                recorded.append(request)
+                code, body = respond(request)
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PATCH = do_POST = do_PUT = do_DELETE = _handle  # noqa: N815 - http.server's names
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def kubeconfig(self, directory: Path, namespace: str = "default") -> Path:
+        return write_kubeconfig(Path(directory) / "kubeconfig", self.url, namespace)
+
+    def __enter__(self) -> ScriptedAPI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
 
 
 # --- building snapshots: the objects of an installed webhook, nodes and pods --------------------------
