@@ -13,6 +13,7 @@ import yaml
 
 from webhook.serving import filewatch
 from webhook.serving.reload import PolicyWatcher, load_snapshot
+from webhook.testing.clock import ManualClock
 from webhook.testing.patches import PREFERRED, decoded_patch, pod_review
 from webhook.testing.server import metric_value, start_server
 from webhook.testing.volume import MountedVolume
@@ -78,14 +79,6 @@ def terms_of(patch: list[dict]) -> list[dict]:
     return op["value"]["nodeAffinity"][PREFERRED]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def volume(tmp_path):
     return MountedVolume(tmp_path / "config", {"policy.yaml": as_bytes(POLICY_A)})
@@ -93,7 +86,7 @@ def volume(tmp_path):
 
 @pytest.fixture
 def watcher(volume):
-    clock = Clock()
+    clock = ManualClock(1000.0)
     path = volume.path("policy.yaml")
     return PolicyWatcher(load_snapshot(path), path, interval=1.0, clock=clock), clock
 
@@ -152,7 +145,7 @@ def test_an_invalid_file_is_refused_logged_once_and_counted_and_the_old_policy_s
 def test_a_vanished_file_keeps_the_policy_in_force(tmp_path, caplog):
     path = tmp_path / "policy.yaml"
     path.write_bytes(as_bytes(POLICY_A))
-    clock = Clock()
+    clock = ManualClock(1000.0)
     w = PolicyWatcher(load_snapshot(path), path, clock=clock)
     old = w.current()
     path.unlink()

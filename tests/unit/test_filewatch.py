@@ -5,14 +5,7 @@ import os
 import pytest
 
 from webhook.serving.filewatch import FileWatch, Look, signature
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from webhook.testing.clock import ManualClock
 
 
 @pytest.fixture
@@ -31,7 +24,7 @@ def _replace(path, text):
 
 
 def test_nothing_is_looked_at_before_the_interval_passes(files):
-    clock = Clock()
+    clock = ManualClock(100.0)
     watch = FileWatch(files, 1.0, clock, signature(files))
     _replace(files[0], "v2")
     assert watch.look() is Look.NOT_DUE
@@ -44,12 +37,12 @@ def test_nothing_is_looked_at_before_the_interval_passes(files):
 
 @pytest.mark.parametrize("seen, first", [(None, Look.CHANGED), ("now", Look.UNCHANGED)])
 def test_the_first_look_compares_with_what_the_caller_was_built_from(files, seen, first):
-    watch = FileWatch(files, 1.0, Clock(), signature(files) if seen else None)
+    watch = FileWatch(files, 1.0, ManualClock(100.0), signature(files) if seen else None)
     assert watch.look(force=True) is first
 
 
 def test_a_missing_file_is_reported_once_and_its_return_is_a_change(files):
-    clock = Clock()
+    clock = ManualClock(100.0)
     watch = FileWatch(files, 1.0, clock, signature(files))
     files[1].unlink()
     assert watch.look(force=True) is Look.GONE
