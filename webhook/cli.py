@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from webhook import __version__
+from webhook.commands import typed
 from webhook.commands.review import OUTPUTS as REVIEW_OUTPUTS
 from webhook.errors import EXIT_USAGE, NetqosError
 from webhook.names import (
@@ -122,12 +123,18 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
 
 
 def _positive(text: str) -> int:
+    return _whole_number(text, 1)
+
+
+def _whole_number(text: str, low: int, high: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if high is not None and not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
     return value
 
 
@@ -227,27 +234,7 @@ def _add_serve(sub: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from webhook.commands import serve
 
-    return serve.run(
-        serve.ServeArgs(
-            bind=args.bind,
-            certfile=args.certfile,
-            keyfile=args.keyfile,
-            config=args.config,
-            workers=args.workers,
-            worker_class=args.worker_class,
-            threads=args.threads,
-            keepalive=args.keepalive,
-            max_body_bytes=args.max_body_bytes,
-            body_budget_bytes=args.body_budget_bytes,
-            handshake_timeout=args.handshake_timeout,
-            header_timeout=args.header_timeout,
-            body_timeout=args.body_timeout,
-            log_level=args.log_level,
-            log_format=args.log_format,
-            client_ca=args.client_ca,
-            metrics_dir=args.metrics_dir,
-        )
-    )
+    return serve.run(typed(serve.ServeArgs, args))
 
 
 # --- certs -------------------------------------------------------------------------------------
@@ -316,20 +303,7 @@ def _add_certs(sub: Any) -> None:
 def _certs(args: argparse.Namespace) -> int:
     from webhook.commands import certs
 
-    return certs.run(
-        certs.CertsArgs(
-            out=args.out,
-            service=args.service,
-            namespace=args.namespace,
-            hosts=tuple(args.host),
-            days=args.days,
-            ca_days=args.ca_days,
-            key_type=args.key_type,
-            renew_before=args.renew_before,
-            force=args.force,
-            new_ca=args.new_ca,
-        )
-    )
+    return certs.run(typed(certs.CertsArgs, args, hosts=tuple(args.host)))
 
 
 # --- review ------------------------------------------------------------------------------------
@@ -379,7 +353,7 @@ def _decisions(text: str) -> frozenset[str]:
 def _review(args: argparse.Namespace) -> int:
     from webhook.commands import review
 
-    return review.run(review.ReviewArgs(file=args.file, output=args.output, config=args.config, fail_on=args.fail_on))
+    return review.run(typed(review.ReviewArgs, args))
 
 
 # --- explain -----------------------------------------------------------------------------------
@@ -389,14 +363,58 @@ def _add_explain(sub: Any) -> None:
     from webhook import explain
 
     p = _command(sub, "explain", explain.HELP, explain.EXAMPLE, _explain)
-    explain.add_arguments(p)
+    p.description = explain.DESCRIPTION
+    p.epilog = explain.EPILOG
+    p.add_argument("--pod", required=True, metavar="FILE", help="the Pod manifest (YAML or JSON) to explain")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
+        "--nodes",
+        metavar="FILE",
+        help="Node objects (YAML or JSON): one Node, several documents, or a List (kubectl get nodes -o yaml)",
+    )
+    source.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="read the nodes and pods from the cluster of this kubeconfig (default with --context: "
+        "$KUBECONFIG, else ~/.kube/config)",
+    )
+    p.add_argument(
+        "--context",
+        metavar="NAME",
+        help="read the nodes and pods from the cluster of this kubeconfig context (default with --kubeconfig: "
+        "its current context)",
+    )
+    p.add_argument(
+        "--pods",
+        metavar="FILE",
+        help="the pods already on the nodes: Pods, or a List (kubectl get pods -A -o yaml); pods not bound to a "
+        "listed node, Succeeded or Failed are ignored (default: none with --nodes, the cluster's otherwise)",
+    )
+    p.add_argument(
+        "--scheduler-config",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration (v1): the profile of the pod's schedulerName (default: the default profile)",
+    )
+    p.add_argument(
+        "--netqos-weight",
+        type=_weight,
+        default=explain.DEFAULT_NETQOS_WEIGHT,
+        metavar="N",
+        help=f"the NetQoS plugin's weight in the NetQoS scheduler's profile (default: {explain.DEFAULT_NETQOS_WEIGHT})",
+    )
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
     _add_config(p)
+
+
+def _weight(text: str) -> int:
+    return _whole_number(text, 1, 100)
 
 
 def _explain(args: argparse.Namespace) -> int:
     from webhook.commands import explain
+    from webhook.explain import ExplainOptions
 
-    return explain.run(args)
+    return explain.run(typed(ExplainOptions, args), args.config)
 
 
 # --- manifests ---------------------------------------------------------------------------------
@@ -438,11 +456,7 @@ def _add_manifests(sub: Any) -> None:
 def _manifests(args: argparse.Namespace) -> int:
     from webhook.commands import manifests
 
-    return manifests.run(
-        manifests.ManifestsArgs(
-            config=args.config, namespace=args.namespace, url=args.url, ca_bundle=args.ca_bundle, output=args.output
-        )
-    )
+    return manifests.run(typed(manifests.ManifestsArgs, args))
 
 
 # --- register ----------------------------------------------------------------------------------
@@ -496,17 +510,7 @@ def _add_register(sub: Any) -> None:
 def _register(args: argparse.Namespace) -> int:
     from webhook.commands import register
 
-    return register.run(
-        register.RegisterArgs(
-            kubeconfig=args.kubeconfig,
-            context=args.context,
-            namespace=args.namespace,
-            certs=args.certs,
-            config=args.config,
-            url=args.url,
-            dry_run=args.dry_run,
-        )
-    )
+    return register.run(typed(register.RegisterArgs, args))
 
 
 # --- status ------------------------------------------------------------------------------------
@@ -545,14 +549,4 @@ def _add_status(sub: Any) -> None:
 def _status(args: argparse.Namespace) -> int:
     from webhook.commands import status
 
-    return status.run(
-        status.StatusArgs(
-            kubeconfig=args.kubeconfig,
-            context=args.context,
-            webhook_namespace=args.webhook_namespace,
-            config=args.config,
-            namespace=args.namespace,
-            output=args.output,
-        ),
-        sys.stdout,
-    )
+    return status.run(typed(status.StatusArgs, args), sys.stdout)

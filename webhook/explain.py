@@ -8,14 +8,14 @@ the patch, not only the policy. Each node is then filtered and scored as kube-sc
 `--scheduler-config` gives the pod's schedulerName. The counterfactual is the same profile plus
 the NetQoS plugin's Score (weight `--netqos-weight`) for the pod without the injected terms.
 
-Nodes and pods come from files or, with --kubeconfig, from the cluster through `webhook.cluster`,
+Nodes and pods come from files or, with --kubeconfig or --context, from the cluster through `webhook.cluster`,
 which returns the same API data; everything after that is shared.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,8 +50,8 @@ examples:
   # the experiment of the NetQoS scheduler plugin: minikube (net=low) and fake-node-1 (net=high, tainted)
   {EXAMPLE}
 
-  # against the nodes of a live cluster, as JSON
-  netqos-webhook explain --pod pod.yaml --kubeconfig ~/.kube/config --context minikube -o json
+  # against the nodes of a live cluster (kubeconfig: --kubeconfig, else $KUBECONFIG, else ~/.kube/config), as JSON
+  netqos-webhook explain --pod pod.yaml --context minikube -o json
 
   # the example of a full fast node: the pod still lands, on a slower node
   netqos-webhook explain --pod deploy/examples/full-cluster/pod.yaml \\
@@ -75,13 +75,18 @@ class ExplainOptions:
     """What `explain` is asked to do: the files to read or the cluster to ask, and the output."""
 
     pod: str
-    nodes: str | None = None  # a nodes file; None: list them from the cluster of `kubeconfig`
-    kubeconfig: str | None = None
+    nodes: str | None = None  # a nodes file; None: list them from the cluster (live mode)
+    kubeconfig: str | None = None  # live mode with it or `context`; None: $KUBECONFIG, else ~/.kube/config
     context: str | None = None
     pods: str | None = None  # the pods already on the nodes; live mode lists them when None
     scheduler_config: str | None = None
     netqos_weight: int = DEFAULT_NETQOS_WEIGHT
     output: str = "table"
+
+    @property
+    def live(self) -> bool:
+        """Read the nodes and pods from a cluster, as `register` and `status` find it."""
+        return self.kubeconfig is not None or self.context is not None
 
 
 class ExplainError(UsageError, ValueError):
@@ -123,71 +128,6 @@ class Report:
 # Entry points
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Configure the CLI's `explain` subparser (which adds --config as for every command)."""
-    parser.description = DESCRIPTION
-    parser.epilog = EPILOG
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--pod", required=True, metavar="FILE", help="the Pod manifest (YAML or JSON) to explain")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--nodes",
-        metavar="FILE",
-        help="Node objects (YAML or JSON): one Node, several documents, or a List (kubectl get nodes -o yaml)",
-    )
-    source.add_argument(
-        "--kubeconfig", metavar="FILE", help="read the nodes and pods from the cluster of this kubeconfig"
-    )
-    parser.add_argument(
-        "--context", metavar="NAME", help="the kubeconfig context to use (default: its current context)"
-    )
-    parser.add_argument(
-        "--pods",
-        metavar="FILE",
-        help="the pods already on the nodes: Pods, or a List (kubectl get pods -A -o yaml); pods not bound to a "
-        "listed node, Succeeded or Failed are ignored (default: none with --nodes, the cluster's with --kubeconfig)",
-    )
-    parser.add_argument(
-        "--scheduler-config",
-        metavar="FILE",
-        help="a KubeSchedulerConfiguration (v1): the profile of the pod's schedulerName (default: the default profile)",
-    )
-    parser.add_argument(
-        "--netqos-weight",
-        type=_weight,
-        default=DEFAULT_NETQOS_WEIGHT,
-        metavar="N",
-        help=f"the NetQoS plugin's weight in the NetQoS scheduler's profile (default: {DEFAULT_NETQOS_WEIGHT})",
-    )
-    parser.add_argument(
-        "-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)"
-    )
-
-
-def options_from(args: argparse.Namespace) -> ExplainOptions:
-    """The typed options of parsed `explain` arguments."""
-    return ExplainOptions(
-        pod=args.pod,
-        nodes=args.nodes,
-        kubeconfig=args.kubeconfig,
-        context=args.context,
-        pods=args.pods,
-        scheduler_config=args.scheduler_config,
-        netqos_weight=args.netqos_weight,
-        output=args.output,
-    )
-
-
-def _weight(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be from 1 to 100, got {value}")
-    return value
-
-
 def run(
     options: ExplainOptions,
     policy: Policy,
@@ -204,8 +144,10 @@ def run(
     `webhook.cluster.list_nodes` and `list_pods` (which import the kubernetes client only when
     called). Tests pass fakes here: the one seam to the cluster.
     """
-    if options.context and not options.kubeconfig:
-        raise ExplainError("--context selects a kubeconfig context; give --kubeconfig too")
+    if options.nodes is not None and options.live:
+        raise ExplainError("the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one")
+    if options.nodes is None and not options.live:
+        raise ExplainError("give the nodes: --nodes FILE, or --kubeconfig FILE and/or --context NAME for a cluster's")
     pod = load_pod(options.pod)
     nodes = _nodes(options, list_nodes)
     pods = _pods(options, list_pods)
@@ -218,14 +160,16 @@ def run(
         pods=pods,
         profile=profile,
         netqos_weight=options.netqos_weight,
-        pods_given=options.pods is not None or options.kubeconfig is not None,
+        pods_given=options.pods is not None or options.live,
     )
     (stdout or sys.stdout).write(render_json(report) if options.output == "json" else render_table(report))
     return 0
 
 
 def _where(options: ExplainOptions) -> str:
-    return f"cluster of kubeconfig {options.kubeconfig}" + (f", context {options.context}" if options.context else "")
+    # The kubeconfig `cluster.connect` reads when none is given, named for messages.
+    kubeconfig = options.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    return f"cluster of kubeconfig {kubeconfig}" + (f", context {options.context}" if options.context else "")
 
 
 def _nodes(options: ExplainOptions, list_nodes: Lister | None) -> list[scheduling.Node]:
@@ -238,7 +182,7 @@ def _nodes(options: ExplainOptions, list_nodes: Lister | None) -> list[schedulin
 def _pods(options: ExplainOptions, list_pods: Lister | None) -> list[scheduling.PodView]:
     if options.pods:
         return load_pods(options.pods)
-    if not options.kubeconfig:
+    if not options.live:
         return []
     list_pods = list_pods or cluster.list_pods
     items = list_pods(options.kubeconfig, options.context)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import json
 import re
 import subprocess
@@ -101,3 +103,21 @@ def test_readme_command_table_lists_exactly_the_parsers_flags(command):
     missing = [spellings for spellings in options if not listed & set(spellings)]
     unknown = sorted(flag for flag in listed if not any(flag in spellings for spellings in options))
     assert (missing, unknown) == ([], [])
+
+
+def _arguments_class(command: str) -> type:
+    if command == "explain":
+        from webhook.explain import ExplainOptions
+
+        return ExplainOptions
+    module = importlib.import_module(f"webhook.commands.{command}")
+    return next(v for k, v in vars(module).items() if k.endswith("Args") and dataclasses.is_dataclass(v))
+
+
+@pytest.mark.parametrize("command", sorted(parser_flags()))
+def test_every_field_of_a_commands_arguments_is_a_flag_of_its_parser(command):
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    dests = {a.dest for a in sub.choices[command]._actions}
+    fields = {f.name for f in dataclasses.fields(_arguments_class(command))}
+    renamed = {"hosts"} if command == "certs" else set()  # --host, repeatable, becomes a tuple
+    assert fields - dests == renamed

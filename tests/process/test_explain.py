@@ -14,7 +14,9 @@ import yaml
 from tests.fixtures import REPO
 from webhook import cli, explain
 from webhook.cluster import ClusterError
+from webhook.commands import typed
 from webhook.policy_file import default_policy
+from webhook.testing import kubeapi
 
 FIXTURES = REPO / "tests" / "fixtures" / "explain"
 TEST_POD = str(REPO / "deploy/examples/test-pod.yaml")
@@ -27,7 +29,7 @@ def explained(*argv: str, list_nodes=None, list_pods=None) -> str:
     `list_nodes` and `list_pods` in live mode (the seam to the cluster)."""
     args = cli.build_parser().parse_args(["explain", *argv])
     out = io.StringIO()
-    options = explain.options_from(args)
+    options = typed(explain.ExplainOptions, args)
     list_pods = list_pods or (lambda kubeconfig, context: [])
     assert explain.run(options, default_policy(), list_nodes=list_nodes, list_pods=list_pods, stdout=out) == 0
     return out.getvalue()
@@ -199,7 +201,11 @@ ERRORS = [
     ),
     (
         ["--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--context", "minikube"],
-        "--context selects a kubeconfig context; give --kubeconfig too",
+        "the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one",
+    ),
+    (
+        ["--pod", TEST_POD],
+        "give the nodes: --nodes FILE, or --kubeconfig FILE and/or --context NAME for a cluster's",
     ),
 ]
 
@@ -254,6 +260,31 @@ def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mo
     )
     assert calls == [("nodes", "kube.conf", "minikube"), ("pods", "kube.conf", "minikube")]
     assert live == from_file
+
+
+@pytest.mark.parametrize(
+    "cluster_flags",
+    [
+        pytest.param(["--context", "fake"], id="context-with-kubeconfig-from-env"),
+        pytest.param(["--kubeconfig", "{kubeconfig}"], id="kubeconfig"),
+        pytest.param(["--kubeconfig", "{kubeconfig}", "--context", "fake"], id="kubeconfig-and-context"),
+    ],
+)
+def test_live_mode_starts_with_kubeconfig_or_context_and_finds_the_kubeconfig_as_status_does(
+    cluster_flags, tmp_path, monkeypatch, capsys
+):
+    snapshot = kubeapi.Snapshot()
+    for item in experiment_nodes():
+        snapshot.add(item)
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig))
+        flags = [flag.format(kubeconfig=api.kubeconfig) for flag in cluster_flags]
+        code, live, err = command("--pod", TEST_POD, *flags, "-o", "json", capsys=capsys)
+    assert (code, err) == (0, "")
+    from_file = explained("--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "-o", "json")
+    by_name = lambda output: sorted(json.loads(output)["nodes"], key=lambda n: n["name"])  # noqa: E731
+    assert by_name(live) == by_name(from_file)
+    assert any(path.startswith("/api/v1/nodes") for path in api.requests)
 
 
 def test_a_cluster_failure_at_the_seam_reaches_the_caller_unchanged():

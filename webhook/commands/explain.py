@@ -1,14 +1,16 @@
-"""`netqos-webhook explain`: the wiring to `webhook.explain`, which owns its flags and output."""
+"""`netqos-webhook explain`: the policy of --config, then `webhook.explain`, which owns the output."""
 
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING
 
 from webhook.policy_file import load_policy
 
+if TYPE_CHECKING:
+    from webhook.explain import ExplainOptions
 
-def run(options: argparse.Namespace) -> int:
-    """`options` are the flags `webhook.explain.add_arguments` defined, plus --config."""
+
+def run(options: ExplainOptions, config: str | None) -> int:
     from webhook import explain
 
-    return explain.run(explain.options_from(options), load_policy(options.config))
+    return explain.run(options, load_policy(config))

@@ -9,19 +9,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from webhook.commands import typed
 from webhook.errors import UsageError
-from webhook.names import (
-    DEFAULT_BIND,
-    DEFAULT_BODY_BUDGET_BYTES,
-    DEFAULT_BODY_TIMEOUT,
-    DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_HEADER_TIMEOUT,
-    DEFAULT_KEEPALIVE_SECONDS,
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_WORKERS,
-    DEV_CERT_DIR,
-    DEV_HOSTS,
-)
+from webhook.names import DEV_CERT_DIR, DEV_HOSTS
 
 log = logging.getLogger("webhook")
 
@@ -34,23 +24,26 @@ _HOSTNAME = re.compile(
 
 @dataclass(frozen=True)
 class ServeArgs:
-    bind: str = DEFAULT_BIND
-    certfile: Path | None = None  # both or neither; neither: development certificates in certs/
-    keyfile: Path | None = None
-    config: str | None = None
-    workers: int = DEFAULT_WORKERS
-    worker_class: str = "gevent"
-    threads: int = 1
-    keepalive: int = DEFAULT_KEEPALIVE_SECONDS
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    body_budget_bytes: int = DEFAULT_BODY_BUDGET_BYTES
-    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT
-    header_timeout: float = DEFAULT_HEADER_TIMEOUT
-    body_timeout: float = DEFAULT_BODY_TIMEOUT
-    log_level: str = "info"
-    log_format: str = "json"
-    client_ca: Path | None = None
-    metrics_dir: Path | None = None
+    """`serve`'s flags: `webhook.serving.server.ServeOptions` by the same names, where the
+    certificate may be left out, plus the policy file."""
+
+    bind: str
+    certfile: Path | None  # both or neither; neither: development certificates in certs/
+    keyfile: Path | None
+    config: str | None
+    workers: int
+    worker_class: str
+    threads: int
+    keepalive: int
+    max_body_bytes: int
+    body_budget_bytes: int
+    handshake_timeout: float
+    header_timeout: float
+    body_timeout: float
+    log_level: str
+    log_format: str
+    client_ca: Path | None
+    metrics_dir: Path | None
 
 
 def check_bind(bind: str) -> tuple[str, int]:
@@ -106,24 +99,7 @@ def run(args: ServeArgs) -> int:
     problem = check_files(TLSFiles(certfile, keyfile, args.client_ca))
     if problem:
         raise UsageError(f"{problem}; fix the files or re-create them with 'netqos-webhook certs'")
-    options = ServeOptions(
-        certfile=certfile,
-        keyfile=keyfile,
-        bind=args.bind,
-        workers=args.workers,
-        worker_class=args.worker_class,
-        threads=args.threads,
-        keepalive=args.keepalive,
-        max_body_bytes=args.max_body_bytes,
-        body_budget_bytes=args.body_budget_bytes,
-        handshake_timeout=args.handshake_timeout,
-        header_timeout=args.header_timeout,
-        body_timeout=args.body_timeout,
-        log_level=args.log_level,
-        log_format=args.log_format,
-        client_ca=args.client_ca,
-        metrics_dir=args.metrics_dir,
-    )
+    options = typed(ServeOptions, args, certfile=certfile, keyfile=keyfile)
     log.info(
         "policy from %s: version %s, rules %s%s",
         args.config or "the built-in default",
