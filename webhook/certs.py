@@ -36,32 +36,28 @@ PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 _CLOCK_SKEW = dt.timedelta(minutes=5)  # accept clients whose clock runs a little behind
 
 
+class _File:
+    """A `CertFiles` attribute: the path of one file name in its directory."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, files: CertFiles, owner: type | None = None) -> Path:
+        return files.directory / self.name
+
+
 @dataclass(frozen=True)
 class CertFiles:
-    """The four files `netqos-webhook certs` writes into one directory."""
+    """The four files `netqos-webhook certs` writes into one directory (and the rollover bundle)."""
 
     directory: Path
 
-    @property
-    def ca_cert(self) -> Path:
-        return self.directory / "ca.crt"
-
-    @property
-    def ca_key(self) -> Path:
-        return self.directory / "ca.key"
-
-    @property
-    def cert(self) -> Path:
-        return self.directory / "tls.crt"
-
-    @property
-    def key(self) -> Path:
-        return self.directory / "tls.key"
-
-    @property
-    def ca_bundle(self) -> Path:
-        """The new and the previous CA after a rollover; absent otherwise (the caBundle is ca.crt)."""
-        return self.directory / "ca-bundle.crt"
+    ca_cert = _File("ca.crt")
+    ca_key = _File("ca.key")
+    cert = _File("tls.crt")
+    key = _File("tls.key")
+    # The new and the previous CA after a rollover; absent otherwise (the caBundle is ca.crt).
+    ca_bundle = _File("ca-bundle.crt")
 
     def has_ca(self) -> bool:
         return self.ca_cert.exists() or self.ca_key.exists()

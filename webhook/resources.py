@@ -36,25 +36,11 @@ NON_ZERO_DEFAULTS: Mapping[str, int] = MappingProxyType(
 POD_LEVEL_RESOURCES = (CPU, MEMORY)  # IsSupportedPodLevelResource, hugepages aside
 
 _QUANTITY = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))")
+# resource.Quantity's suffixes: SI below one, then powers of 1000 (k..E) and of 1024 (Ki..Ei).
 _SUFFIX: Mapping[str, Fraction] = MappingProxyType(
-    {
-        "": Fraction(1),
-        "n": Fraction(1, 10**9),
-        "u": Fraction(1, 10**6),
-        "m": Fraction(1, 1000),
-        "k": Fraction(10**3),
-        "M": Fraction(10**6),
-        "G": Fraction(10**9),
-        "T": Fraction(10**12),
-        "P": Fraction(10**15),
-        "E": Fraction(10**18),
-        "Ki": Fraction(2**10),
-        "Mi": Fraction(2**20),
-        "Gi": Fraction(2**30),
-        "Ti": Fraction(2**40),
-        "Pi": Fraction(2**50),
-        "Ei": Fraction(2**60),
-    }
+    {"": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000)}
+    | {s: Fraction(1000**i) for i, s in enumerate(("k", "M", "G", "T", "P", "E"), 1)}
+    | {s: Fraction(1024**i) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), 1)}
 )
 
 Amounts = Mapping[str, int]
