@@ -9,7 +9,7 @@ RSA. Files are written atomically (write, then rename) so a running server never
 Every CA made here lasts `DEFAULT_CA_DAYS` (10 years) and each server certificate
 `DEFAULT_CERT_DAYS` (1 year), whichever command made the directory, so `renew` re-issues server
 certificates under the same CA, and the caBundle stays, for years. Replacing the CA is a
-rollover (`rollover`): `ca-bundle.crt` holds the new CA and the previous one, for the caBundle
+rollover (`generate(keep_previous_ca=True)`): `ca-bundle.crt` holds the new CA and the previous one, for the caBundle
 while the servers switch (README, "Renewing certificates").
 """
 
@@ -75,10 +75,17 @@ def generate(
     days: int = DEFAULT_CERT_DAYS,
     key_type: str = "ecdsa",
     ca_days: int = DEFAULT_CA_DAYS,
+    keep_previous_ca: bool = False,
+    now: dt.datetime | None = None,
 ) -> CertFiles:
     """Write a new CA and a server certificate for the Service (and `hosts`) into `out`, replacing
-    whatever is there; a stale `ca-bundle.crt` (of another CA) goes too."""
+    whatever is there; a stale `ca-bundle.crt` (of another CA) goes too.
+
+    `keep_previous_ca` is the rollover: the CA that was in `out`, while still valid at `now`, stays
+    in `ca-bundle.crt` beside the new one. Published as the caBundle, that bundle verifies the
+    servers still on the old certificate and those already on the new."""
     files = CertFiles(Path(out))
+    previous = _previous_ca(files, now or dt.datetime.now(dt.UTC)) if keep_previous_ca else None
     files.directory.mkdir(parents=True, exist_ok=True)
     ca_key = _new_key(key_type)
     # A CA that outlives its server certificate lets `renew` re-issue the latter with the same
@@ -92,34 +99,21 @@ def generate(
     _write(files.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     _write(files.key, _key_pem(key), 0o600)
     _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    files.ca_bundle.unlink(missing_ok=True)
-    return files
-
-
-def rollover(
-    out: Path,
-    service: str = DEFAULT_SERVICE,
-    namespace: str = DEFAULT_NAMESPACE,
-    hosts: Iterable[str] = (),
-    days: int = DEFAULT_CERT_DAYS,
-    key_type: str = "ecdsa",
-    ca_days: int = DEFAULT_CA_DAYS,
-    now: dt.datetime | None = None,
-) -> CertFiles:
-    """Replace the CA in `out` (and the server certificate, now signed by the new CA), keeping the
-    previous CA in `ca-bundle.crt` beside the new one while it is still valid: published as the
-    caBundle, it verifies the servers still on the old certificate and those already on the new."""
-    files = CertFiles(Path(out))
-    now = now or dt.datetime.now(dt.UTC)
-    try:
-        previous = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
-    except (OSError, ValueError):
-        previous = None  # nothing to keep trusting: a plain new CA
-    generate(out, service, namespace, hosts, days, key_type, ca_days)
-    if previous is not None and previous.not_valid_after_utc > now:
+    if previous is None:
+        files.ca_bundle.unlink(missing_ok=True)
+    else:
         bundle = files.ca_cert.read_bytes() + previous.public_bytes(serialization.Encoding.PEM)
         _write(files.ca_bundle, bundle, 0o644)
     return files
+
+
+def _previous_ca(files: CertFiles, now: dt.datetime) -> x509.Certificate | None:
+    """The CA certificate in `files` while it is valid at `now`; None when there is nothing to keep trusting."""
+    try:
+        previous = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return previous if previous.not_valid_after_utc > now else None
 
 
 @dataclass(frozen=True)
@@ -267,21 +261,26 @@ def _ca_certificate(key: PrivateKey, days: int) -> x509.Certificate:
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            _key_usage(key_cert_sign=True, crl_sign=True),
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
+    )
+
+
+def _key_usage(key_encipherment: bool = False, key_cert_sign: bool = False, crl_sign: bool = False) -> x509.KeyUsage:
+    """Digital signature, and what else a certificate of ours may do (x509.KeyUsage names all nine)."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=key_encipherment,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=key_cert_sign,
+        crl_sign=crl_sign,
+        encipher_only=False,
+        decipher_only=False,
     )
 
 
@@ -303,17 +302,7 @@ def _server_certificate(
         .add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=rsa_key,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            _key_usage(key_encipherment=rsa_key),
             critical=True,
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)

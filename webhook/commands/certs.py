@@ -40,14 +40,18 @@ def run(args: CertsArgs) -> int:
     if files.has_ca() and not (args.force or args.new_ca):
         raise UsageError(_refusal(files))
     try:
-        if args.new_ca:
-            from webhook.certs import rollover
+        from webhook.certs import generate
 
-            rollover(args.out, args.service, args.namespace, args.hosts, args.days, args.key_type, args.ca_days)
-        else:
-            from webhook.certs import generate
-
-            generate(args.out, args.service, args.namespace, args.hosts, args.days, args.key_type, args.ca_days)
+        generate(
+            args.out,
+            args.service,
+            args.namespace,
+            args.hosts,
+            args.days,
+            args.key_type,
+            args.ca_days,
+            keep_previous_ca=args.new_ca,
+        )
     except OSError as err:
         raise RuntimeFailure(f"cannot write certificates into {args.out}: {err.strerror}") from None
     for path in (files.ca_cert, files.ca_key, files.cert, files.key, files.ca_bundle):
