@@ -302,11 +302,13 @@ STORM = [("http_request", _plain_http), ("unknown_ca", _stale_ca_bundle), ("prot
 def test_a_tls_failure_storm_leaves_only_json_lines_and_counts_every_failure(server):
     metrics_before = server.metrics()
     lines_before = len(server.log.read_text().splitlines())
+    started = time.monotonic()
     for _, attempt in STORM:
         attempt(server)
     for _ in range(300):
         _connect_and_close(server)
     time.sleep(0.5)  # the server logs after the client is gone
+    seconds = time.monotonic() - started
     lines = server.log.read_text().splitlines()[lines_before:]
     records = []
     for line in lines:
@@ -321,7 +323,10 @@ def test_a_tls_failure_storm_leaves_only_json_lines_and_counts_every_failure(ser
         and r["peer"].startswith("127.0.0.1:")
         for r in failures
     ), failures
-    assert len(failures) <= 2 * (10 + 1), "rate-limited: at most 10 lines and a summary per worker and window"
+    # Each worker logs at most 10 lines and a summary per 10 s window; the storm touches the window
+    # open when it starts (an earlier test's) and those it lasts into.
+    windows = int(seconds // 10) + 2
+    assert len(failures) <= 2 * windows * (10 + 1), f"rate-limited: {len(failures)} lines in {seconds:.1f} s"
     after = server.metrics()
     for reason, _ in STORM:
         assert metric_value(after, "netqos_tls_handshake_errors_total", reason=reason) > metric_value(
