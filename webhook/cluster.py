@@ -106,7 +106,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
         def load() -> None:
             config.load_incluster_config(client_configuration=configuration)
     else:
-        source = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        source = kubeconfig_source(kubeconfig)
         _check_readable(kubeconfig)
         where = f"kubeconfig {source}" + (f", context {context}" if context else "")
         hint = (
@@ -125,6 +125,11 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
         raise KubeconfigError(f"cannot use {where}: {_first_line(err)}; {hint}") from None
     configuration.retries = 1  # urllib3 would otherwise retry a refused connection three times
     return Cluster(configuration, where)
+
+
+def kubeconfig_source(kubeconfig: str | None) -> str:
+    """The kubeconfig `connect` reads: `kubeconfig`, else $KUBECONFIG, else ~/.kube/config."""
+    return kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
 
 
 def _check_readable(kubeconfig: str | None) -> None:

@@ -15,7 +15,6 @@ which returns the same API data; everything after that is shared.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -167,9 +166,9 @@ def run(
 
 
 def _where(options: ExplainOptions) -> str:
-    # The kubeconfig `cluster.connect` reads when none is given, named for messages.
-    kubeconfig = options.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-    return f"cluster of kubeconfig {kubeconfig}" + (f", context {options.context}" if options.context else "")
+    return f"cluster of kubeconfig {cluster.kubeconfig_source(options.kubeconfig)}" + (
+        f", context {options.context}" if options.context else ""
+    )
 
 
 def _nodes(options: ExplainOptions, list_nodes: Lister | None) -> list[scheduling.Node]:
