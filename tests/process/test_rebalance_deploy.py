@@ -1,0 +1,181 @@
+"""deploy/overlays/rebalance: the CronJob renders with deploy/base into valid Kubernetes objects
+(strict schemas, as every other tree), is hardened like the webhook's pod, runs one `rebalance
+--apply` at a time every ten minutes with the webhook's own policy ConfigMap, and its ClusterRole
+grants exactly what the command does: list pods and nodes, get the controllers it checks, create
+evictions.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.fixtures import REPO
+from tests.process.test_deploy import HARDENING, K8S_VERSIONS, at, one
+from webhook import __version__
+
+REBALANCE = REPO / "deploy/overlays/rebalance"
+KUBECTL = shutil.which("kubectl")
+
+
+def render(tree: Path, base: str) -> list[dict[str, Any]]:
+    """`base` (a deploy/ tree) with the rebalance component, as a user's kustomization combines them."""
+    (tree / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                # kustomize takes only relative paths
+                "resources": [os.path.relpath(REPO / "deploy" / base, tree)],
+                "components": [os.path.relpath(REBALANCE, tree)],
+            }
+        )
+    )
+    done = subprocess.run([KUBECTL, "kustomize", str(tree)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed: cannot render deploy/ with 'kubectl kustomize'")
+    return render(tmp_path_factory.mktemp("installation"), "base")
+
+
+@pytest.fixture(scope="module")
+def cronjob(rendered) -> dict[str, Any]:
+    return one(rendered, "CronJob", "netqos-rebalance")
+
+
+@pytest.fixture(scope="module")
+def pod_spec(cronjob) -> dict[str, Any]:
+    spec: dict[str, Any] = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return spec
+
+
+@pytest.fixture(scope="module")
+def container(pod_spec) -> dict[str, Any]:
+    (c,) = pod_spec["containers"]
+    return c
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_every_rendered_object_is_valid_against_the_kubernetes_schema(rendered, version: str) -> None:
+    for obj in rendered:
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.ValidationError as err:
+            path = ".".join(map(str, err.path))
+            pytest.fail(f"{obj['kind']}/{obj['metadata']['name']} is invalid for Kubernetes {version}: {path}: {err}")
+
+
+def test_the_component_adds_its_own_objects_and_changes_nothing_of_the_base(rendered, tmp_path: Path) -> None:
+    added = sorted(
+        (o["kind"], o["metadata"]["name"])
+        for o in rendered
+        if o["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "rebalance"
+    )
+    assert added == [
+        ("ClusterRole", "netqos-rebalance"),
+        ("ClusterRoleBinding", "netqos-rebalance"),
+        ("CronJob", "netqos-rebalance"),
+        ("ServiceAccount", "netqos-rebalance"),
+    ]
+    base = subprocess.run(
+        [KUBECTL, "kustomize", str(REPO / "deploy/base")], capture_output=True, text=True, timeout=120
+    )
+    ours = {("ClusterRole", "netqos-rebalance"), ("ClusterRoleBinding", "netqos-rebalance")}
+    ours |= {("CronJob", "netqos-rebalance"), ("ServiceAccount", "netqos-rebalance")}
+    rest = [o for o in rendered if (o["kind"], o["metadata"]["name"]) not in ours]
+    assert rest == [d for d in yaml.safe_load_all(base.stdout) if d]
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed: cannot render deploy/ with 'kubectl kustomize'")
+def test_the_component_composes_with_the_cert_manager_overlay(tmp_path: Path) -> None:
+    objs = render(tmp_path, "overlays/cert-manager")
+    assert one(objs, "CronJob", "netqos-rebalance")
+
+
+def test_runs_every_ten_minutes_one_run_at_a_time_never_retried(cronjob) -> None:
+    spec = cronjob["spec"]
+    assert spec["schedule"] == "*/10 * * * *"
+    assert spec["concurrencyPolicy"] == "Forbid"
+    job = spec["jobTemplate"]["spec"]
+    assert job["backoffLimit"] == 0
+    assert job["activeDeadlineSeconds"] < 600  # a run ends before the next is due
+    assert job["template"]["spec"]["restartPolicy"] == "Never"
+
+
+# The webhook's pod runs as its own account with no token; the rebalancer's needs one.
+OWN_IDENTITY = {"automountServiceAccountToken", "serviceAccountName"}
+
+
+@pytest.mark.parametrize(
+    ("where", "path", "expected"),
+    [h for h in HARDENING if h[1] not in OWN_IDENTITY],
+    ids=[f"{w}.{p}" for w, p, _ in HARDENING if p not in OWN_IDENTITY],
+)
+def test_the_pod_is_hardened_like_the_webhooks(pod_spec, container, where: str, path: str, expected: Any) -> None:
+    assert at(pod_spec if where == "pod" else container, path) == expected
+
+
+def test_the_pod_runs_as_its_own_service_account_with_a_token(rendered, pod_spec) -> None:
+    assert pod_spec["serviceAccountName"] == "netqos-rebalance"
+    assert pod_spec["automountServiceAccountToken"] is True
+    account = one(rendered, "ServiceAccount", "netqos-rebalance")
+    assert account["metadata"]["namespace"] == one(rendered, "CronJob")["metadata"]["namespace"]
+    binding = one(rendered, "ClusterRoleBinding", "netqos-rebalance")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "netqos-rebalance",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "netqos-rebalance", "namespace": account["metadata"]["namespace"]}
+    ]
+
+
+def test_the_cluster_role_grants_exactly_what_rebalance_does(rendered) -> None:
+    granted = {
+        (group, resource, verb)
+        for rule in one(rendered, "ClusterRole", "netqos-rebalance")["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert granted == {
+        ("", "pods", "list"),
+        ("", "nodes", "list"),
+        ("", "replicationcontrollers", "get"),
+        ("apps", "replicasets", "get"),
+        ("apps", "statefulsets", "get"),
+        ("batch", "jobs", "get"),
+        ("", "pods/eviction", "create"),
+    }
+
+
+def test_the_policy_is_the_webhooks_own_configmap(rendered, pod_spec, container) -> None:
+    webhook = one(rendered, "Deployment", "netqos-webhook")["spec"]["template"]["spec"]
+    webhook_config = [v for v in webhook["volumes"] if v["name"] == "config"]
+    assert [v for v in pod_spec["volumes"] if v["name"] == "config"] == webhook_config
+    assert {"name": "config", "mountPath": "/config", "readOnly": True} in container["volumeMounts"]
+    assert "--config=/config/policy.yaml" in container["args"]
+
+
+def test_the_image_is_the_webhooks(rendered, container) -> None:
+    webhook = one(rendered, "Deployment", "netqos-webhook")["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == webhook["image"] == f"netqos-webhook:{__version__}"
+
+
+def test_evicts_at_most_one_pod_per_run(container) -> None:
+    assert container["command"] == ["netqos-webhook", "rebalance"]
+    assert "--apply" in container["args"]
+    assert "--max-evictions=1" in container["args"]
