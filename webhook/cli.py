@@ -122,6 +122,20 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_cluster(parser: argparse.ArgumentParser, purpose: str, exclusive: Any = None) -> None:
+    """--kubeconfig and --context, for every command that talks to a cluster: `purpose` begins
+    --kubeconfig's help ("read the cluster of "); `exclusive`, a group --kubeconfig belongs to."""
+    (exclusive or parser).add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help=f"{purpose}this kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, "
+        "else the in-cluster service account)",
+    )
+    parser.add_argument(
+        "--context", metavar="NAME", help="kubeconfig context (default: the kubeconfig's current context)"
+    )
+
+
 def _positive(text: str) -> int:
     return _whole_number(text, 1)
 
@@ -360,7 +374,8 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _add_explain(sub: Any) -> None:
-    from webhook import explain
+    from webhook.commands import explain
+    from webhook.explain import DEFAULT_NETQOS_WEIGHT
 
     p = _command(sub, "explain", explain.HELP, explain.EXAMPLE, _explain)
     p.description = explain.DESCRIPTION
@@ -372,18 +387,7 @@ def _add_explain(sub: Any) -> None:
         metavar="FILE",
         help="Node objects (YAML or JSON): one Node, several documents, or a List (kubectl get nodes -o yaml)",
     )
-    source.add_argument(
-        "--kubeconfig",
-        metavar="FILE",
-        help="read the nodes and pods from the cluster of this kubeconfig (default with --context: "
-        "$KUBECONFIG, else ~/.kube/config)",
-    )
-    p.add_argument(
-        "--context",
-        metavar="NAME",
-        help="read the nodes and pods from the cluster of this kubeconfig context (default with --kubeconfig: "
-        "its current context)",
-    )
+    _add_cluster(p, "read the nodes and pods from the cluster of ", exclusive=source)
     p.add_argument(
         "--pods",
         metavar="FILE",
@@ -398,9 +402,9 @@ def _add_explain(sub: Any) -> None:
     p.add_argument(
         "--netqos-weight",
         type=_weight,
-        default=explain.DEFAULT_NETQOS_WEIGHT,
+        default=DEFAULT_NETQOS_WEIGHT,
         metavar="N",
-        help=f"the NetQoS plugin's weight in the NetQoS scheduler's profile (default: {explain.DEFAULT_NETQOS_WEIGHT})",
+        help=f"the NetQoS plugin's weight in the NetQoS scheduler's profile (default: {DEFAULT_NETQOS_WEIGHT})",
     )
     p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
     _add_config(p)
@@ -412,9 +416,8 @@ def _weight(text: str) -> int:
 
 def _explain(args: argparse.Namespace) -> int:
     from webhook.commands import explain
-    from webhook.explain import ExplainOptions
 
-    return explain.run(typed(ExplainOptions, args), args.config)
+    return explain.run(typed(explain.ExplainArgs, args))
 
 
 # --- manifests ---------------------------------------------------------------------------------
@@ -473,12 +476,7 @@ def _add_register(sub: Any) -> None:
         "netqos-webhook register --context minikube --config deploy/base/policy.yaml --certs certs",
         _register,
     )
-    p.add_argument(
-        "--kubeconfig",
-        metavar="FILE",
-        help="kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else the in-cluster service account)",
-    )
-    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
+    _add_cluster(p, "change the cluster of ")
     p.add_argument(
         "--namespace",
         default=DEFAULT_NAMESPACE,
@@ -527,8 +525,7 @@ def _add_status(sub: Any) -> None:
         "netqos-webhook status --context prod -o json",
         _status,
     )
-    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default $KUBECONFIG, else ~/.kube/config)")
-    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
+    _add_cluster(p, "read the cluster of ")
     p.add_argument(
         "--webhook-namespace",
         default=DEFAULT_NAMESPACE,

@@ -1,17 +1,22 @@
 """Reading YAML or JSON documents from files (or `-` for stdin), as Kubernetes tools read them.
 
 One reader for policy files, pods to review or explain, and node lists, so every command reports
-an unreadable input the same way: the kind of file, its path, what is wrong, what to do.
+an unreadable input the same way: the kind of file, its path, what is wrong, what to do. One rule
+for `List` documents (`list_items`), so every command reads `kubectl get -o yaml` output alike.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from webhook.apidata import describe
 from webhook.errors import UsageError
 
 
@@ -83,3 +88,50 @@ def _single(docs: list[Any], path: str | Path, what: str, error: type[Exception]
     if len(docs) > 1:
         raise error(f"{what} file {path}: holds {len(docs)} YAML documents; put exactly one in it")
     return docs[0] if docs else None
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an object sits in a file: its document (numbered from 1 when the file holds several)
+    and its index in each enclosing List's items."""
+
+    document: int | None = None
+    items: tuple[int, ...] = ()
+
+
+def list_items(doc: Any, where: str, error: type[Exception] = DocumentError) -> list[Any] | None:
+    """The items of a List document, or None when `doc` is not one.
+
+    A List is what `kubectl get -o yaml` prints: `kind: List`, or a typed list such as `NodeList`
+    or `PodList` (any kind ending in "List", as the API names its list types), holding its objects
+    in `items` (absent or null: none). `where` starts the message of the error raised for `items`
+    of another type ("nodes file F: document 2: ").
+    """
+    if not (isinstance(doc, dict) and isinstance(doc.get("kind"), str) and doc["kind"].endswith("List")):
+        return None
+    items = doc.get("items")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise error(f"{where}items must be a list of objects, got {describe(items)}")
+    return items
+
+
+def objects(
+    docs: list[Any], where: Callable[[Place], str], error: type[Exception] = DocumentError
+) -> Iterator[tuple[Place, Any]]:
+    """Each object of `docs` with its place, the items of a List document (and of Lists in it)
+    in place of the List; `where(place)` starts the message of `list_items`'s error."""
+    for d, doc in enumerate(docs):
+        yield from _flatten(doc, Place(d + 1 if len(docs) > 1 else None), where, error)
+
+
+def _flatten(
+    doc: Any, place: Place, where: Callable[[Place], str], error: type[Exception]
+) -> Iterator[tuple[Place, Any]]:
+    items = list_items(doc, where(place), error)
+    if items is None:
+        yield place, doc
+        return
+    for i, item in enumerate(items):
+        yield from _flatten(item, dataclasses.replace(place, items=(*place.items, i)), where, error)

@@ -106,10 +106,6 @@ def test_readme_command_table_lists_exactly_the_parsers_flags(command):
 
 
 def _arguments_class(command: str) -> type:
-    if command == "explain":
-        from webhook.explain import ExplainOptions
-
-        return ExplainOptions
     module = importlib.import_module(f"webhook.commands.{command}")
     return next(v for k, v in vars(module).items() if k.endswith("Args") and dataclasses.is_dataclass(v))
 

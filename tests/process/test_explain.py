@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from tests.fixtures import REPO
-from webhook import cli, explain
+from webhook import cli
 from webhook.cluster import ClusterError
-from webhook.commands import typed
+from webhook.commands import explain, typed
 from webhook.policy_file import default_policy
 from webhook.testing import kubeapi
 
@@ -29,7 +29,7 @@ def explained(*argv: str, list_nodes=None, list_pods=None) -> str:
     `list_nodes` and `list_pods` in live mode (the seam to the cluster)."""
     args = cli.build_parser().parse_args(["explain", *argv])
     out = io.StringIO()
-    options = typed(explain.ExplainOptions, args)
+    options = typed(explain.ExplainArgs, args)
     list_pods = list_pods or (lambda kubeconfig, context: [])
     assert explain.run(options, default_policy(), list_nodes=list_nodes, list_pods=list_pods, stdout=out) == 0
     return out.getvalue()
@@ -424,7 +424,7 @@ def test_finished_pods_and_the_explained_pod_itself_are_not_counted(tmp_path):
 
 def test_run_takes_typed_options():
     out = io.StringIO()
-    options = explain.ExplainOptions(pod=TEST_POD, nodes=EXPERIMENT_NODES, netqos_weight=2, output="json")
+    options = explain.ExplainArgs(pod=TEST_POD, nodes=EXPERIMENT_NODES, netqos_weight=2, output="json")
     assert explain.run(options, default_policy(), stdout=out) == 0
     document = json.loads(out.getvalue())
     assert document["netqos_weight"] == 2

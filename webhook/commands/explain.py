@@ -1,16 +1,422 @@
-"""`netqos-webhook explain`: the policy of --config, then `webhook.explain`, which owns the output."""
+"""`netqos-webhook explain`: read the pod, the nodes and the pods on them (files or a cluster),
+explain with `webhook.explain`, print a table or JSON.
+
+Nodes and pods come from files or, with --kubeconfig or --context, from the cluster through
+`webhook.cluster`, which returns the same API data; everything after reading is shared.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, TextIO, TypeVar
 
+from webhook import cluster, documents, scheduling
+from webhook.affinity import PreferredTerm
+from webhook.apidata import ShapeError
+from webhook.commands.tables import aligned
+from webhook.documents import Place, read_document, read_documents
+from webhook.explain import DEFAULT_NETQOS_WEIGHT, ExplainError, Report, explain
+from webhook.policy import Decision, Policy
 from webhook.policy_file import load_policy
+from webhook.schedconfig import SchedulerConfigError, profile_for
 
-if TYPE_CHECKING:
-    from webhook.explain import ExplainOptions
+HELP = "Predict the node the stock kube-scheduler picks for a pod the webhook mutated, beside the NetQoS scheduler's."
+EXAMPLE = "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml"
+DESCRIPTION = """\
+Run a pod through the webhook's policy exactly as /mutate would, then filter and score the
+nodes as kube-scheduler does, given the pods already on them: cordons, node name, taints,
+node selector and required node affinity, host ports and resource fit; then the score
+plugins TaintToleration, NodeAffinity, NodeResourcesFit, NodeResourcesBalancedAllocation
+and ImageLocality, each normalised and weighted, and the total. The predicted node is the
+best total. Beside it, the NetQoS scheduler's prediction: the same profile plus the NetQoS
+plugin (net=high 100, other or no label 10, net=low 0; weight --netqos-weight) for the pod
+without the injected terms. PodTopologySpread, InterPodAffinity and the volume plugins are
+not evaluated; the output says so.
+"""
+EPILOG = f"""\
+examples:
+  # the experiment of the NetQoS scheduler plugin: minikube (net=low) and fake-node-1 (net=high, tainted)
+  {EXAMPLE}
+
+  # against the nodes of a live cluster (kubeconfig: --kubeconfig, else $KUBECONFIG, else ~/.kube/config), as JSON
+  netqos-webhook explain --pod pod.yaml --context minikube -o json
+
+  # the example of a full fast node: the pod still lands, on a slower node
+  netqos-webhook explain --pod deploy/examples/full-cluster/pod.yaml \\
+      --nodes deploy/examples/full-cluster/nodes.yaml --pods deploy/examples/full-cluster/pods.yaml
+
+  # the files can be any kubectl output
+  kubectl get nodes -o yaml > nodes.yaml; kubectl get pods -A -o yaml > pods.yaml
+"""
+
+T = TypeVar("T")
+Lister = Callable[[str | None, str | None], list[Any]]
 
 
-def run(options: ExplainOptions, config: str | None) -> int:
-    from webhook import explain
+@dataclass(frozen=True)
+class ExplainArgs:
+    """What `explain` is asked to do: the files to read or the cluster to ask, and the output."""
 
-    return explain.run(options, load_policy(config))
+    pod: str
+    nodes: str | None = None  # a nodes file; None: list them from the cluster (live mode)
+    kubeconfig: str | None = None  # live mode with it or `context`; None: $KUBECONFIG, else ~/.kube/config
+    context: str | None = None
+    pods: str | None = None  # the pods already on the nodes; live mode lists them when None
+    scheduler_config: str | None = None
+    netqos_weight: int = DEFAULT_NETQOS_WEIGHT
+    output: str = "table"
+    config: str | None = None  # the policy file; None: the built-in policy
+
+    @property
+    def live(self) -> bool:
+        """Read the nodes and pods from a cluster, as `register` and `status` find it."""
+        return self.kubeconfig is not None or self.context is not None
+
+
+def run(
+    args: ExplainArgs,
+    policy: Policy | None = None,
+    *,
+    list_nodes: Lister | None = None,
+    list_pods: Lister | None = None,
+    stdout: TextIO | None = None,
+) -> int:
+    """Explain `args.pod` under `policy` (None: the policy of `args.config`) and print it; 0 when done.
+
+    Raises ExplainError for unusable input and cluster.ClusterError when the cluster cannot be
+    read; the CLI turns them into its one-line errors. `list_nodes(kubeconfig, context)` and
+    `list_pods(kubeconfig, context)` read the cluster in live mode, by default
+    `webhook.cluster.list_nodes` and `list_pods` (which import the kubernetes client only when
+    called). Tests pass fakes here: the one seam to the cluster.
+    """
+    if args.nodes is not None and args.live:
+        raise ExplainError("the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one")
+    if args.nodes is None and not args.live:
+        raise ExplainError("give the nodes: --nodes FILE, or --kubeconfig FILE and/or --context NAME for a cluster's")
+    if policy is None:
+        policy = load_policy(args.config)
+    pod = load_pod(args.pod)
+    nodes = _nodes(args, list_nodes)
+    pods = _pods(args, list_pods)
+    profile = _profile(args.scheduler_config, pod)
+    report = explain(
+        policy,
+        pod,
+        nodes,
+        pod_source=f"pod file {args.pod}",
+        pods=pods,
+        profile=profile,
+        netqos_weight=args.netqos_weight,
+        pods_given=args.pods is not None or args.live,
+    )
+    (stdout or sys.stdout).write(render_json(report) if args.output == "json" else render_table(report))
+    return 0
+
+
+def _where(args: ExplainArgs) -> str:
+
+    return f"cluster of kubeconfig {cluster.kubeconfig_source(args.kubeconfig)}" + (
+        f", context {args.context}" if args.context else ""
+    )
+
+
+def _nodes(args: ExplainArgs, list_nodes: Lister | None) -> list[scheduling.Node]:
+
+    if args.nodes:
+        return load_nodes(args.nodes)
+    list_nodes = list_nodes or cluster.list_nodes
+    return nodes_from_api(list_nodes(args.kubeconfig, args.context), _where(args))
+
+
+def _pods(args: ExplainArgs, list_pods: Lister | None) -> list[scheduling.PodView]:
+
+    if args.pods:
+        return load_pods(args.pods)
+    if not args.live:
+        return []
+    list_pods = list_pods or cluster.list_pods
+    items = list_pods(args.kubeconfig, args.context)
+    return _pods_from([(f"items[{i}].", item) for i, item in enumerate(items)], _where(args))
+
+
+def _profile(path: str | None, pod: dict[str, Any]) -> scheduling.Profile:
+
+    if path is None:
+        return scheduling.DEFAULT_PROFILE
+    scheduler_name = _scheduler_name(pod)
+    try:
+        return profile_for(read_document(path, "scheduler configuration", ExplainError), scheduler_name)
+    except SchedulerConfigError as err:
+        raise ExplainError(f"scheduler configuration {path}: {err}") from None
+
+
+def _scheduler_name(pod: dict[str, Any]) -> str:
+
+    spec = pod.get("spec")
+    name = spec.get("schedulerName") if isinstance(spec, dict) else None
+    return name if isinstance(name, str) and name else scheduling.DEFAULT_PROFILE.scheduler_name
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading files
+
+
+def load_pod(path: str) -> dict[str, Any]:
+    """The single Pod in `path`."""
+
+    docs = read_documents(path, "pod", ExplainError)
+    if len(docs) != 1:
+        raise ExplainError(f"pod file {path}: holds {len(docs)} YAML documents; put exactly one Pod in it")
+    pod = docs[0]
+    if not isinstance(pod, dict):
+        raise ExplainError(f"pod file {path}: the document is {type(pod).__name__}, not a Pod object")
+    kind = pod.get("kind")
+    if kind is not None and kind != "Pod":
+        raise ExplainError(
+            f"pod file {path}: kind is {kind!r}; explain takes a Pod (for a workload, copy its "
+            "spec.template into a Pod manifest: its metadata and spec)"
+        )
+    return pod
+
+
+def load_nodes(path: str) -> list[scheduling.Node]:
+    """The Nodes in `path`: Node documents, or List documents (NodeList, List) holding Nodes."""
+    return _nodes_from(_objects(path, "nodes"), f"nodes file {path}")
+
+
+def load_pods(path: str) -> list[scheduling.PodView]:
+    """The Pods in `path`: Pod documents, or List documents (PodList, List) holding Pods."""
+    return _pods_from(_objects(path, "pods"), f"pods file {path}")
+
+
+def _objects(path: str, what: str) -> list[tuple[str, Any]]:
+    """The objects of a file, each with its place ("document 2: items[0]."), the items of List
+    documents in place of the List (`webhook.documents.objects`, as kubectl prints them)."""
+
+    docs = read_documents(path, what, ExplainError)
+    return [
+        (_prefix(place), obj)
+        for place, obj in documents.objects(docs, lambda place: f"{what} file {path}: {_prefix(place)}", ExplainError)
+    ]
+
+
+def _prefix(place: Place) -> str:
+    document = f"document {place.document}: " if place.document else ""
+    return document + "".join(f"items[{i}]." for i in place.items)
+
+
+def _pods_from(objects: Sequence[tuple[str, Any]], source: str) -> list[scheduling.PodView]:
+
+    return _read_objects(objects, source, "Pod", scheduling.pod_view)
+
+
+def _read_objects(objects: Sequence[tuple[str, Any]], source: str, kind: str, read: Callable[[Any], T]) -> list[T]:
+    """Each object read by `read`; ExplainError names the file, the item and the field."""
+
+    out = []
+    for prefix, obj in objects:
+        if not isinstance(obj, dict):
+            where = prefix.rstrip(".: ") or "the document"
+            raise ExplainError(f"{source}: {where} is {type(obj).__name__}, not a {kind} object; give {kind} objects")
+        if obj.get("kind") not in (None, kind):
+            raise ExplainError(f"{source}: {prefix}kind is {obj.get('kind')!r}; only {kind} objects belong here")
+        try:
+            out.append(read(obj))
+        except ShapeError as err:
+            raise ExplainError(f"{source}: {prefix}{err}; fix the field") from None
+    return out
+
+
+def nodes_from_api(items: Sequence[Any], source: str) -> list[scheduling.Node]:
+    """Nodes from API data (e.g. the cluster's list), checked like a file's."""
+    return _nodes_from([(f"items[{i}].", item) for i, item in enumerate(items)], source)
+
+
+def _nodes_from(objects: Sequence[tuple[str, Any]], source: str) -> list[scheduling.Node]:
+
+    nodes: list[scheduling.Node] = []
+    seen: set[str] = set()
+    for (prefix, _), node in zip(
+        objects, _read_objects(objects, source, "Node", scheduling.node_from_api), strict=True
+    ):
+        if node.name in seen:
+            raise ExplainError(f"{source}: {prefix}metadata.name {node.name!r} appears twice; node names are unique")
+        seen.add(node.name)
+        nodes.append(node)
+    if not nodes:
+        raise ExplainError(f"{source}: holds no Node objects; give at least one (kubectl get nodes -o yaml)")
+    return nodes
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def to_json(report: Report) -> dict[str, Any]:
+
+    ranking, netqos = report.ranking, report.netqos
+    netqos_totals = {n.name: n.total for n in netqos.nodes}
+    return {
+        "pod": report.pod_name,
+        "namespace": report.namespace,
+        "mutated": report.mutation.decision is Decision.MUTATED,
+        "decision": report.mutation.decision.value,
+        "injected_rules": list(report.mutation.injected),
+        "injected_terms": list(report.added_terms_api),
+        "warnings": list(report.mutation.warnings),
+        "nodes": [
+            {
+                "name": n.name,
+                "net": n.net,
+                "feasible": n.feasible,
+                "reasons": list(n.reasons),
+                "netqos_score": n.netqos_score,
+                "affinity_raw": n.affinity_raw,
+                "affinity_normalized": n.affinity_normalized,
+                "affinity_weighted": n.affinity_weighted,
+                "scores": dict(n.scores),
+                "total": n.total,
+                "netqos_total": netqos_totals[n.name],
+            }
+            for n in ranking.nodes
+        ],
+        "affinity_choice": list(ranking.affinity_choice),
+        "netqos_choice": list(ranking.netqos_choice),
+        "choices_match": report.choices_match(),
+        "scoring_skipped": ranking.scoring_skipped,
+        "filter_message": ranking.filter_message(),
+        "weights": dict(ranking.weights),
+        "netqos_weight": report.netqos_weight,
+        "predicted": list(ranking.predicted),
+        "netqos_predicted": list(netqos.predicted),
+        "predictions_match": report.predictions_match(),
+        "not_evaluated": list(report.not_evaluated),
+        "notes": list(report.notes),
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2) + "\n"
+
+
+# Short column names for the score plugins (the legend under the table names them in full).
+SHORT_NAMES: Mapping[str, str] = MappingProxyType(
+    {
+        scheduling.TAINT_TOLERATION: "TAINT",
+        scheduling.NODE_AFFINITY: "AFFINITY",
+        scheduling.NODE_RESOURCES_FIT: "FIT",
+        scheduling.BALANCED_ALLOCATION: "BALANCED",
+        scheduling.IMAGE_LOCALITY: "IMAGE",
+    }
+)
+
+
+def render_table(report: Report) -> str:
+
+    ranking = report.ranking
+    lines = [_pod_line(report)]
+    lines += [f"  + weight {t.weight:<3} {_describe_term(t)}" for t in report.added_terms]
+    if report.mutation.decision is Decision.MUTATED:  # otherwise the warnings are the pod line
+        lines += [f"warning: {w}" for w in report.mutation.warnings]
+    lines.append("")
+    plugins = list(ranking.weights)
+    headers = (
+        "NODE",
+        "NET",
+        "FEASIBLE",
+        "NETQOS",
+        "AFFINITY RAW",
+        "NORMALIZED",
+        *(f"{SHORT_NAMES.get(p, p)} x{ranking.weights[p]}" for p in plugins),
+        "TOTAL",
+        f"NETQOS TOTAL (x{report.netqos_weight})",
+        "REASON",
+    )
+    netqos_totals = {n.name: n.total for n in report.netqos.nodes}
+    marks = [" "] + ["*" if n.name in ranking.predicted else " " for n in ranking.nodes]
+    rows = [headers] + [_row(n, plugins, ranking.weights, netqos_totals[n.name]) for n in ranking.nodes]
+    lines += [f"{mark} {row}".rstrip() for mark, row in zip(marks, aligned(rows), strict=True)]
+    lines.append("")
+    lines.append(ranking.filter_message())
+    lines.append(_choices_line(report))
+    lines.append(_predictions_line(report))
+    lines.append(
+        "* the predicted node(s): the best TOTAL of the weighted scores ("
+        + ", ".join(f"{SHORT_NAMES.get(p, p)} = {p}" for p in plugins)
+        + f"); NETQOS TOTAL: the same profile plus the NetQoS plugin at weight {report.netqos_weight}, "
+        "for the pod without the injected terms"
+    )
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _pod_line(report: Report) -> str:
+
+    m = report.mutation
+    pod = f"Pod {report.namespace}/{report.pod_name}"
+    if m.decision is Decision.MUTATED:
+        rules = f"rule{'s' if len(m.injected) > 1 else ''} {', '.join(m.injected)}"
+        return f"{pod}: mutated by netqos-webhook ({rules}), preferred node affinity added:"
+    why = {
+        Decision.UNCHANGED: "it already carries the terms of every rule that selects it",
+        Decision.SKIPPED_OPT_OUT: "it opts out with the annotation netqos.io/inject=false",
+        Decision.NOT_SELECTED: "no rule of the policy selects its labels",
+    }.get(m.decision, "; ".join(m.warnings) or m.decision.value)
+    if m.decision is Decision.SKIPPED_EXPLICIT:
+        why = "; ".join(m.warnings)
+    return f"{pod}: not mutated: {why}"
+
+
+def _describe_term(term: PreferredTerm) -> str:
+    parts = [f"{r.key} {r.operator}" + (f" [{', '.join(r.values)}]" if r.values else "") for r in term.term.expressions]
+    parts += [f"{f.key} {f.operator} [{', '.join(f.values)}]" for f in term.term.fields]
+    return " AND ".join(parts)
+
+
+def _row(
+    node: scheduling.NodeResult, plugins: Sequence[str], weights: Mapping[str, int], netqos_total: int | None
+) -> tuple[str, ...]:
+    def num(value: int | None) -> str:
+        return "-" if value is None else str(value)
+
+    weighted = [num(node.scores[p] * weights[p]) if p in node.scores else "-" for p in plugins]
+    return (
+        node.name,
+        "<none>" if node.net is None else node.net,
+        "yes" if node.feasible else "no",
+        str(node.netqos_score),
+        str(node.affinity_raw),
+        num(node.affinity_normalized),
+        *weighted,
+        num(node.total),
+        num(netqos_total),
+        ", ".join(node.reasons),
+    )
+
+
+def _choices_line(report: Report) -> str:
+    ranking = report.ranking
+    if not ranking.feasible:
+        return "NodeAffinity picks: none   NetQoS plugin picked: none"
+    verdict = "same" if report.choices_match() else "DIFFERENT"
+    return (
+        f"NodeAffinity picks: {', '.join(ranking.affinity_choice)}   "
+        f"NetQoS plugin picked: {', '.join(ranking.netqos_choice)}   ({verdict})"
+    )
+
+
+def _predictions_line(report: Report) -> str:
+    ranking, netqos = report.ranking, report.netqos
+    if not ranking.feasible:
+        return "predicted: none (Pending)   NetQoS scheduler: none (Pending)"
+    verdict = "agree" if report.predictions_match() else "DISAGREE"
+    label = "scoring skipped, " if ranking.scoring_skipped else ""
+    label += "some plugins not evaluated" if report.not_evaluated else "every plugin evaluated"
+    return (
+        f"predicted: {', '.join(ranking.predicted)}   NetQoS scheduler: {', '.join(netqos.predicted)}   "
+        f"({verdict}; {label})"
+    )

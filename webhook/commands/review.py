@@ -13,6 +13,7 @@ turns chosen decisions into exit code 3, for CI.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -22,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, UsageError
 from webhook.workloads import KIND_NAMES
 
 if TYPE_CHECKING:
+    from webhook.documents import Place
     from webhook.policy import Policy
 
 NOT_A_POD = "not a pod"
@@ -104,7 +107,7 @@ def run(args: ReviewArgs) -> int:
 
 def read_items(path: str) -> list[Item]:
     """The objects in a file, a directory's files (sorted, not recursive) or stdin (`-`)."""
-    from webhook.documents import read_documents
+    from webhook.documents import objects, read_documents
 
     if path != "-" and Path(path).is_dir():
         files = sorted(p for p in Path(path).iterdir() if p.suffix in SUFFIXES and p.is_file())
@@ -115,21 +118,20 @@ def read_items(path: str) -> list[Item]:
         sources = [(path, read_documents(path, "input"))]
     items: list[Item] = []
     for name, docs in sources:
-        for index, doc in enumerate(docs, start=1):
-            source = f"input file {name}" + (f", document {index}" if len(docs) > 1 else "")
-            items.extend(_objects(source, doc))
+        for place, obj in objects(docs, functools.partial(_source, name, colon=True), UsageError):
+            source = _source(name, place)
+            if not isinstance(obj, dict):
+                raise UsageError(f"{source}: is a {_type_name(obj)}, not a Kubernetes object; give {ACCEPTED}")
+            items.append(Item(source, obj))
     if not items:
         raise UsageError(f"input {path} holds no object; give {ACCEPTED}")
     return items
 
 
-def _objects(source: str, doc: Any) -> list[Item]:
-    if not isinstance(doc, dict):
-        raise UsageError(f"{source}: is a {_type_name(doc)}, not a Kubernetes object; give {ACCEPTED}")
-    kind = doc.get("kind")
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
-        return [obj for i, item in enumerate(doc["items"]) for obj in _objects(f"{source}, items[{i}]", item)]
-    return [Item(source, doc)]
+def _source(name: str, place: Place, colon: bool = False) -> str:
+    document = f", document {place.document}" if place.document else ""
+    items = "".join(f", items[{i}]" for i in place.items)
+    return f"input file {name}{document}{items}" + (": " if colon else "")
 
 
 def review_item(policy: Policy, item: Item, single: bool = False) -> Reviewed:
@@ -185,8 +187,7 @@ def table(results: Sequence[Reviewed]) -> str:
     for r in results:
         where = f"{r.namespace}/{r.name}" if r.namespace else r.name
         rows.append((r.kind, where, r.decision, ",".join(r.rules) or "-", str(len(r.warnings))))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "".join("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n" for row in rows)
+    return "".join(line + "\n" for line in aligned(rows))
 
 
 def _single(r: Reviewed, output: str) -> str:
