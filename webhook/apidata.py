@@ -75,3 +75,9 @@ def string_map(parent: Mapping[str, Any], key: str, path: str, expected: str = "
 def string_or_empty(value: Any) -> str:
     """`value` if it is a string, else "": for fields only shown or logged, never decided on."""
     return value if isinstance(value, str) else ""
+
+
+def boolean(parent: Mapping[str, Any], key: str, path: str) -> bool | None:
+    """A boolean field; None when absent or null (an unset `*bool` in Go, often meaning "true")."""
+    value = parent.get(key)
+    return None if value is None else expect(value, bool, path, "a boolean")

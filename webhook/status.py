@@ -13,14 +13,17 @@ wires the two; nothing here does I/O):
    (`injected`), the pod's own affinity uses the rule's keys (`explicit`), `opted_out`, or the
    webhook would add terms now (`missing`: the pod was created without the preference).
 3. Placement: the `net` class of each selected pod's node; for a pod not on a `net=high` node while
-   one exists, why, from `webhook.scheduling` exactly as `explain` ranks nodes (`_why_not_high`
-   is the one place that ranks), given what the pods bound to the `net=high` nodes already take
-   (NodeResourcesFit, NodePorts).
+   one exists, why: `webhook.placement`, which ranks as `explain` does, given what the pods bound
+   to the `net=high` nodes already take (NodeResourcesFit, NodePorts).
 
 What RBAC forbids reading is `Unknown`: listed under `unknown`, never a problem. Pods and nodes
 arrive as iterables and are reduced one at a time to small records, so memory grows with the
 number of selected pods, not with the size of their JSON; the pods on `net=high` nodes are folded
-into one usage tally per such node as they stream by.
+into one usage tally per such node as they stream by. Objects are read through `webhook.apidata`:
+the API server sends well-formed objects, so a `ShapeError` out of `analyse` means an API server
+(or a stand-in) that sent something no Kubernetes stores.
+
+`webhook.commands.status` reads the cluster and renders the report.
 """
 
 from __future__ import annotations
@@ -35,12 +38,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
-from webhook import scheduling
-from webhook.affinity import REQUIRED, requirements_from_api
+from webhook import apidata, placement
+from webhook.affinity import requirements_from_api
 from webhook.apidata import ShapeError
 from webhook.manifests import webhook_configuration
 from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE, NAMESPACE_NAME_LABEL, TLS_SECRET, WEBHOOK_DOMAIN
@@ -48,37 +50,14 @@ from webhook.policy import Decision, Policy, Rule, evaluate
 from webhook.selector import LabelSelector
 
 DAYS_WARNING = 30  # a certificate with fewer days left is a problem
-NET_CLASSES = ("high", "other", "unlabelled", "low", "pending")
 COVERAGE = {
     Decision.UNCHANGED: "injected",
     Decision.SKIPPED_EXPLICIT: "explicit",
     Decision.SKIPPED_OPT_OUT: "opted_out",
     Decision.MUTATED: "missing",
 }
-FEASIBLE_NOW = (
-    "a net=high node is feasible now: the pod was placed when none was, "
-    "or other score plugins outweighed the preference (run explain)"
-)
-FEASIBLE_WITHOUT_USAGE = (
-    "a net=high node passes the filters that do not depend on the pods on it "
-    "(resource fit and host ports not evaluated: the pods on net=high nodes could not be read)"
-)
-FEASIBLE_PENDING = (
-    "a net=high node is feasible now: the scheduler has not bound the pod yet "
-    "(kubectl describe pod shows its FailedScheduling events)"
-)
-USAGE_TEMPLATES = 4096  # distinct pod specs remembered while tallying the pods on net=high nodes
 EXIT_OK = 0
 EXIT_PROBLEMS = 3
-# A top owner's kind -> how to recreate its pods (the table prints it; status never runs it).
-RECREATE = {
-    "Deployment": "kubectl -n {ns} rollout restart deployment/{name}",
-    "StatefulSet": "kubectl -n {ns} rollout restart statefulset/{name}",
-    "DaemonSet": "kubectl -n {ns} rollout restart daemonset/{name}",
-    "CronJob": "the next Job of cronjob/{name} is covered; its running pods keep their placement",
-    "Job": "kubectl -n {ns} delete job {name}, then create it again",
-    "ReplicaSet": "kubectl -n {ns} delete pods of replicaset/{name}; it creates new ones",
-}
 
 
 @dataclass(frozen=True)
@@ -88,7 +67,7 @@ class Unknown:
     what: str
 
 
-Read = Any  # a decoded object, None when it does not exist, or Unknown
+Read = Mapping[str, Any] | None | Unknown  # a decoded object, None when it does not exist, or Unknown
 # (names of the net=high nodes, number of nodes) -> the pods bound to those nodes and not finished
 # (a listing may hold pods of other nodes too: they are ignored), or Unknown.
 PodsOnNodes = Callable[[Sequence[str], int], Iterable[Mapping[str, Any]] | Unknown]
@@ -190,17 +169,15 @@ def analyse(view: ClusterView) -> Report:
     return report
 
 
-def _unknown(report: Report, value: Any) -> bool:
-    if isinstance(value, Unknown):
-        report.unknown.append(f"cannot read {value.what} (forbidden by RBAC)")
-        return True
-    return False
+def _unknown(report: Report, value: Unknown) -> None:
+    report.unknown.append(f"cannot read {value.what} (forbidden by RBAC)")
 
 
 def _registration(view: ClusterView, report: Report, shipped: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Check the entries; return ours (those named `*.netqos.io`)."""
     config = view.configuration
-    if _unknown(report, config):
+    if isinstance(config, Unknown):
+        _unknown(report, config)
         return []
     if config is None:
         report.problems.append(
@@ -210,7 +187,10 @@ def _registration(view: ClusterView, report: Report, shipped: Mapping[str, Any])
         return []
     report.configuration = CONFIGURATION_NAME
     rules = {r.name: r for r in view.policy.rules}
-    ours = [w for w in config.get("webhooks") or () if str(w.get("name", "")).endswith(f".{WEBHOOK_DOMAIN}")]
+    webhooks: list[Mapping[str, Any]] = [
+        apidata.expect(w, dict, "webhooks[]", "an object") for w in apidata.items(config, "webhooks", "webhooks")
+    ]
+    ours = [w for w in webhooks if apidata.text(w, "name", "webhooks[].name").endswith(f".{WEBHOOK_DOMAIN}")]
     fix = f"re-register for the policy in force: netqos-webhook register --config FILE (policy: {view.policy_source})"
     for webhook in ours:
         report.entries.append(_check_entry(webhook, rules, shipped, fix, report.problems))
@@ -233,10 +213,10 @@ def _check_entry(
     rule = rules.get(rule_name)
     selector = webhook.get("objectSelector")
     matches = rule is not None and _canonical(selector) == _canonical(rule.pod_selector.to_api())
-    ca_bundle = bool((webhook.get("clientConfig") or {}).get("caBundle"))
-    entry = Entry(
-        name, rule_name, ca_bundle, matches, str(webhook.get("failurePolicy", "")), _int(webhook, "timeoutSeconds")
-    )
+    ca_bundle = bool(_ca_bundle(webhook))
+    failure_policy = apidata.text(webhook, "failurePolicy", f"{name}.failurePolicy")
+    timeout = apidata.integer(webhook, "timeoutSeconds", f"{name}.timeoutSeconds")
+    entry = Entry(name, rule_name, ca_bundle, matches, failure_policy, timeout)
     if rule is None:
         problems.append(f"webhook entry {name} belongs to no rule of the policy in force; {fix}")
         return entry
@@ -265,11 +245,11 @@ def _endpoints(view: ClusterView, report: Report) -> None:
     if isinstance(slices, Unknown):
         _unknown(report, slices)
         return
-    ready = sum(
+    ready = sum(  # an unset ready condition means ready
         1
         for s in slices
-        for e in s.get("endpoints") or ()
-        if (e.get("conditions") or {}).get("ready") is not False  # unset means ready
+        for e in apidata.items(s, "endpoints", "endpoints")
+        if apidata.boolean(apidata.obj(e, "conditions", "conditions"), "ready", "conditions.ready") is not False
     )
     report.ready_endpoints = ready
     if ready == 0:
@@ -282,7 +262,8 @@ def _endpoints(view: ClusterView, report: Report) -> None:
 
 def _deployment(view: ClusterView, report: Report) -> None:
     deployment = view.deployment
-    if _unknown(report, deployment):
+    if isinstance(deployment, Unknown):
+        _unknown(report, deployment)
         return
     ns = view.webhook_namespace
     if deployment is None:
@@ -290,8 +271,9 @@ def _deployment(view: ClusterView, report: Report) -> None:
             f"Deployment {DEFAULT_SERVICE} does not exist in namespace {ns}; install it (kubectl apply -k deploy/base)"
         )
         return
-    status, spec = deployment.get("status") or {}, deployment.get("spec") or {}
-    ready, wanted = _int(status, "readyReplicas"), _int(spec, "replicas", 1)
+    status, spec = apidata.obj(deployment, "status", "status"), apidata.obj(deployment, "spec", "spec")
+    ready = apidata.integer(status, "readyReplicas", "status.readyReplicas")
+    wanted = apidata.integer(spec, "replicas", "spec.replicas", 1)
     report.deployment = {"ready_replicas": ready, "replicas": wanted}
     if ready == 0:
         report.problems.append(
@@ -303,16 +285,18 @@ def _deployment(view: ClusterView, report: Report) -> None:
 def _certificates(view: ClusterView, report: Report, entries: Sequence[Mapping[str, Any]]) -> None:
     secret = view.secret
     ns = view.webhook_namespace
-    bundles = [(w["name"], (w.get("clientConfig") or {}).get("caBundle")) for w in entries if w.get("clientConfig")]
+    bundles = [(w["name"], _ca_bundle(w)) for w in entries if w.get("clientConfig")]
     ca_pem: bytes | None = None
-    if not _unknown(report, secret):
+    if isinstance(secret, Unknown):
+        _unknown(report, secret)
+    else:
         if secret is None:
             report.problems.append(
                 f"Secret {TLS_SECRET} does not exist in namespace {ns}: the webhook has no certificate to serve; "
                 "run netqos-webhook register (or use deploy/overlays/cert-manager)"
             )
         else:
-            data = secret.get("data") or {}
+            data = apidata.string_map(secret, "data", "data")
             ca_pem = _b64(data.get("ca.crt"))
             cert = _first_certificate(_b64(data.get("tls.crt")))
             if cert is None:
@@ -332,7 +316,7 @@ def _certificates(view: ClusterView, report: Report, entries: Sequence[Mapping[s
 
 
 def _check_certificate(
-    cert: x509.Certificate, bundles: Sequence[tuple[str, Any]], server_name: str, now: dt.datetime, report: Report
+    cert: x509.Certificate, bundles: Sequence[tuple[str, str]], server_name: str, now: dt.datetime, report: Report
 ) -> Certificate:
     validity = _validity(cert, now)
     failures = []
@@ -389,18 +373,6 @@ def _expiry(cert: Certificate) -> str:
     return f"expires on {cert.not_after} ({cert.days_left} days left)"
 
 
-# --- pods and nodes ---------------------------------------------------------------------------------
-
-
-@dataclass
-class _Nodes:
-    net: dict[str, str | None]  # node name -> its net label
-    high: list[scheduling.Node]
-    # What the pods on each net=high node take: read on first need; None when RBAC forbids it.
-    usage: dict[str, scheduling.NodeUsage] | None = None
-    usage_read: bool = False
-
-
 def _workloads(
     view: ClusterView, report: Report, entries: Sequence[Mapping[str, Any]], shipped: Sequence[Mapping[str, Any]]
 ) -> None:
@@ -408,16 +380,16 @@ def _workloads(
     if isinstance(view.nodes, Unknown):
         _unknown(report, view.nodes)
     else:
-        nodes = _read_nodes(view.nodes)
-        report.high_nodes = len(nodes.high)
+        nodes = _Placement(placement.read_nodes(view.nodes), view.pods_on_nodes)
+        report.high_nodes = len(nodes.nodes.high)
     if isinstance(view.pods, Unknown):
         _unknown(report, view.pods)
         return
     admits = _namespace_admission(view, entries, shipped, report)
-    reasons_cache: dict[bytes, tuple[str, ...]] = {}
     for pod in view.pods:
-        meta = pod.get("metadata") or {}
-        namespace, labels = meta.get("namespace", ""), meta.get("labels") or {}
+        meta = apidata.obj(pod, "metadata", "metadata")
+        namespace = apidata.text(meta, "namespace", "metadata.namespace")
+        labels = apidata.string_map(meta, "labels", "metadata.labels")
         if not any(r.pod_selector.matches(labels) and admits(r, namespace) for r in view.policy.rules):
             continue
         outcome = evaluate(view.policy, pod)
@@ -428,135 +400,53 @@ def _workloads(
         report.pods["selected"] += 1
         report.pods[coverage] += 1
         if coverage == "missing":
-            report.missing.append(
-                MissingPod(namespace, meta.get("name", ""), _controller(meta), meta.get("creationTimestamp", ""))
-            )
+            name, created = apidata.text(meta, "name", "metadata.name"), apidata.text(meta, "creationTimestamp", "")
+            report.missing.append(MissingPod(namespace, name, _controller(meta), created))
         if nodes is not None:
-            _place(pod, nodes, view.pods_on_nodes, report, reasons_cache)
-    if nodes is not None and not nodes.high and report.pods["selected"]:
+            nodes.place(pod, report)
+    if nodes is not None and not nodes.nodes.high and report.pods["selected"]:
         report.problems.append(
             "no node is labelled net=high: selected pods cannot be placed on a fast network; "
             "label the fast-network nodes (kubectl label node NAME net=high)"
         )
 
 
-def _read_nodes(items: Iterable[Mapping[str, Any]]) -> _Nodes:
-    nodes = _Nodes({}, [])
-    for item in items:
-        meta = item.get("metadata") or {}
-        net = (meta.get("labels") or {}).get(scheduling.NETQOS_NODE_LABEL)
-        nodes.net[meta.get("name", "")] = net
-        if net == "high":
-            try:
-                nodes.high.append(scheduling.node_from_api(item))
-            except ShapeError:  # a node the scheduler could not read either: it places nothing
-                continue
-    return nodes
+@dataclass
+class _Placement:
+    """The nodes, and why pods are not on a net=high one: the pods on those nodes are read on the
+    first pod that needs them (none may)."""
 
+    nodes: placement.Nodes
+    pods_on_nodes: PodsOnNodes
+    why_not_high: placement.WhyNotHigh | None = None
 
-def _high_usage(
-    pods: Iterable[Mapping[str, Any]] | Unknown, high: Sequence[scheduling.Node]
-) -> dict[str, scheduling.NodeUsage] | Unknown:
-    """Each net=high node's usage by the pods bound to it (NodeInfo.Requested, UsedPorts), folded
-    one pod at a time: memory holds one tally per high node, never the pods. What a pod takes
-    depends on its containers, overhead and pod-level resources only, so pods of one template are
-    read once (at most USAGE_TEMPLATES of them are remembered)."""
-    if isinstance(pods, Unknown):
-        return pods
-    tallies = {node.name: scheduling.UsageTally() for node in high}
-    views: dict[bytes, scheduling.PodView] = {}
-    for pod in pods:
-        spec, status = pod.get("spec") or {}, pod.get("status") or {}
-        tally = tallies.get(spec.get("nodeName") or "") if isinstance(spec, Mapping) else None
-        if tally is None or (isinstance(status, Mapping) and status.get("phase") in ("Succeeded", "Failed")):
-            continue
-        key = orjson.dumps([spec.get(f) for f in ("containers", "initContainers", "overhead", "resources")])
-        view = views.get(key)
-        if view is None:
-            try:
-                view = scheduling.pod_view(pod)
-            except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
-                continue
-            if len(views) < USAGE_TEMPLATES:
-                views[key] = view
-        tally.add(view)
-    return {name: tally.usage() for name, tally in tallies.items()}
+    def place(self, pod: Mapping[str, Any], report: Report) -> None:
+        meta, spec = apidata.obj(pod, "metadata", "metadata"), apidata.obj(pod, "spec", "spec")
+        node = apidata.text(spec, "nodeName", "spec.nodeName")
+        net = self.nodes.net.get(node) if node else None
+        net_class = self.nodes.net_class(node)
+        report.placement[net_class] += 1
+        if net_class == "high" or not self.nodes.high:
+            return
+        why = self._why_not_high(report)(pod)
+        if not node and why == (placement.FEASIBLE_NOW,):
+            why = (placement.FEASIBLE_PENDING,)
+        namespace, name = (
+            apidata.text(meta, "namespace", "metadata.namespace"),
+            apidata.text(meta, "name", "metadata.name"),
+        )
+        report.not_on_high.append(OffHigh(namespace, name, node, net, why))
 
-
-def _place(
-    pod: Mapping[str, Any],
-    nodes: _Nodes,
-    pods_on_nodes: PodsOnNodes,
-    report: Report,
-    cache: dict[bytes, tuple[str, ...]],
-) -> None:
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-    node = spec.get("nodeName") or ""
-    if not node:
-        net_class, net = "pending", None
-    else:
-        net = nodes.net.get(node)
-        net_class = "unlabelled" if net is None else net if net in ("high", "low") else "other"
-    report.placement[net_class] += 1
-    if net_class != "high" and nodes.high:
-        if not nodes.usage_read:
-            nodes.usage_read = True
-            usage = _high_usage(pods_on_nodes([n.name for n in nodes.high], len(nodes.net)), nodes.high)
-            if isinstance(usage, Unknown):
-                _unknown(report, usage)
+    def _why_not_high(self, report: Report) -> placement.WhyNotHigh:
+        if self.why_not_high is None:
+            high = self.nodes.high
+            pods = self.pods_on_nodes([n.name for n in high], len(self.nodes.net))
+            if isinstance(pods, Unknown):
+                _unknown(report, pods)
+                self.why_not_high = placement.WhyNotHigh(high, None)
             else:
-                nodes.usage = usage
-        why = _why_not_high(pod, nodes.high, nodes.usage, cache)
-        if not node and why == (FEASIBLE_NOW,):
-            why = (FEASIBLE_PENDING,)
-        report.not_on_high.append(OffHigh(meta.get("namespace", ""), meta.get("name", ""), node, net, why))
-
-
-def _why_not_high(
-    pod: Mapping[str, Any],
-    high: Sequence[scheduling.Node],
-    usage: Mapping[str, scheduling.NodeUsage] | None,
-    cache: dict[bytes, tuple[str, ...]],
-) -> tuple[str, ...]:
-    """Why `pod` is not on a net=high node: the filter reasons of every high node for it now (as
-    if it were scheduled again, so its own spec.nodeName is left out), from the ranking `explain`
-    shows, given what the pods on the high nodes take (`usage`, None when unknown). The pod in
-    question is on no high node, so it is never counted in `usage`: as `node_filter_reasons`, it
-    does not compete with itself. Reasons are counted per node as the scheduler's FitError does.
-
-    The one use of `webhook.scheduling` here. Pods of one template share the answer, cached under
-    `_filter_key`: a pod is only read (`pod_view`, the costly part) for a key not seen yet.
-    """
-    key = _filter_key(pod)
-    if key not in cache:
-        try:
-            view = dataclasses.replace(scheduling.pod_view(pod), node_name="")
-        except ShapeError as err:  # not cached: the error may be in a field the key leaves out
-            return (f"cannot evaluate the pod's scheduling fields: {err}",)
-        ranking = scheduling.rank(view, high, usage)
-        if ranking.feasible:
-            cache[key] = (FEASIBLE_NOW if usage is not None else FEASIBLE_WITHOUT_USAGE,)
-        else:
-            counts = Counter(r for n in ranking.nodes for r in n.reasons)
-            total = len(high)
-            cache[key] = tuple(sorted(f"{c}/{total} net=high node(s): {r}" for r, c in counts.items()))
-    return cache[key]
-
-
-def _filter_key(pod: Mapping[str, Any]) -> bytes:
-    """The pod fields PreFilter and Filter read (`scheduling.filter_reasons`): node selector,
-    required node affinity, tolerations; the requests of containers, init containers, overhead and
-    pod-level resources; host ports. Containers go in whole, a superset of what is read, so the key
-    cannot go stale when the filters read another container field, and pods of one template still
-    share it. spec.nodeName is left out: the pod is judged as if unbound."""
-    spec = pod.get("spec") or {}
-    if not isinstance(spec, Mapping):
-        return orjson.dumps([spec])
-    affinity = spec.get("affinity") or {}
-    node_affinity = (affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else affinity) or {}
-    required = node_affinity.get(REQUIRED) if isinstance(node_affinity, Mapping) else node_affinity
-    fields = ("nodeSelector", "tolerations", "containers", "initContainers", "overhead", "resources")
-    return orjson.dumps([required, *(spec.get(f) for f in fields)], option=orjson.OPT_SORT_KEYS)
+                self.why_not_high = placement.WhyNotHigh(high, placement.high_usage(pods, high))
+        return self.why_not_high
 
 
 def _namespace_admission(
@@ -568,7 +458,8 @@ def _namespace_admission(
     by_name.update({w["name"]: w for w in entries})
     selectors: dict[str, LabelSelector] = {}
     for rule in view.policy.rules:
-        raw = by_name.get(f"{rule.name}.{WEBHOOK_DOMAIN}", {}).get("namespaceSelector")
+        entry = by_name.get(f"{rule.name}.{WEBHOOK_DOMAIN}")
+        raw = entry.get("namespaceSelector") if entry is not None else None
         try:
             selectors[rule.name] = _selector(raw)
         except ShapeError as err:
@@ -590,10 +481,14 @@ def _namespace_admission(
 
 
 def _controller(meta: Mapping[str, Any]) -> str | None:
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("controller"):
-            return f"{ref.get('kind')}/{ref.get('name')}"
+    for ref in apidata.items(meta, "ownerReferences", "metadata.ownerReferences"):
+        if apidata.boolean(ref, "controller", "metadata.ownerReferences[].controller"):
+            return f"{apidata.text(ref, 'kind', 'kind')}/{apidata.text(ref, 'name', 'name')}"
     return None
+
+
+def _ca_bundle(webhook: Mapping[str, Any]) -> str:
+    return apidata.text(apidata.obj(webhook, "clientConfig", "clientConfig"), "caBundle", "clientConfig.caBundle")
 
 
 # --- owners: the command reads what `owner_lookups` names, `with_owners` climbs one level ----------
@@ -617,130 +512,13 @@ def with_owners(report: Report, found: Mapping[tuple[str, str, str], Read]) -> N
     top: dict[tuple[str, str, str], str] = {}
     for key, obj in found.items():
         if isinstance(obj, Mapping):
-            owner = _controller(obj.get("metadata") or {})
+            owner = _controller(apidata.obj(obj, "metadata", "metadata"))
             if owner and owner.partition("/")[0] == CLIMB[key[1]]:
                 top[key] = owner
     report.missing = [
         dataclasses.replace(p, owner=top.get((p.namespace, *p.owner.partition("/")[::2]), p.owner)) if p.owner else p
         for p in report.missing
     ]
-
-
-# ---------------------------------------------------------------------------------------------
-# Output
-
-
-def to_json(report: Report) -> dict[str, Any]:
-    """The documented shape (README, "Check it works in your cluster"); keys may be added, never changed."""
-
-    def cert(c: Certificate | None, verified: bool) -> dict[str, Any] | None:
-        if c is None:
-            return None
-        out: dict[str, Any] = {"not_after": c.not_after, "days_left": c.days_left}
-        if verified:
-            out["verifies_against_ca_bundle"] = bool(c.verifies_against_ca_bundle)
-        return out
-
-    return {
-        "webhook": {
-            "configuration": report.configuration,
-            "entries": [dataclasses.asdict(e) for e in report.entries],
-            "ready_endpoints": report.ready_endpoints,
-            "deployment": report.deployment,
-            "certificate": cert(report.certificate, True),
-            "ca": cert(report.ca, False),
-        },
-        "policy": {"source": report.policy_source, "rules": report.rules},
-        "pods": {k: report.pods[k] for k in ("selected", "injected", "explicit", "opted_out", "missing")},
-        "placement": {k: report.placement[k] for k in NET_CLASSES},
-        "high_nodes": report.high_nodes,
-        # Built by hand: dataclasses.asdict deep-copies, which costs seconds for 30,000 pods.
-        "missing": [
-            {"namespace": p.namespace, "name": p.name, "owner": p.owner, "created": p.created} for p in report.missing
-        ],
-        "not_on_high": [
-            {"namespace": p.namespace, "name": p.name, "node": p.node, "net": p.net, "why": list(p.why)}
-            for p in report.not_on_high
-        ],
-        "problems": report.problems,
-        "unknown": report.unknown,
-    }
-
-
-def render_json(report: Report) -> str:
-    return orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
-
-
-def render_table(report: Report, limit: int = 20) -> str:
-    """For people: registration first, then counts, then the pods to act on (lists cut at `limit`)."""
-    lines = ["WEBHOOK"]
-    lines.append(f"  configuration     {report.configuration or 'MISSING'}")
-    for e in report.entries:
-        flags = [
-            "caBundle " + ("ok" if e.ca_bundle else "EMPTY"),
-            "objectSelector " + ("= policy" if e.object_selector_matches_policy else "DRIFTED"),
-            f"failurePolicy {e.failure_policy}",
-            f"timeout {e.timeout_seconds}s",
-        ]
-        lines.append(f"  entry {e.name:<12} rule {e.rule}: {', '.join(flags)}")
-    lines.append(f"  ready endpoints   {_or_unknown(report.ready_endpoints)}")
-    if report.deployment is not None:
-        lines.append(f"  deployment        {report.deployment['ready_replicas']}/{report.deployment['replicas']} ready")
-    if report.certificate is not None:
-        c = report.certificate
-        verifies = "verifies against caBundle" if c.verifies_against_ca_bundle else "does NOT verify against caBundle"
-        lines.append(f"  certificate       until {c.not_after} ({c.days_left} days), {verifies}")
-    if report.ca is not None:
-        lines.append(f"  CA                until {report.ca.not_after} ({report.ca.days_left} days)")
-    lines.append(f"  policy            {report.policy_source}: rules {', '.join(report.rules) or '-'}")
-    lines.append("")
-    p = report.pods
-    lines.append(
-        f"PODS      selected {p['selected']}: injected {p['injected']}, explicit {p['explicit']}, "
-        f"opted out {p['opted_out']}, missing {p['missing']}"
-    )
-    lines.append("PLACEMENT " + ", ".join(f"{k} {report.placement[k]}" for k in NET_CLASSES))
-    if report.missing:
-        lines += ["", "MISSING THE PREFERENCE (created without it; recreate to fix)"]
-        groups: dict[tuple[str, str | None], list[MissingPod]] = {}
-        for pod in report.missing:
-            groups.setdefault((pod.namespace, pod.owner), []).append(pod)
-        for (ns, owner), pods in _cut(sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] or "")), limit, lines):
-            oldest = min(p.created for p in pods)
-            names = ", ".join(p.name for p in pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
-            lines.append(f"  {ns}/{owner or 'Pod (no owner)'}: {len(pods)} pod(s) created since {oldest}: {names}")
-            lines.append(f"    recreate: {_recreate(ns, owner, pods)}")
-    if report.not_on_high:
-        lines += ["", "NOT ON A net=high NODE"]
-        for pod in _cut(report.not_on_high, limit, lines):
-            where = f"on {pod.node} (net={pod.net or '<none>'})" if pod.node else "pending"
-            lines.append(f"  {pod.namespace}/{pod.name} {where}: {'; '.join(pod.why)}")
-    lines += ["", f"PROBLEMS ({len(report.problems)})" if report.problems else "PROBLEMS none"]
-    lines += [f"  - {problem}" for problem in report.problems]
-    lines += [f"  ? {u}" for u in report.unknown]
-    lines += [
-        "",
-        f"RESULT {len(report.problems)} problem(s), {len(report.missing)} pod(s) missing the preference: "
-        f"exit {report.exit_code}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def _cut(items: Sequence[Any], limit: int, lines: list[str]) -> Iterable[Any]:
-    yield from items[:limit]
-    if len(items) > limit:
-        lines.append(f"  ... and {len(items) - limit} more (-o json lists all)")
-
-
-def _recreate(ns: str, owner: str | None, pods: Sequence[MissingPod]) -> str:
-    if owner is None:
-        return f"delete and re-create the pod(s) from their manifests (kubectl -n {ns} delete pod {pods[0].name} ...)"
-    kind, _, name = owner.partition("/")
-    return RECREATE.get(kind, "recreate them through their owner {kind}/{name}").format(ns=ns, name=name, kind=kind)
-
-
-def _or_unknown(value: Any) -> str:
-    return "unknown" if value is None else str(value)
 
 
 # --- small readers ------------------------------------------------------------------------------
@@ -752,7 +530,7 @@ def _selector(raw: Any) -> LabelSelector:
         return LabelSelector()
     if not isinstance(raw, Mapping):
         raise ShapeError("(selector)", "an object", raw)
-    labels = raw.get("matchLabels") or {}
+    labels = apidata.string_map(raw, "matchLabels", "matchLabels")
     exprs = requirements_from_api(raw.get("matchExpressions"), "matchExpressions")
     return LabelSelector(tuple(labels.items()), exprs)
 
@@ -769,11 +547,6 @@ def _canonical(raw: Any) -> Any:
         tuple(sorted(selector.match_labels)),
         tuple(sorted(r.canonical() for r in selector.match_expressions)),
     )
-
-
-def _int(obj: Mapping[str, Any], key: str, default: int = 0) -> int:
-    value = obj.get(key)
-    return value if isinstance(value, int) else default
 
 
 def _b64(value: Any) -> bytes | None:
@@ -805,9 +578,10 @@ def _show(value: Any) -> str:
 def policy_location(deployment: Mapping[str, Any]) -> tuple[str, str] | None:
     """(ConfigMap name, key) of the policy file the webhook's Deployment serves (its --config
     argument, through the volume mounted there), or None when it serves the built-in policy."""
-    spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
-    for container in spec.get("containers") or ():
-        words = [*(container.get("command") or ()), *(container.get("args") or ())]
+    template = apidata.obj(apidata.obj(deployment, "spec", "spec"), "template", "spec.template")
+    spec = apidata.obj(template, "spec", "spec.template.spec")
+    for container in apidata.items(spec, "containers", "containers"):
+        words = [*apidata.items(container, "command", "command"), *apidata.items(container, "args", "args")]
         path = None
         for i, word in enumerate(words):
             if word.startswith("--config="):
@@ -816,16 +590,16 @@ def policy_location(deployment: Mapping[str, Any]) -> tuple[str, str] | None:
                 path = words[i + 1]
         if path is None:
             continue
-        for mount in container.get("volumeMounts") or ():
-            prefix = mount.get("mountPath", "").rstrip("/") + "/"
+        for mount in apidata.items(container, "volumeMounts", "volumeMounts"):
+            prefix = apidata.text(mount, "mountPath", "mountPath").rstrip("/") + "/"
             if not path.startswith(prefix):
                 continue
-            key = mount.get("subPath") or path[len(prefix) :]
-            for volume in spec.get("volumes") or ():
-                if volume.get("name") == mount.get("name") and volume.get("configMap"):
-                    config_map = volume["configMap"]
-                    for item in config_map.get("items") or ():
-                        if item.get("path") == key:
-                            key = item.get("key")
-                    return config_map.get("name"), key
+            key = apidata.text(mount, "subPath", "subPath") or path[len(prefix) :]
+            for volume in apidata.items(spec, "volumes", "volumes"):
+                config_map = apidata.obj(volume, "configMap", "configMap")
+                if apidata.text(volume, "name", "name") == apidata.text(mount, "name", "name") and config_map:
+                    for item in apidata.items(config_map, "items", "items"):
+                        if apidata.text(item, "path", "path") == key:
+                            key = apidata.text(item, "key", "key")
+                    return apidata.text(config_map, "name", "name"), key
     return None

@@ -773,7 +773,8 @@ def test_config_overrides_the_policy_the_webhook_serves(tls: kubeapi.TLS, tmp_pa
 
 
 def test_table_cuts_long_lists_and_says_how_many_more() -> None:
-    from webhook.status import OffHigh, Report, render_table
+    from webhook.commands.status import render_table
+    from webhook.status import OffHigh, Report
 
     report = Report(not_on_high=[OffHigh("shop", f"p{i:02}", "slow-1", "low", ("why",)) for i in range(25)])
     table = render_table(report, limit=20)

@@ -5,22 +5,28 @@ podSelector as the server-side `labelSelector` and `status.phase` as `fieldSelec
 pods hold no node and need no preference), so a cluster of 150,000 pods sends only the selected
 ones, a page at a time. The pods that take the `net=high` nodes' resources are read only when a
 selected pod is not on such a node (see `_pods_on_nodes`). What RBAC forbids is `status.Unknown`,
-reported, not a failure.
+reported, not a failure. The report renders here, as a table or as JSON.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from webhook import cluster, status
+import orjson
+
+from webhook import apidata, cluster, status
+from webhook.apidata import ShapeError
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
+from webhook.placement import NET_CLASSES
 from webhook.policy import Policy
 from webhook.policy_file import PolicyError, default_policy, load_policy, policy_from_bytes
 from webhook.selector import LabelSelector
+from webhook.status import Certificate, MissingPod, Report
 
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -44,10 +50,15 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
     override = load_policy(args.config) if args.config else None
     connection = cluster.connect(args.kubeconfig, args.context)
     with cluster.Reader(connection) as reader:
-        report = status.analyse(_view(reader, args, override, now or dt.datetime.now(dt.UTC)))
-        lookups = status.owner_lookups(report)
-        status.with_owners(report, {key: _get(reader, key[1], key[2], key[0]) for key in sorted(lookups)})
-    out.write(status.render_json(report) if args.output == "json" else status.render_table(report))
+        try:
+            report = status.analyse(_view(reader, args, override, now or dt.datetime.now(dt.UTC)))
+            lookups = status.owner_lookups(report)
+            status.with_owners(report, {key: _get(reader, key[1], key[2], key[0]) for key in sorted(lookups)})
+        except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
+            raise cluster.ClusterError(
+                f"the API server at {connection.host} sent an object no Kubernetes stores: {err}"
+            ) from None
+    out.write(render_json(report) if args.output == "json" else render_table(report))
     return report.exit_code
 
 
@@ -92,7 +103,7 @@ def _policy(
     if isinstance(config_map, status.Unknown) or config_map is None:
         what = "forbidden" if config_map is not None else "missing"
         return default_policy(), f"{builtin} ({where} {what}; pass --config FILE)", None
-    text = (config_map.get("data") or {}).get(key)
+    text = apidata.string_map(config_map, "data", "data").get(key)
     if text is None:
         return default_policy(), builtin, f"{where} does not exist: the webhook cannot load its policy"
     try:
@@ -109,8 +120,10 @@ def _selected_pods(reader: cluster.Reader, policy: Policy, namespace: str | None
             "Pod", namespace, label_selector=label_selector(rule.pod_selector), field_selector=RUNNING
         ):
             if seen is not None:
-                meta = pod.get("metadata") or {}
-                uid = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+                meta = apidata.obj(pod, "metadata", "metadata")
+                uid = apidata.text(meta, "uid", "metadata.uid") or "/".join(
+                    apidata.text(meta, key, f"metadata.{key}") for key in ("namespace", "name")
+                )
                 if uid in seen:
                     continue
                 seen.add(uid)
@@ -154,14 +167,18 @@ def label_selector(selector: LabelSelector) -> str:
     return ",".join(parts)
 
 
-def _namespaces(reader: cluster.Reader) -> dict[str, dict[str, str]] | status.Unknown:
+def _namespaces(reader: cluster.Reader) -> dict[str, Mapping[str, str]] | status.Unknown:
     listed = _listed(reader, "Namespace", None)
     if isinstance(listed, status.Unknown):
         return listed
-    return {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in listed}
+    out: dict[str, Mapping[str, str]] = {}
+    for namespace in listed:
+        meta = apidata.obj(namespace, "metadata", "metadata")
+        out[apidata.text(meta, "name", "metadata.name")] = apidata.string_map(meta, "labels", "metadata.labels")
+    return out
 
 
-def _get(reader: cluster.Reader, kind: str, name: str, namespace: str | None = None) -> Any:
+def _get(reader: cluster.Reader, kind: str, name: str, namespace: str | None = None) -> status.Read:
     try:
         return reader.get(kind, name, namespace)
     except cluster.Forbidden:
@@ -169,7 +186,9 @@ def _get(reader: cluster.Reader, kind: str, name: str, namespace: str | None = N
         return status.Unknown(f"{kind} {name}{where}")
 
 
-def _listed(reader: cluster.Reader, kind: str, namespace: str | None, **selectors: str) -> Any:
+def _listed(
+    reader: cluster.Reader, kind: str, namespace: str | None, **selectors: str
+) -> list[dict[str, Any]] | status.Unknown:
     try:
         return list(reader.list(kind, namespace, **selectors))
     except cluster.Forbidden:
@@ -186,3 +205,129 @@ def _lazy(reader: cluster.Reader, what: str, items: Callable[[], Iterable[dict[s
     except cluster.Forbidden:
         return status.Unknown(f"the {what}")
     return iter(()) if first is None else itertools.chain((first,), iterator)
+
+
+# --- output ------------------------------------------------------------------------------------
+
+# A top owner's kind -> how to recreate its pods (the table prints it; status never runs it).
+RECREATE = {
+    "Deployment": "kubectl -n {ns} rollout restart deployment/{name}",
+    "StatefulSet": "kubectl -n {ns} rollout restart statefulset/{name}",
+    "DaemonSet": "kubectl -n {ns} rollout restart daemonset/{name}",
+    "CronJob": "the next Job of cronjob/{name} is covered; its running pods keep their placement",
+    "Job": "kubectl -n {ns} delete job {name}, then create it again",
+    "ReplicaSet": "kubectl -n {ns} delete pods of replicaset/{name}; it creates new ones",
+}
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    """The documented shape (README, "Check it works in your cluster"); keys may be added, never changed."""
+
+    def cert(c: Certificate | None, verified: bool) -> dict[str, Any] | None:
+        if c is None:
+            return None
+        out: dict[str, Any] = {"not_after": c.not_after, "days_left": c.days_left}
+        if verified:
+            out["verifies_against_ca_bundle"] = bool(c.verifies_against_ca_bundle)
+        return out
+
+    return {
+        "webhook": {
+            "configuration": report.configuration,
+            "entries": [dataclasses.asdict(e) for e in report.entries],
+            "ready_endpoints": report.ready_endpoints,
+            "deployment": report.deployment,
+            "certificate": cert(report.certificate, True),
+            "ca": cert(report.ca, False),
+        },
+        "policy": {"source": report.policy_source, "rules": report.rules},
+        "pods": {k: report.pods[k] for k in ("selected", "injected", "explicit", "opted_out", "missing")},
+        "placement": {k: report.placement[k] for k in NET_CLASSES},
+        "high_nodes": report.high_nodes,
+        # Built by hand: dataclasses.asdict deep-copies, which costs seconds for 30,000 pods.
+        "missing": [
+            {"namespace": p.namespace, "name": p.name, "owner": p.owner, "created": p.created} for p in report.missing
+        ],
+        "not_on_high": [
+            {"namespace": p.namespace, "name": p.name, "node": p.node, "net": p.net, "why": list(p.why)}
+            for p in report.not_on_high
+        ],
+        "problems": report.problems,
+        "unknown": report.unknown,
+    }
+
+
+def render_json(report: Report) -> str:
+    return orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def render_table(report: Report, limit: int = 20) -> str:
+    """For people: registration first, then counts, then the pods to act on (lists cut at `limit`)."""
+    lines = ["WEBHOOK"]
+    lines.append(f"  configuration     {report.configuration or 'MISSING'}")
+    for e in report.entries:
+        flags = [
+            "caBundle " + ("ok" if e.ca_bundle else "EMPTY"),
+            "objectSelector " + ("= policy" if e.object_selector_matches_policy else "DRIFTED"),
+            f"failurePolicy {e.failure_policy}",
+            f"timeout {e.timeout_seconds}s",
+        ]
+        lines.append(f"  entry {e.name:<12} rule {e.rule}: {', '.join(flags)}")
+    lines.append(f"  ready endpoints   {_or_unknown(report.ready_endpoints)}")
+    if report.deployment is not None:
+        lines.append(f"  deployment        {report.deployment['ready_replicas']}/{report.deployment['replicas']} ready")
+    if report.certificate is not None:
+        c = report.certificate
+        verifies = "verifies against caBundle" if c.verifies_against_ca_bundle else "does NOT verify against caBundle"
+        lines.append(f"  certificate       until {c.not_after} ({c.days_left} days), {verifies}")
+    if report.ca is not None:
+        lines.append(f"  CA                until {report.ca.not_after} ({report.ca.days_left} days)")
+    lines.append(f"  policy            {report.policy_source}: rules {', '.join(report.rules) or '-'}")
+    lines.append("")
+    p = report.pods
+    lines.append(
+        f"PODS      selected {p['selected']}: injected {p['injected']}, explicit {p['explicit']}, "
+        f"opted out {p['opted_out']}, missing {p['missing']}"
+    )
+    lines.append("PLACEMENT " + ", ".join(f"{k} {report.placement[k]}" for k in NET_CLASSES))
+    if report.missing:
+        lines += ["", "MISSING THE PREFERENCE (created without it; recreate to fix)"]
+        groups: dict[tuple[str, str | None], list[MissingPod]] = {}
+        for pod in report.missing:
+            groups.setdefault((pod.namespace, pod.owner), []).append(pod)
+        for (ns, owner), pods in _cut(sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] or "")), limit, lines):
+            oldest = min(p.created for p in pods)
+            names = ", ".join(p.name for p in pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
+            lines.append(f"  {ns}/{owner or 'Pod (no owner)'}: {len(pods)} pod(s) created since {oldest}: {names}")
+            lines.append(f"    recreate: {_recreate(ns, owner, pods)}")
+    if report.not_on_high:
+        lines += ["", "NOT ON A net=high NODE"]
+        for pod in _cut(report.not_on_high, limit, lines):
+            where = f"on {pod.node} (net={pod.net or '<none>'})" if pod.node else "pending"
+            lines.append(f"  {pod.namespace}/{pod.name} {where}: {'; '.join(pod.why)}")
+    lines += ["", f"PROBLEMS ({len(report.problems)})" if report.problems else "PROBLEMS none"]
+    lines += [f"  - {problem}" for problem in report.problems]
+    lines += [f"  ? {u}" for u in report.unknown]
+    lines += [
+        "",
+        f"RESULT {len(report.problems)} problem(s), {len(report.missing)} pod(s) missing the preference: "
+        f"exit {report.exit_code}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _cut(items: Sequence[Any], limit: int, lines: list[str]) -> Iterable[Any]:
+    yield from items[:limit]
+    if len(items) > limit:
+        lines.append(f"  ... and {len(items) - limit} more (-o json lists all)")
+
+
+def _recreate(ns: str, owner: str | None, pods: Sequence[MissingPod]) -> str:
+    if owner is None:
+        return f"delete and re-create the pod(s) from their manifests (kubectl -n {ns} delete pod {pods[0].name} ...)"
+    kind, _, name = owner.partition("/")
+    return RECREATE.get(kind, "recreate them through their owner {kind}/{name}").format(ns=ns, name=name, kind=kind)
+
+
+def _or_unknown(value: Any) -> str:
+    return "unknown" if value is None else str(value)
