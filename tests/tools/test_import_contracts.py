@@ -1,0 +1,80 @@
+"""The import contracts catch what they claim: each violation below, injected into a copy of the
+tree, breaks the named contract of `lint-imports` (the gate scripts/lint runs), and the copy as
+it is keeps every contract."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures import REPO
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+LAYERS = "Layers: every module of webhook/ in one, each importing only from the layers below it"
+ONLY_CLUSTER = "Only webhook.cluster imports the kubernetes client"
+ACYCLIC = "No import cycle among the modules of any package of webhook/"
+
+
+def copy_of_the_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    shutil.copytree(REPO / "webhook", root / "webhook", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", root)
+    return root
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    # From the copy's root, whose webhook/ comes first on sys.path (before the editable install).
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=root, capture_output=True, text=True, timeout=120)
+
+
+def broken(output: str) -> set[str]:
+    """The names of the contracts the report says are broken (a long name wraps over lines)."""
+    text = " ".join(output.split())
+    return {name for name in (LAYERS, ONLY_CLUSTER, ACYCLIC) if f"{name} BROKEN" in text}
+
+
+def test_scripts_lint_runs_the_import_contracts():
+    assert '"$bin/lint-imports" --no-cache' in (REPO / "scripts/lint").read_text()
+
+
+def test_the_tree_as_it_is_keeps_every_contract(tmp_path):
+    done = lint_imports(copy_of_the_tree(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "module, line, contracts",
+    [
+        # analysis importing a command (here the server's), which imports it back
+        ("webhook/status.py", "from webhook.commands import serve", {LAYERS, ACYCLIC}),
+        # a second user of the kubernetes client, imported at the top of a pure module
+        ("webhook/manifests.py", "import kubernetes", {ONLY_CLUSTER}),
+        # the core turned upside down: affinity is below policy, which imports it (a cycle too)
+        ("webhook/affinity.py", "from webhook import policy", {LAYERS, ACYCLIC}),
+        # a cycle between two commands
+        ("webhook/commands/tables.py", "from webhook.commands import review", {ACYCLIC}),
+    ],
+    ids=["status-imports-commands.serve", "manifests-imports-kubernetes", "affinity-imports-policy", "command-cycle"],
+)
+def test_an_injected_violation_breaks_its_contract(tmp_path, module, line, contracts):
+    root = copy_of_the_tree(tmp_path)
+    path = root / module
+    source = path.read_text()
+    anchor = "from __future__ import annotations\n"
+    path.write_text(source.replace(anchor, f"{anchor}\n{line}  # noqa: F401\n", 1))
+    done = lint_imports(root)
+    assert done.returncode == 1, done.stdout
+    assert broken(done.stdout) == contracts, done.stdout
+
+
+def test_a_module_in_no_layer_breaks_the_layers_contract(tmp_path):
+    root = copy_of_the_tree(tmp_path)
+    (root / "webhook/unplaced.py").write_text('"""A module nobody put in a layer."""\n')
+    done = lint_imports(root)
+    assert done.returncode == 1 and broken(done.stdout) == {LAYERS}, done.stdout
+    assert "webhook.unplaced" in done.stdout
