@@ -44,6 +44,19 @@ from webhook.names import (
 from webhook.policy import Decision
 from webhook.workloads import KIND_NAMES as WORKLOAD_KINDS
 
+# The ranges of the numeric flags. Workers and threads: far above what one pod's CPUs use
+# (docs/performance.md), far below what exhausts a machine. Seconds: five minutes for a deadline
+# or an hour of keep-alive. Bodies: from 1 KiB to 64 MiB, the budget up to 1 GiB. Certificates:
+# 100 years, well inside X.509's dates (the year 9999).
+MAX_WORKERS = 64
+MAX_THREADS = 256
+MAX_SECONDS = 300
+MAX_KEEPALIVE_SECONDS = 3600
+MIN_BODY_BYTES = 1024
+MAX_BODY_BYTES = 64 * 2**20
+MAX_BODY_BUDGET_BYTES = 2**30
+MAX_CERT_DAYS = 36500
+
 DECISIONS = tuple(d.value for d in Decision)
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_CLOSED_STDOUT = 128 + signal.SIGPIPE
@@ -136,20 +149,39 @@ def _add_cluster(parser: argparse.ArgumentParser, purpose: str, exclusive: Any =
     )
 
 
-def _positive(text: str) -> int:
-    return _whole_number(text, 1)
+class Range:
+    """An argparse type: a whole number from `low` to `high`. Every numeric flag has one, so a
+    value that would fork a million workers or overflow a date is one line and exit code 2 before
+    anything starts; `--help` and README's command table state it (the tests hold them to it)."""
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+
+    def __call__(self, text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not self.low <= value <= self.high:
+            raise argparse.ArgumentTypeError(f"must be from {self.low} to {self.high}, got {value}")
+        return value
+
+    def __repr__(self) -> str:  # argparse names the type in some messages
+        return f"a whole number from {self.low} to {self.high}"
 
 
-def _whole_number(text: str, low: int, high: int | None = None) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if high is not None and not low <= value <= high:
-        raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {value}")
-    if value < low:
-        raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
-    return value
+def _number(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    flag: str,
+    low: int,
+    high: int,
+    default: int | None,
+    help: str,
+    metavar: str = "N",
+) -> None:
+    """A numeric flag, its range (and default) stated at the end of its help."""
+    shown = f"from {low} to {high}" + ("" if default is None else f"; default {default}")
+    parser.add_argument(flag, type=Range(low, high), default=default, metavar=metavar, help=f"{help} ({shown})")
 
 
 # --- serve -------------------------------------------------------------------------------------
@@ -172,56 +204,47 @@ def _add_serve(sub: Any) -> None:
     p.add_argument("--certfile", type=Path, metavar="FILE", help="server certificate (PEM); default certs/tls.crt")
     p.add_argument("--keyfile", type=Path, metavar="FILE", help="server private key (PEM); default certs/tls.key")
     _add_config(p)
-    p.add_argument(
-        "--workers",
-        type=_positive,
-        default=DEFAULT_WORKERS,
-        metavar="N",
-        help=f"worker processes (default {DEFAULT_WORKERS})",
-    )
+    _number(p, "--workers", 1, MAX_WORKERS, DEFAULT_WORKERS, "worker processes")
     p.add_argument(
         "--worker-class",
         choices=WORKER_CLASSES,
         default="gevent",
         help="gunicorn worker class (default gevent; see docs/performance.md)",
     )
-    p.add_argument(
-        "--threads", type=_positive, default=1, metavar="N", help="threads per worker, for --worker-class gthread only"
-    )
-    p.add_argument(
+    _number(p, "--threads", 1, MAX_THREADS, 1, "threads per worker, for --worker-class gthread only")
+    _number(
+        p,
         "--keepalive",
-        type=_positive,
-        default=DEFAULT_KEEPALIVE_SECONDS,
-        metavar="SECONDS",
-        help=f"keep idle connections this long (default {DEFAULT_KEEPALIVE_SECONDS}; the API server keeps them 90 s)",
+        1,
+        MAX_KEEPALIVE_SECONDS,
+        DEFAULT_KEEPALIVE_SECONDS,
+        "keep idle connections this long; the API server keeps them 90 s",
+        "SECONDS",
     )
-    p.add_argument(
+    _number(
+        p,
         "--max-body-bytes",
-        type=_positive,
-        default=DEFAULT_MAX_BODY_BYTES,
-        metavar="N",
-        help="larger request bodies get 413 (default 3 MiB, the API server's own limit)",
+        MIN_BODY_BYTES,
+        MAX_BODY_BYTES,
+        DEFAULT_MAX_BODY_BYTES,
+        "larger request bodies get 413; the default is the API server's own limit, 3 MiB",
     )
-    p.add_argument(
+    _number(
+        p,
         "--body-budget-bytes",
-        type=_positive,
-        default=DEFAULT_BODY_BUDGET_BYTES,
-        metavar="N",
-        help="request-body bytes one worker holds at once; a body beyond gets 503 with Retry-After "
-        f"(default {DEFAULT_BODY_BUDGET_BYTES // 2**20} MiB; docs/operations.md, Hostile clients)",
+        MIN_BODY_BYTES,
+        MAX_BODY_BUDGET_BYTES,
+        DEFAULT_BODY_BUDGET_BYTES,
+        "request-body bytes one worker holds at once; a body beyond gets 503 with Retry-After. It must "
+        "leave room for a body of --max-body-bytes beside those reserved for small bodies; see "
+        "docs/operations.md, Hostile clients",
     )
     for stage, default, what in (
         ("handshake", DEFAULT_HANDSHAKE_TIMEOUT, "a TLS handshake, from accept; then the connection is closed"),
         ("header", DEFAULT_HEADER_TIMEOUT, "the request line and headers, from their first byte; then closed"),
         ("body", DEFAULT_BODY_TIMEOUT, "a request body; then 408 and closed (gevent workers)"),
     ):
-        p.add_argument(
-            f"--{stage}-timeout",
-            type=_positive,
-            default=int(default),
-            metavar="SECONDS",
-            help=f"deadline for {what} (default {default:g})",
-        )
+        _number(p, f"--{stage}-timeout", 1, MAX_SECONDS, int(default), f"deadline for {what}", "SECONDS")
     p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="log level (default info)")
     p.add_argument(
         "--log-format",
@@ -278,20 +301,22 @@ def _add_certs(sub: Any) -> None:
         metavar="H",
         help="extra DNS name or IP address for the certificate (repeatable)",
     )
-    p.add_argument(
+    _number(
+        p,
         "--days",
-        type=_positive,
-        default=DEFAULT_CERT_DAYS,
-        metavar="N",
-        help=f"server certificate validity in days (default {DEFAULT_CERT_DAYS})",
+        1,
+        MAX_CERT_DAYS,
+        DEFAULT_CERT_DAYS,
+        "server certificate validity in days; the CA must outlive it",
     )
-    p.add_argument(
+    _number(
+        p,
         "--ca-days",
-        type=_positive,
-        default=DEFAULT_CA_DAYS,
-        metavar="N",
-        help=f"CA validity in days (default {DEFAULT_CA_DAYS}): longer than the server certificate, so "
-        "--renew-before can re-issue the latter under the same CA",
+        1,
+        MAX_CERT_DAYS,
+        DEFAULT_CA_DAYS,
+        "CA validity in days: longer than --days, so --renew-before can re-issue the server certificate "
+        "under the same CA",
     )
     p.add_argument("--key-type", choices=KEY_TYPES, default="ecdsa", help="ecdsa (P-256, default) or rsa (2048)")
     replace = p.add_mutually_exclusive_group()
@@ -304,13 +329,16 @@ def _add_certs(sub: Any) -> None:
     replace.add_argument(
         "--force", action="store_true", help="replace the CA in --out by a new one, trusting only the new one"
     )
-    p.add_argument(
+    _number(
+        p,
         "--renew-before",
-        type=_positive,
-        metavar="DAYS",
-        help="renew only: re-issue tls.crt/tls.key from the existing CA in --out when the certificate "
+        1,
+        MAX_CERT_DAYS,
+        None,
+        "renew only: re-issue tls.crt/tls.key from the existing CA in --out when the certificate "
         "expires within DAYS (or is missing, or lacks a --host); leave a valid one alone. The CA "
         "is kept, so the webhook's caBundle stays the same",
+        "DAYS",
     )
 
 
@@ -399,19 +427,16 @@ def _add_explain(sub: Any) -> None:
         metavar="FILE",
         help="a KubeSchedulerConfiguration (v1): the profile of the pod's schedulerName (default: the default profile)",
     )
-    p.add_argument(
+    _number(
+        p,
         "--netqos-weight",
-        type=_weight,
-        default=DEFAULT_NETQOS_WEIGHT,
-        metavar="N",
-        help=f"the NetQoS plugin's weight in the NetQoS scheduler's profile (default: {DEFAULT_NETQOS_WEIGHT})",
+        1,
+        100,
+        DEFAULT_NETQOS_WEIGHT,
+        "the NetQoS plugin's weight in the NetQoS scheduler's profile",
     )
     p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
     _add_config(p)
-
-
-def _weight(text: str) -> int:
-    return _whole_number(text, 1, 100)
 
 
 def _explain(args: argparse.Namespace) -> int:

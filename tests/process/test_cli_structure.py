@@ -15,7 +15,7 @@ import pytest
 from tests.fixtures import REPO
 from webhook import errors
 from webhook.certs import RenewError
-from webhook.cli import build_parser
+from webhook.cli import Range, build_parser, main
 from webhook.cluster import ClusterError, KubeconfigError
 from webhook.documents import DocumentError
 from webhook.explain import ExplainError
@@ -117,3 +117,56 @@ def test_every_field_of_a_commands_arguments_is_a_flag_of_its_parser(command):
     fields = {f.name for f in dataclasses.fields(_arguments_class(command))}
     renamed = {"hosts"} if command == "certs" else set()  # --host, repeatable, becomes a tuple
     assert fields - dests == renamed
+
+
+# --- every numeric flag has a range, stated in --help and README, enforced before anything starts --
+
+
+def ranged_flags() -> list[tuple[str, str, Range]]:
+    """(command, flag, its Range) for every numeric flag of every command."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [
+        (name, action.option_strings[-1], action.type)
+        for name, parser in sub.choices.items()
+        for action in parser._actions
+        if isinstance(action.type, Range)
+    ]
+
+
+def numeric_flags() -> list[tuple[str, str]]:
+    """(command, flag) for every flag whose default is a number: each must have a Range."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [
+        (name, action.option_strings[-1])
+        for name, parser in sub.choices.items()
+        for action in parser._actions
+        if action.option_strings and type(action.default) in (int, float)
+    ]
+
+
+def test_every_numeric_flag_has_a_range():
+    ranged = {(command, flag) for command, flag, _ in ranged_flags()}
+    assert set(numeric_flags()) <= ranged
+    assert ("serve", "--workers") in ranged and ("certs", "--renew-before") in ranged
+
+
+@pytest.mark.parametrize("command, flag, bounds", ranged_flags(), ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_numeric_flags_range_is_stated_in_its_help_and_in_readmes_command_table(command, flag, bounds):
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    (action,) = [a for a in sub.choices[command]._actions if flag in a.option_strings]
+    assert f"from {bounds.low} to {bounds.high}" in action.help
+    (row,) = [line for line in README.read_text().splitlines() if line.startswith(f"| `netqos-webhook {command} ")]
+    described = row.split("` |", 1)[1]
+    stated = re.search(rf"`{flag}`[^|]*?{bounds.low} to {bounds.high}", described)
+    assert stated, f"README's {command} row states no range for {flag}"
+
+
+@pytest.mark.parametrize("command, flag, bounds", ranged_flags(), ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_value_outside_a_numeric_flags_range_is_one_line_and_exit_code_2(command, flag, bounds, capsys):
+    for value in (bounds.low - 1, bounds.high + 1, 10**30):
+        with pytest.raises(SystemExit) as exit_:
+            main([command, flag, str(value)])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2, err
+        assert f"must be from {bounds.low} to {bounds.high}, got {value}" in err
+        assert len(err.splitlines()) == 1 and f"'netqos-webhook {command} --help'" in err
