@@ -86,7 +86,6 @@ def generate(
     servers still on the old certificate and those already on the new."""
     files = CertFiles(Path(out))
     previous = _previous_ca(files, now or dt.datetime.now(dt.UTC)) if keep_previous_ca else None
-    files.directory.mkdir(parents=True, exist_ok=True)
     ca_key = _new_key(key_type)
     # A CA that outlives its server certificate lets `renew` re-issue the latter with the same
     # caBundle; one that expires with it would have to be replaced (and the caBundle with it).
@@ -95,6 +94,7 @@ def generate(
     names = service_names(service, namespace)
     names += [h for h in hosts if h not in names]
     cert = _server_certificate(key, names, ca_cert, ca_key, days)
+    files.directory.mkdir(parents=True, exist_ok=True)  # only once everything is made: nothing half-written
     _write(files.ca_key, _key_pem(ca_key), 0o600)
     _write(files.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     _write(files.key, _key_pem(key), 0o600)

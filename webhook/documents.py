@@ -8,6 +8,7 @@ for `List` documents (`list_items`), so every command reads `kubectl get -o yaml
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -43,6 +44,17 @@ def read_bytes(path: str | Path, what: str, error: type[Exception] = DocumentErr
         return Path(path).read_bytes()
     except OSError as err:
         raise error(f"{what} file {path}: cannot read it ({err.strerror}); check the path") from None
+
+
+def directory_files(
+    path: str | Path, suffixes: tuple[str, ...], what: str, error: type[Exception] = DocumentError
+) -> list[Path]:
+    """The files of directory `path` with one of `suffixes`, sorted (not recursive)."""
+    try:
+        with os.scandir(path) as entries:
+            return sorted(Path(e.path) for e in entries if Path(e.name).suffix in suffixes and e.is_file())
+    except OSError as err:
+        raise error(f"{what} directory {path}: cannot list it ({err.strerror}); check its permissions") from None
 
 
 def read_documents(path: str | Path, what: str, error: type[Exception] = DocumentError) -> list[Any]:

@@ -4,6 +4,7 @@ import io
 import json
 import logging
 from contextlib import contextmanager
+from http import HTTPStatus
 
 import pytest
 
@@ -53,6 +54,28 @@ def test_client_errors_are_json_4xx(client, case, kwargs, status):
 def test_mutate_only_takes_post(client, method):
     resp = getattr(client, method)("/mutate")
     assert resp.status_code == 405 and resp.get_json()["error"]
+
+
+REFUSALS = [
+    # method, path, status, Allow (None: no such header), a fragment of the error
+    ("GET", "/mutate", 405, "POST", "method GET is not allowed on /mutate"),
+    ("POST", "/healthz", 405, "GET, HEAD", "method POST is not allowed on /healthz; use GET, HEAD"),
+    ("PUT", "/readyz", 405, "GET, HEAD", "method PUT is not allowed on /readyz"),
+    ("DELETE", "/metrics", 405, "GET, HEAD", "method DELETE is not allowed on /metrics"),
+    ("OPTIONS", "/healthz", 405, "GET, HEAD", "method OPTIONS is not allowed on /healthz"),
+    ("GET", "/validate", 404, None, "no endpoint /validate; the webhook serves POST /mutate"),
+    ("POST", "/admit", 404, None, "no endpoint /admit"),
+]
+
+
+@pytest.mark.parametrize("method, path, status, allow, fragment", REFUSALS, ids=[f"{r[0]} {r[1]}" for r in REFUSALS])
+def test_every_refusal_has_the_shape_of_mutates_own(client, method, path, status, allow, fragment):
+    """One JSON object {"error": ...}, the standard status line, Allow on every 405, wherever the path."""
+    resp = client.open(path, method=method, data=b"{}", content_type="application/json")
+    assert resp.status == f"{status} {HTTPStatus(status).phrase}"
+    assert resp.mimetype == "application/json" and list(resp.get_json()) == ["error"]
+    assert fragment in resp.get_json()["error"]
+    assert resp.headers.get("Allow") == allow
 
 
 def test_healthz_is_always_ok(client):

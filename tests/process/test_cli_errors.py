@@ -68,9 +68,13 @@ CASES = [
     ("serve --bind ::1:8443", "", 2, "an IPv6 address goes in brackets"),
     ("serve --bind [zz::1]:8443", "", 2, "'zz::1' is not an IPv6 address"),
     ("serve --bind bad_host!:8443", "", 2, "'bad_host!' is not a host name or IP address"),
-    ("serve --workers 0", "", 2, "--workers: must be at least 1, got 0"),
+    ("serve --workers 0", "", 2, "--workers: must be from 1 to 64, got 0"),
+    ("serve --workers 1000000", "", 2, "--workers: must be from 1 to 64, got 1000000"),
+    ("serve --max-body-bytes 4194304 --body-budget-bytes 4194304", "", 2, "give at least 8388608"),
     ("serve --threads 4", "", 2, "--threads is for --worker-class gthread only"),
     ("serve --certfile x.crt", "", 2, "--certfile and --keyfile go together"),
+    ("serve --metrics-dir {not_pem}", "", 2, "--metrics-dir {not_pem} is not a directory"),
+    ("serve --metrics-dir {file_as_dir}", "", 2, "--metrics-dir {file_as_dir}: cannot create it (Not a directory)"),
     ("serve --config no/such.yaml", "", 2, "policy file no/such.yaml: cannot read it"),
     ("serve --certfile {not_pem} --keyfile {not_pem}", "", 2, "re-create them with 'netqos-webhook certs'"),
     ("serve --certfile {certs}/tls.crt --keyfile {certs}/tls.key --client-ca missing.crt", "", 2, "missing.crt"),
@@ -93,7 +97,9 @@ CASES = [
     ("certs --out {certs} --renew-before 30 --force", "", 2, "--renew-before keeps the CA"),
     ("certs --out {certs} --force --new-ca", "", 2, "not allowed with argument"),
     ("certs --out {file_as_dir}", "", 1, "cannot write certificates into {file_as_dir}"),
-    ("certs --days 0 --out x", "", 2, "--days: must be at least 1, got 0"),
+    ("certs --days 0 --out x", "", 2, "--days: must be from 1 to 36500, got 0"),
+    ("certs --days 99999999999 --out x", "", 2, "--days: must be from 1 to 36500, got 99999999999"),
+    ("certs --days 3000000 --out x", "", 2, "--days: must be from 1 to 36500, got 3000000"),
     # explain
     ("explain --pod no/such.yaml --nodes {nodes}", "", 2, "pod file no/such.yaml: cannot read it"),
     ("explain --pod {pod} --nodes {bad_yaml}", "", 2, "nodes file {bad_yaml}: not valid YAML or JSON"),
@@ -119,6 +125,28 @@ def test_a_users_mistake_is_one_line_and_the_documented_exit_code(files, tmp_pat
     assert fragment.format(**files) in done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert not (tmp_path / "certs").exists(), "a refused serve generates nothing"
+
+
+def test_a_directory_that_cannot_be_listed_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """As an unprivileged user sees a directory without read permission (the tests may run as
+    root, whom permissions do not stop, so the refusal is the operating system's, staged)."""
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "pod.yaml").write_text(Path(POD).read_text())
+    from webhook import documents
+
+    def refuse(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(documents.os, "scandir", refuse)
+    from webhook.cli import main
+
+    assert main(["review", str(tmp_path / "manifests")]) == 2
+    err = capsys.readouterr().err
+    directory = tmp_path / "manifests"
+    assert err == (
+        f"netqos-webhook review: input directory {directory}: cannot list it (Permission denied); "
+        "check its permissions\n"
+    )
 
 
 def test_a_taken_port_is_a_runtime_failure_in_one_line(tmp_path, files):

@@ -107,10 +107,10 @@ def run(args: ReviewArgs) -> int:
 
 def read_items(path: str) -> list[Item]:
     """The objects in a file, a directory's files (sorted, not recursive) or stdin (`-`)."""
-    from webhook.documents import objects, read_documents
+    from webhook.documents import directory_files, objects, read_documents
 
     if path != "-" and Path(path).is_dir():
-        files = sorted(p for p in Path(path).iterdir() if p.suffix in SUFFIXES and p.is_file())
+        files = directory_files(path, SUFFIXES, "input")
         if not files:
             raise UsageError(f"directory {path} holds no {', '.join(SUFFIXES)} file")
         sources = [(str(f), read_documents(f, "input")) for f in files]

@@ -84,6 +84,9 @@ def run(args: ServeArgs) -> int:
         raise UsageError("--certfile and --keyfile go together: give both, or neither to use certs/")
     if args.threads != 1 and args.worker_class != "gthread":
         raise UsageError(f"--threads is for --worker-class gthread only; the {args.worker_class} worker ignores it")
+    _check_body_budget(args.max_body_bytes, args.body_budget_bytes)
+    if args.metrics_dir is not None:
+        _check_metrics_dir(args.metrics_dir)
 
     from webhook.serving import logs
     from webhook.serving.reload import PolicyWatcher, load_snapshot
@@ -111,6 +114,32 @@ def run(args: ServeArgs) -> int:
         log.info("client certificates required, signed by %s", args.client_ca)
     serve(options, snapshot.policy, PolicyWatcher(snapshot, args.config))  # BindError: exit 1
     return 0
+
+
+def _check_body_budget(max_body_bytes: int, budget_bytes: int) -> None:
+    from webhook.serving.app import BodyBudget
+
+    smallest = BodyBudget.smallest_for(max_body_bytes)
+    if budget_bytes < smallest:
+        raise UsageError(
+            f"--body-budget-bytes {budget_bytes} cannot hold a body of --max-body-bytes {max_body_bytes} beside the "
+            f"bytes kept for small bodies: every body near the limit would be refused; give at least {smallest}, "
+            "or lower --max-body-bytes"
+        )
+
+
+def _check_metrics_dir(path: Path) -> None:
+    """A directory the workers can write their metric files into, made if missing."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--metrics-dir {path} is not a directory; give a directory for the workers' metric files")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(
+            f"--metrics-dir {path}: cannot create it ({err.strerror}); give a writable directory"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"--metrics-dir {path} is not writable; give a writable directory")
 
 
 def _dev_certificate() -> tuple[Path, Path]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from webhook import admission
 from webhook.names import DEFAULT_BODY_BUDGET_BYTES, DEFAULT_MAX_BODY_BYTES
@@ -48,6 +48,7 @@ READ_STEP = 64 * 1024  # bytes asked of the stream at a time, and taken from the
 RETRY_AFTER_SECONDS = "1"
 MAX_ERROR_CHARS = 500  # an error echoes parts of the request: keep logs and answers bounded
 INTERNAL_ERROR = "internal error; see the webhook's logs"
+ENDPOINTS = "the webhook serves POST /mutate, GET /healthz, GET /readyz and GET /metrics"
 BUDGET_FULL = "this worker holds as many request bodies as its memory budget allows; retry"
 
 log = logging.getLogger("webhook.review")
@@ -86,6 +87,12 @@ class BodyBudget:
         self.limit = limit
         self.reserve = min(reserve, limit // 2)
         self.used = 0
+
+    @staticmethod
+    def smallest_for(max_body_bytes: int, reserve: int = RESERVED_FOR_SMALL_BODIES) -> int:
+        """The smallest budget in which a body of `max_body_bytes` fits beside the reserve: a
+        smaller one would answer every body near the limit 503, for ever."""
+        return 2 * max_body_bytes if max_body_bytes <= reserve else max_body_bytes + reserve
 
     def take(self, nbytes: int, small: bool) -> bool:
         ceiling = self.limit if small else self.limit - self.reserve
@@ -142,7 +149,9 @@ class MutateHandler:
         """The request body, after the checks that need no byte of it; raises _Refused."""
         method = environ.get("REQUEST_METHOD")
         if method != "POST":
-            raise _Refused(405, f"method {method} is not allowed; POST an AdmissionReview", [("Allow", "POST")])
+            raise _Refused(
+                405, f"method {method} is not allowed on /mutate; POST an AdmissionReview", [("Allow", "POST")]
+            )
         mimetype = (environ.get("CONTENT_TYPE") or "").split(";", 1)[0].strip().lower()
         if mimetype != "application/json":
             raise _Refused(415, f"Content-Type must be application/json, got {mimetype or 'none'!r}")
@@ -207,11 +216,11 @@ def create_app(config: AppConfig) -> Flask:
     watcher = config.watcher or PolicyWatcher(static_snapshot(config.policy), None)
     watcher.current()  # publishes the policy metrics of this process (the worker) at start
 
-    @app.get("/healthz")
+    @app.get("/healthz", provide_automatic_options=False)
     def healthz() -> Response:
         return _json(200, b'{"status":"ok"}')
 
-    @app.get("/readyz")
+    @app.get("/readyz", provide_automatic_options=False)
     def readyz() -> Response:
         unreadable = [str(p) for p in (config.certfile, config.keyfile) if p and not os.access(p, os.R_OK)]
         if unreadable:
@@ -224,13 +233,20 @@ def create_app(config: AppConfig) -> Flask:
             ),
         )
 
-    @app.get("/metrics")
+    @app.get("/metrics", provide_automatic_options=False)
     def metrics_() -> Response:
         body, content_type = metrics.render(request.headers.get("Accept"))
         return Response(body, content_type=content_type)
 
     @app.errorhandler(HTTPException)
     def http_error(err: HTTPException) -> Response:
+        # Worded and shaped as /mutate's refusals: the same JSON, status line and Allow header.
+        if isinstance(err, MethodNotAllowed):
+            allowed = ", ".join(sorted(err.valid_methods or ()))
+            message = f"method {request.method} is not allowed on {request.path}; use {allowed}"
+            return _error(405, message, [("Allow", allowed)])
+        if err.code == 404:
+            return _error(404, f"no endpoint {request.path}; {ENDPOINTS}")
         return _error(err.code or 500, err.description or err.name)
 
     @app.errorhandler(Exception)
@@ -297,9 +313,9 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
-def _json(status: int, body: bytes) -> Response:
-    return Response(body, status=status, mimetype="application/json")
+def _json(status: int, body: bytes, headers: Headers | None = None) -> Response:
+    return Response(body, status=_STATUS_LINES[status], mimetype="application/json", headers=headers)
 
 
-def _error(status: int, message: str) -> Response:
-    return _json(status, admission.encode({"error": _short(message)}))
+def _error(status: int, message: str, headers: Headers | None = None) -> Response:
+    return _json(status, admission.encode({"error": _short(message)}), headers)
