@@ -75,6 +75,18 @@ def _listening_inodes(port: int) -> set[str]:
     return {inode for local, _, state, inode in tcp_sockets() if state == LISTEN and local == port}
 
 
+def test_the_start_up_log_names_the_address_and_the_worker_class(server):
+    """The workers bind (SO_REUSEPORT), the master holds no socket: gunicorn's own line would name
+    no address ("Listening at:  (pid)")."""
+    messages = [r["message"] for r in server.log_records() if r.get("logger") == "gunicorn.error"]
+    listening = [m for m in messages if m.startswith("Listening at:")]
+    assert listening == [
+        f"Listening at: https://127.0.0.1:{server.port} (pid {server.process.pid}; "
+        "a SO_REUSEPORT socket in each of 2 workers)"
+    ]
+    assert "Using worker: HardenedGeventWorker" in messages
+
+
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")
 def test_every_worker_listens_on_its_own_socket_and_connections_spread(server):
     # the CLI runs gunicorn in-process: the test's child process is the master

@@ -94,4 +94,13 @@ def gunicorn_logger(fmt: str) -> type[glogging.Logger]:
             for handler in self.error_log.handlers:
                 handler.setFormatter(line_format)
 
+        def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
+            if msg.startswith("Listening at: ") and args and not args[0]:
+                # SO_REUSEPORT: the workers bind, the master holds no socket, so gunicorn's own
+                # line would name no address ("Listening at:  (pid)"). Name the one they bind.
+                scheme = "https" if self.cfg.is_ssl else "http"
+                msg = "Listening at: %s://%s (pid %s; a SO_REUSEPORT socket in each of %d workers)"
+                args = (scheme, ",".join(self.cfg.bind), args[-1], self.cfg.workers)
+            super().info(msg, *args, **kwargs)
+
     return GunicornLogger

@@ -136,8 +136,6 @@ class ServeOptions:
             "forwarded_allow_ips": "",
             "worker_connections": self.worker_connections or worker_connections(),
         }
-        if self.reuse_port:
-            settings["when_ready"] = _log_listening  # gunicorn's own line names no socket then
         if self.worker_class == "gevent":
             from webhook.serving.worker import Deadlines, hardened_worker
 
@@ -182,14 +180,6 @@ def _post_fork(server: Any, worker: Any) -> None:
     # which has accepted nothing yet, just ends.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _log_listening(arbiter: Any) -> None:
-    arbiter.log.info(
-        "Listening at: https://%s (a SO_REUSEPORT socket in each of %d workers)",
-        arbiter.cfg.bind[0],
-        arbiter.cfg.workers,
-    )
 
 
 def _yield_to_other_connections(worker: Any, req: Any, environ: Any, resp: Any) -> None:

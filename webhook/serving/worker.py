@@ -81,6 +81,8 @@ def hardened_worker(deadlines: Deadlines) -> type[GeventWorker]:
     class Worker(HardenedGeventWorker):
         pass
 
+    Worker.__name__ = Worker.__qualname__ = HardenedGeventWorker.__name__  # as gunicorn's log names it
+
     Worker.deadlines = deadlines
     return Worker
 
