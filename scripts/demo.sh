@@ -34,7 +34,17 @@ NAMESPACE="netqos-system"
 DEV_CERTS="$HERE/deploy/overlays/dev/certs"
 DEV_LOG="${TMPDIR:-/tmp}/netqos-webhook-demo.log"
 DEV_PID="${TMPDIR:-/tmp}/netqos-webhook-demo.pid"
-NETQOS="${NETQOS_WEBHOOK:-netqos-webhook}"
+# netqos-webhook: $NETQOS_WEBHOOK, else the repository's own .venv (scripts/run and scripts/test
+# make it; $VENV as for scripts/venv), else the one on the PATH.
+VENV_DIR="${VENV:-.venv}"
+case "$VENV_DIR" in /*) ;; *) VENV_DIR="$HERE/$VENV_DIR" ;; esac
+if [ -n "${NETQOS_WEBHOOK:-}" ]; then
+  NETQOS="$NETQOS_WEBHOOK"
+elif [ -x "$VENV_DIR/bin/netqos-webhook" ]; then
+  NETQOS="$VENV_DIR/bin/netqos-webhook"
+else
+  NETQOS="netqos-webhook"
+fi
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -63,7 +73,8 @@ fi
 # --- prerequisites: say everything that is missing, at once ------------------------------------
 missing=()
 command -v kubectl >/dev/null 2>&1 || missing+=("kubectl: install it (https://kubernetes.io/docs/tasks/tools/)")
-command -v "$NETQOS" >/dev/null 2>&1 || missing+=("$NETQOS: install this project (pip install -e $HERE) or set NETQOS_WEBHOOK")
+command -v "$NETQOS" >/dev/null 2>&1 \
+  || missing+=("$NETQOS: neither in $VENV_DIR/bin nor on the PATH; run $HERE/scripts/venv (or pip install -e $HERE) or set NETQOS_WEBHOOK")
 if [ "$MODE" = "in-cluster" ] && [ "$BUILD" = 1 ]; then
   command -v docker >/dev/null 2>&1 || missing+=("docker: needed by --build to build the image")
   command -v minikube >/dev/null 2>&1 || command -v kind >/dev/null 2>&1 \

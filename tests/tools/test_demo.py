@@ -61,6 +61,7 @@ def run_demo(
         "CALLS": str(calls),
         "BOUND_TO": "fake-node-1",
         "HOME": str(tmp_path),
+        "VENV": str(tmp_path / "no-venv"),  # not the repository's .venv: the stub on PATH answers
         **env,
     }
     done = subprocess.run([BASH, str(DEMO), *args], capture_output=True, text=True, env=environment, timeout=120)
@@ -72,8 +73,23 @@ def test_missing_prerequisites_are_all_named_with_what_to_do(tmp_path: Path) -> 
     assert done.returncode == 1
     assert "missing prerequisites" in done.stderr
     assert "- kubectl: install it" in done.stderr
-    assert f"- netqos-webhook: install this project (pip install -e {REPO})" in done.stderr
+    assert (
+        f"- netqos-webhook: neither in {tmp_path}/no-venv/bin nor on the PATH; run {REPO}/scripts/venv "
+        f"(or pip install -e {REPO}) or set NETQOS_WEBHOOK" in done.stderr
+    )
     assert calls == []
+
+
+def test_the_repositorys_virtual_environment_is_found_without_netqos_webhook_on_the_path(tmp_path: Path) -> None:
+    """README's set-up makes .venv/bin/netqos-webhook, not a command on the PATH."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "netqos-webhook").write_text(NETQOS_STUB)
+    (venv / "bin" / "netqos-webhook").chmod(0o755)
+    done, calls = run_demo(tmp_path, "--context", "minikube", stubs={"kubectl": KUBECTL_STUB}, VENV=str(venv))
+    assert done.returncode == 0, done.stderr
+    assert f"$ {venv}/bin/netqos-webhook register --context minikube" in done.stdout
+    assert any(call.startswith("netqos-webhook register --context minikube") for call in calls)
 
 
 def test_build_needs_docker_and_a_cluster_to_load_into(tmp_path: Path) -> None:
