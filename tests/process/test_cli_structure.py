@@ -134,13 +134,13 @@ def ranged_flags() -> list[tuple[str, str, Range]]:
 
 
 def numeric_flags() -> list[tuple[str, str]]:
-    """(command, flag) for every flag whose default is a number: each must have a Range."""
+    """(command, flag) for every flag that takes or defaults to a number: each must have a Range."""
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return [
         (name, action.option_strings[-1])
         for name, parser in sub.choices.items()
         for action in parser._actions
-        if action.option_strings and type(action.default) in (int, float)
+        if action.option_strings and (action.type in (int, float) or type(action.default) in (int, float))
     ]
 
 
