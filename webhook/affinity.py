@@ -8,9 +8,12 @@ Semantics follow k8s.io/component-helpers/scheduling/corev1/nodeaffinity:
   that lacks the key.
 - Gt / Lt parse the node's label value and the single requirement value as base-10 int64 (Go's
   strconv.ParseInt: optional sign, digits only); a missing or non-integer label does not match.
-- A requirement the API server would reject (In/NotIn without values, Exists/DoesNotExist with
-  values, Gt/Lt without exactly one integer, an unknown operator) matches nothing, as a term that
-  fails to parse matches nothing in the scheduler.
+- A requirement labels.NewRequirement refuses (In/NotIn without values, Exists/DoesNotExist with
+  values, Gt/Lt without exactly one integer, an unknown operator, a key that is not a qualified
+  name, a value that is not a label value: `webhook.validation`) does not parse. The scheduler
+  treats such a term differently by where it is: a required term matches no node; one bad
+  preferred term makes NodeAffinity's PreScore fail for the whole scheduling cycle
+  (`PreferredTerm.valid` says which; `webhook.scheduling` predicts the outcome).
 - matchFields compare node fields; the only one is `metadata.name` (operators In/NotIn with exactly
   one value). A node without a name has no fields, and then matchFields are not checked.
 - The requirements of one term are ANDed; a term with neither expressions nor fields matches
@@ -27,6 +30,7 @@ from functools import cached_property
 from typing import Any
 
 from webhook.apidata import expect
+from webhook.validation import is_qualified_name, is_valid_label_value
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_SELECTOR_OPERATORS = ("In", "NotIn")
@@ -60,22 +64,40 @@ class Requirement:
     values: tuple[str, ...] = ()
 
     def problem(self) -> str | None:
-        """Why labels.NewRequirement would refuse this requirement, or None if it is valid."""
+        """Why labels.NewRequirement would refuse this requirement (as the scheduler builds it in
+        nodeSelectorRequirementsAsSelector), or None if it is valid. The message starts with the
+        field at fault: `operator`, `key` or `values`."""
         if self.operator not in NODE_SELECTOR_OPERATORS:
-            return f"unknown operator {self.operator!r}; use one of {', '.join(NODE_SELECTOR_OPERATORS)}"
-        return self.values_problem()
+            return f"operator {self.operator!r} is unknown; use one of {', '.join(NODE_SELECTOR_OPERATORS)}"
+        key_errors = is_qualified_name(self.key)
+        if key_errors:
+            return f"key {self.key!r} is not a valid label key: {'; '.join(key_errors)}"
+        problem = self.values_problem()
+        if problem:
+            return f"values {list(self.values)!r} {problem}"
+        for i, value in enumerate(self.values):
+            errors = is_valid_label_value(value)
+            if errors:
+                return f"values[{i}] {value!r} is not a valid label value: {'; '.join(errors)}"
+        return None
 
     def values_problem(self) -> str | None:
-        """Why the values do not suit the operator (the API server's and the scheduler's rules)."""
+        """Why the values do not suit the operator: labels.NewRequirement checks the count per
+        operator and strconv.ParseInt for Gt/Lt; it also checks that every value is a label value
+        (problem() reports which one), so a Gt/Lt value carries no sign: "-1" parses as an integer
+        but is not a label value."""
         op, n = self.operator, len(self.values)
         if op in ("In", "NotIn") and n == 0:
             return f"must not be empty for operator {op}"
         if op in ("Exists", "DoesNotExist") and n:
             return f"must be empty for operator {op}"
-        if op in ("Gt", "Lt") and (n != 1 or parse_int64(self.values[0]) is None):
+        if op in ("Gt", "Lt") and (
+            n != 1 or parse_int64(self.values[0]) is None or is_valid_label_value(self.values[0])
+        ):
             return (
-                f"must be exactly one integer for operator {op}, as Go's strconv.ParseInt reads it "
-                "(an optional sign and ASCII digits, within 64 bits)"
+                f"must be exactly one integer for operator {op}: ASCII digits within 64 bits, without a sign "
+                "(the scheduler reads it with strconv.ParseInt and also requires a label value, which cannot "
+                "start with '-' or '+')"
             )
         return None
 

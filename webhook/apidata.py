@@ -9,6 +9,7 @@ to report; an absent or null field reads as the type's empty value, as Go's deco
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -23,6 +24,25 @@ class ShapeError(ValueError):
     def __init__(self, path: str, expected: str, value: Any) -> None:
         self.path, self.expected, self.value = path, expected, value
         super().__init__(f"{path} must be {expected}, got {describe(value)}")
+
+
+class InvalidValue(ShapeError):
+    """A field of the right type whose value Kubernetes refuses (Go's field.Invalid): names the
+    value, as the user wrote it, and the rule it breaks."""
+
+    def __init__(self, path: str, value: Any, problem: str) -> None:
+        ValueError.__init__(self, f"{path}: invalid value {show(value)}: {problem}")
+        self.path, self.expected, self.value = path, problem, value
+
+
+def show(value: Any, limit: int = 80) -> str:
+    """`value` as the user wrote it in YAML or JSON (true, null, "a\\n"), not as Python prints it
+    (True, None, 'a\\n'); cut to `limit` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
+    except (TypeError, ValueError):
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def describe(value: Any) -> str:

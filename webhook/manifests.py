@@ -38,12 +38,12 @@ from webhook.names import (
     CONFIGURATION_NAME,
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE,
-    DNS_LABEL,
     LABELS,
     NAMESPACE_NAME_LABEL,
     WEBHOOK_DOMAIN,
 )
 from webhook.policy import Policy
+from webhook.validation import is_dns1123_label
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 KIND = "MutatingWebhookConfiguration"
@@ -130,9 +130,12 @@ def webhook_configuration(
 
 
 def check_namespace(namespace: str) -> None:
-    if not (isinstance(namespace, str) and DNS_LABEL.match(namespace)):
+    """The API server's rule for a namespace name (ValidateNamespaceName: a DNS-1123 label)."""
+    errors = is_dns1123_label(namespace) if isinstance(namespace, str) else ["must be a string"]
+    if errors:
         raise ManifestError(
-            f"namespace {namespace!r} is not a valid namespace name: use lower-case letters, digits and '-', at most 63"
+            f"namespace {namespace!r} is not a valid namespace name: use lower-case letters, digits and '-', "
+            f"at most 63 ({'; '.join(errors)})"
         )
 
 

@@ -1,12 +1,11 @@
 """Names and defaults shared by more than one module: one place to read or change each.
 
-Only constants live here (strings, numbers, tuples, a compiled pattern): importing this module
+Only constants live here (strings, numbers, tuples): importing this module
 imports nothing else of the project, so every layer can use it.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 # --- the installation ----------------------------------------------------------------------------
@@ -50,6 +49,3 @@ DEFAULT_HEADER_TIMEOUT = 5.0
 DEFAULT_BODY_TIMEOUT = 10.0
 LOG_FORMATS = ("json", "text")
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-# RFC 1123 label: namespaces, rule names. The API server's own pattern (IsDNS1123Label).
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")

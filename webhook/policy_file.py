@@ -20,16 +20,16 @@ File format (YAML or JSON):
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 from typing import Any, NoReturn
 
 from webhook.affinity import NODE_SELECTOR_OPERATORS, PreferredTerm, Requirement
+from webhook.apidata import show
 from webhook.documents import document_from_bytes, read_document
 from webhook.errors import UsageError
-from webhook.names import DNS_LABEL
 from webhook.policy import Policy, Rule
 from webhook.selector import LABEL_SELECTOR_OPERATORS, LabelSelector
+from webhook.validation import is_dns1123_label, is_qualified_name, is_valid_label_value
 
 API_VERSION = "netqos.io/v1alpha1"
 KIND = "NetQoSPolicy"
@@ -52,11 +52,6 @@ DEFAULT_DOCUMENT: dict[str, Any] = {
         }
     ],
 }
-
-_RULE_NAME = DNS_LABEL
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 class PolicyError(UsageError, ValueError):
@@ -97,7 +92,7 @@ class _Checker:
         where = f"policy file {self.source}: "
         if self.rule:
             where += f"{self.rule}: "
-        raise PolicyError(f"{where}{path}: {problem} (got {_show(value)})")
+        raise PolicyError(f"{where}{path}: {problem} (got {show(value)})")
 
     def fields(self, obj: Any, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
         if not isinstance(obj, dict):
@@ -139,17 +134,18 @@ class _Checker:
         if not isinstance(raw, dict):
             self.fail("(rule)", raw, "must be a mapping with name, podSelector and preferences")
         name = raw.get("name")
-        if isinstance(name, str) and _RULE_NAME.match(name):
+        name_errors = is_dns1123_label(name) if isinstance(name, str) else ["must be a string"]
+        if not name_errors:
             self.rule = f'{self.rule} "{name}"'  # name the rule in every later message
         self.fields(raw, "", ("name", "podSelector", "preferences"), ("name", "podSelector", "preferences"))
-        if not isinstance(name, str) or not _RULE_NAME.match(name):
-            self.fail("name", name, "must be a DNS label: lower-case letters, digits and '-', at most 63")
+        if name_errors:
+            self.fail("name", name, f"must be a DNS-1123 label, as a Kubernetes name: {'; '.join(name_errors)}")
         selector = self.selector(raw["podSelector"], "podSelector")
         prefs = raw["preferences"]
         if not isinstance(prefs, list) or not prefs:
             self.fail("preferences", prefs, "must be a non-empty list of {weight, matchExpressions}")
         terms = tuple(self.term(p, f"preferences[{j}]") for j, p in enumerate(prefs))
-        return Rule(name, selector, terms)
+        return Rule(str(name), selector, terms)
 
     def selector(self, raw: Any, path: str) -> LabelSelector:
         self.fields(raw, path, ("matchLabels", "matchExpressions"))
@@ -205,27 +201,16 @@ class _Checker:
         return raw["key"], op, tuple(values)
 
     def label_key(self, key: Any, path: str) -> None:
-        ok = isinstance(key, str) and _valid_label_key(key)
-        if not ok:
-            self.fail(path, key, "must be a label key: [prefix/]name, name at most 63 of [A-Za-z0-9-_.]")
+        if not isinstance(key, str):
+            self.fail(path, key, "must be a label key string: [prefix/]name")
+        errors = is_qualified_name(key)
+        if errors:
+            self.fail(path, key, f"must be a label key ([prefix/]name): {'; '.join(errors)}")
 
     def label_value(self, value: Any, path: str) -> None:
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-            self.fail(
-                path,
-                value,
-                "must be a label value string: at most 63 of [A-Za-z0-9-_.], "
-                "quoted in YAML if it looks like a number or boolean",
-            )
-
-
-def _valid_label_key(key: str) -> bool:
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and bool(_NAME_PART.match(name))
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+        if not isinstance(value, str):
+            self.fail(path, value, "must be a label value string, quoted in YAML if it looks like a number or boolean")
+        errors = is_valid_label_value(value)
+        if errors:
+            # The usual way to get here: a YAML block scalar (`key: |`) keeps a final newline.
+            self.fail(path, value, f"must be a label value: {'; '.join(errors)}")

@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.affinity import Requirement
+from webhook.affinity import Requirement, requirements_from_api
+from webhook.apidata import InvalidValue, expect, string_map
+from webhook.validation import is_qualified_name, is_valid_label_value
 
 LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -36,3 +38,29 @@ class LabelSelector:
         if self.match_expressions:
             out["matchExpressions"] = [e.to_api() for e in self.match_expressions]
         return out
+
+
+def label_selector_from_api(raw: Any, path: str) -> LabelSelector:
+    """A LabelSelector from API data (an objectSelector, a namespaceSelector), checked as
+    metav1.LabelSelectorAsSelector checks it: keys are qualified names, values label values,
+    operators the four of a label selector. Absent or null selects everything."""
+    if raw is None:
+        return LabelSelector()
+    expect(raw, dict, path, "an object")
+    labels = string_map(raw, "matchLabels", f"{path}.matchLabels")
+    for key, value in labels.items():
+        key_errors = is_qualified_name(key)
+        if key_errors:
+            raise InvalidValue(f"{path}.matchLabels", key, "; ".join(key_errors))
+        value_errors = is_valid_label_value(value)
+        if value_errors:
+            raise InvalidValue(f"{path}.matchLabels[{key!r}]", value, "; ".join(value_errors))
+    expressions = requirements_from_api(raw.get("matchExpressions"), f"{path}.matchExpressions")
+    for i, requirement in enumerate(expressions):
+        where = f"{path}.matchExpressions[{i}]"
+        if requirement.operator not in LABEL_SELECTOR_OPERATORS:
+            raise InvalidValue(f"{where}.operator", requirement.operator, "use In, NotIn, Exists or DoesNotExist")
+        problem = requirement.problem()
+        if problem:
+            raise InvalidValue(where, requirement.to_api(), problem)
+    return LabelSelector(tuple(labels.items()), expressions)

@@ -42,12 +42,11 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from webhook import apidata, placement
-from webhook.affinity import requirements_from_api
 from webhook.apidata import ShapeError
 from webhook.manifests import webhook_configuration
 from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE, NAMESPACE_NAME_LABEL, TLS_SECRET, WEBHOOK_DOMAIN
 from webhook.policy import Decision, Policy, Rule, evaluate
-from webhook.selector import LabelSelector
+from webhook.selector import LabelSelector, label_selector_from_api
 
 DAYS_WARNING = 30  # a certificate with fewer days left is a problem
 COVERAGE = {
@@ -461,9 +460,9 @@ def _namespace_admission(
         entry = by_name.get(f"{rule.name}.{WEBHOOK_DOMAIN}")
         raw = entry.get("namespaceSelector") if entry is not None else None
         try:
-            selectors[rule.name] = _selector(raw)
+            selectors[rule.name] = label_selector_from_api(raw, "namespaceSelector")
         except ShapeError as err:
-            report.problems.append(f"webhook entry {rule.name}.{WEBHOOK_DOMAIN}: namespaceSelector: {err}")
+            report.problems.append(f"webhook entry {rule.name}.{WEBHOOK_DOMAIN}: {err}")
             selectors[rule.name] = LabelSelector()
     namespaces = view.namespaces
     known: Mapping[str, Mapping[str, str]] = {}
@@ -524,23 +523,12 @@ def with_owners(report: Report, found: Mapping[tuple[str, str, str], Read]) -> N
 # --- small readers ------------------------------------------------------------------------------
 
 
-def _selector(raw: Any) -> LabelSelector:
-    """A LabelSelector from API data (None selects everything)."""
-    if raw is None:
-        return LabelSelector()
-    if not isinstance(raw, Mapping):
-        raise ShapeError("(selector)", "an object", raw)
-    labels = apidata.string_map(raw, "matchLabels", "matchLabels")
-    exprs = requirements_from_api(raw.get("matchExpressions"), "matchExpressions")
-    return LabelSelector(tuple(labels.items()), exprs)
-
-
 def _canonical(raw: Any) -> Any:
     """A selector, order-insensitive; `{}` and absent are the same (both select everything)."""
     if not isinstance(raw, Mapping):
         return raw if raw is not None else ((), ())
     try:
-        selector = _selector(raw)
+        selector = label_selector_from_api(raw, "objectSelector")
     except ShapeError:
         return raw
     return (

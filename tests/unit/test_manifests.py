@@ -178,6 +178,12 @@ def test_an_invalid_namespace_is_refused() -> None:
         webhook_configuration(default_policy(), namespace="Netqos_System")
 
 
+@pytest.mark.parametrize("namespace", ["netqos-system\n", "a" * 64, "netqos.system", "-netqos", ""])
+def test_a_namespace_the_api_server_refuses_is_refused_whatever_its_flaw(namespace: str) -> None:
+    with pytest.raises(ManifestError, match="not a valid namespace name"):
+        webhook_configuration(default_policy(), namespace=namespace)
+
+
 def test_entries_share_no_objects_so_yaml_has_no_aliases() -> None:
     text = yaml.safe_dump(webhook_configuration(compile_policy(TWO_RULES, "p.yaml")))
     assert "&id" not in text and "*id" not in text

@@ -38,7 +38,7 @@ def term(weight=90, **expr):
         ("not a mapping", ["rules"], ["must be a mapping"]),
         ("no rules", {"kind": "NetQoSPolicy"}, ["rules: is required"]),
         ("empty rules", {"rules": []}, ["rules: must be a non-empty list"]),
-        ("wrong apiVersion", {"apiVersion": "v1", "rules": [rule()]}, ["apiVersion", "'v1'"]),
+        ("wrong apiVersion", {"apiVersion": "v1", "rules": [rule()]}, ["apiVersion", '(got "v1")']),
         ("misspelt top-level field", {"rule": [rule()]}, ["unknown field", "did you mean 'rules'"]),
         (
             "misspelt rule field",
@@ -46,7 +46,7 @@ def term(weight=90, **expr):
             ['rules[0] "fast"', "podselector", "did you mean 'podSelector'"],
         ),
         ("missing name", {"rules": [{"podSelector": {}, "preferences": [term()]}]}, ["rules[0]", "name: is required"]),
-        ("name not a DNS label", {"rules": [rule(name="Fast_Net")]}, ["rules[0]", "name", "'Fast_Net'"]),
+        ("name not a DNS label", {"rules": [rule(name="Fast_Net")]}, ["rules[0]", "name", '(got "Fast_Net")']),
         ("duplicate names", {"rules": [rule(), rule()]}, ['rules[1] "fast"', "unique"]),
         (
             "weight above 100",
@@ -54,8 +54,8 @@ def term(weight=90, **expr):
             ['rules[0] "fast"', "preferences[0].weight", "150", "1 to 100"],
         ),
         ("weight zero", {"rules": [rule(preferences=[term(0)])]}, ["preferences[0].weight", "0"]),
-        ("weight as a string", {"rules": [rule(preferences=[term("90")])]}, ["preferences[0].weight", "'90'"]),
-        ("weight as a boolean", {"rules": [rule(preferences=[term(True)])]}, ["preferences[0].weight", "True"]),
+        ("weight as a string", {"rules": [rule(preferences=[term("90")])]}, ["preferences[0].weight", '(got "90")']),
+        ("weight as a boolean", {"rules": [rule(preferences=[term(True)])]}, ["preferences[0].weight", "(got true)"]),
         ("no preferences", {"rules": [rule(preferences=[])]}, ["preferences: must be a non-empty list"]),
         (
             "preference without expressions",
@@ -65,7 +65,7 @@ def term(weight=90, **expr):
         (
             "unknown node operator",
             {"rules": [rule(preferences=[term(operator="Like")])]},
-            ["preferences[0].matchExpressions[0].operator", "'Like'", "Gt"],
+            ["preferences[0].matchExpressions[0].operator", '(got "Like")', "Gt"],
         ),
         (
             "In without values",
@@ -115,17 +115,72 @@ def term(weight=90, **expr):
         (
             "bad label key",
             {"rules": [rule(preferences=[term(key="net work")])]},
-            ["matchExpressions[0].key", "'net work'"],
+            ["matchExpressions[0].key", '(got "net work")'],
         ),
         (
             "Gt is not a label selector operator",
             {"rules": [rule(podSelector={"matchExpressions": [{"key": "qos", "operator": "Gt", "values": ["1"]}]})]},
-            ["podSelector.matchExpressions[0].operator", "'Gt'"],
+            ["podSelector.matchExpressions[0].operator", '(got "Gt")'],
+        ),
+        (
+            "podSelector value with a trailing newline (a YAML block scalar)",
+            {"rules": [rule(podSelector={"matchLabels": {"qos": "latency-sensitive\n"}})]},
+            ["podSelector.matchLabels['qos']", "must be a label value", '(got "latency-sensitive\\n")'],
+        ),
+        (
+            "podSelector key with a trailing newline",
+            {"rules": [rule(podSelector={"matchLabels": {"qos\n": "latency-sensitive"}})]},
+            ["podSelector.matchLabels", "must be a label key", '(got "qos\\n")'],
+        ),
+        (
+            "podSelector expression value with a trailing newline",
+            {"rules": [rule(podSelector={"matchExpressions": [{"key": "qos", "operator": "In", "values": ["a\n"]}]})]},
+            ["podSelector.matchExpressions[0].values[0]", '(got "a\\n")'],
+        ),
+        (
+            "rule name with a trailing newline",
+            {"rules": [rule(name="fast\n")]},
+            ["rules[0]", "name", '(got "fast\\n")'],
+        ),
+        (
+            "match key with a trailing newline",
+            {"rules": [rule(preferences=[term(key="net\n")])]},
+            ["matchExpressions[0].key", '(got "net\\n")'],
+        ),
+        (
+            "match value with a trailing newline",
+            {"rules": [rule(preferences=[term(values=["high\n"])])]},
+            ["matchExpressions[0].values[0]", '(got "high\\n")'],
+        ),
+        (
+            "label key with an empty prefix",
+            {"rules": [rule(preferences=[term(key="/net")])]},
+            ["matchExpressions[0].key", "prefix part must be non-empty", '(got "/net")'],
+        ),
+        (
+            "podSelector key with an empty prefix",
+            {"rules": [rule(podSelector={"matchLabels": {"/qos": "latency-sensitive"}})]},
+            ["podSelector.matchLabels", "prefix part must be non-empty"],
+        ),
+        (
+            "label value of 64 bytes",
+            {"rules": [rule(preferences=[term(values=["a" * 64])])]},
+            ["matchExpressions[0].values[0]", "must be no more than 63 bytes"],
+        ),
+        (
+            "label value of non-ASCII digits",
+            {"rules": [rule(preferences=[term(values=["\u0663"])])]},
+            ["matchExpressions[0].values[0]", "must be a label value"],
+        ),
+        (
+            "Exists with a key ending in a dot",
+            {"rules": [rule(preferences=[term(key="net.", operator="Exists", values=None)])]},
+            ["matchExpressions[0].key", "must be a label key"],
         ),
         (
             "matchLabels value not a string",
             {"rules": [rule(podSelector={"matchLabels": {"qos": True}})]},
-            ["podSelector.matchLabels['qos']", "True"],
+            ["podSelector.matchLabels['qos']", "(got true)"],
         ),
     ],
 )
@@ -176,7 +231,7 @@ def test_a_valid_policy_with_every_operator_compiles():
                     term(5, key="rdma", operator="Exists", values=None),
                     term(5, key="slow", operator="DoesNotExist", values=None),
                     term(3, key="gbps", operator="Gt", values=["9"]),
-                    term(3, key="hops", operator="Lt", values=["-1"]),
+                    term(3, key="hops", operator="Lt", values=["10"]),
                 ],
             )
         ]
@@ -185,13 +240,23 @@ def test_a_valid_policy_with_every_operator_compiles():
     assert [t.weight for t in policy.rules[0].preferences] == [90, 10, 5, 5, 3, 3]
 
 
-@pytest.mark.parametrize("operator, value", [("Gt", "+5"), ("Lt", "-9223372036854775808"), ("Gt", "007")])
-def test_gt_and_lt_accept_every_integer_gos_strconv_parseint_accepts(operator, value):
+@pytest.mark.parametrize("operator, value", [("Gt", "0"), ("Lt", "9223372036854775807"), ("Gt", "007")])
+def test_gt_and_lt_accept_every_integer_the_schedulers_requirement_accepts(operator, value):
     policy = compile_policy({"rules": [rule(preferences=[term(operator=operator, values=[value])])]}, "x.yaml")
     assert policy.rules[0].preferences[0].term.expressions[0].values == (value,)
 
 
+@pytest.mark.parametrize("operator, value", [("Gt", "+5"), ("Lt", "-1"), ("Lt", "-9223372036854775808")])
+def test_a_signed_gt_or_lt_value_is_refused_because_it_is_not_a_label_value(operator, value):
+    # strconv.ParseInt reads these, but labels.NewRequirement also validates every value as a
+    # label value, and a label value starts with a letter or digit: the scheduler would refuse
+    # the term (and fail PreScore for every pod carrying it).
+    with pytest.raises(PolicyError) as err:
+        compile_policy({"rules": [rule(preferences=[term(operator=operator, values=[value])])]}, "x.yaml")
+    assert "without a sign" in str(err.value) and f'(got ["{value}"])' in str(err.value)
+
+
 def test_a_loaded_gt_term_matches_the_nodes_go_would_match():
-    policy = compile_policy({"rules": [rule(preferences=[term(key="gen", operator="Gt", values=["+5"])])]}, "x.yaml")
+    policy = compile_policy({"rules": [rule(preferences=[term(key="gen", operator="Gt", values=["5"])])]}, "x.yaml")
     preference = policy.rules[0].preferences[0]
     assert [preference.matches({"gen": g}) for g in ("6", "5", "+6", "\u0666")] == [True, False, True, False]

@@ -12,14 +12,13 @@ from pathlib import Path
 from webhook.commands import typed
 from webhook.errors import UsageError
 from webhook.names import DEV_CERT_DIR, DEV_HOSTS
+from webhook.validation import is_dns1123_subdomain_caseless
 
 log = logging.getLogger("webhook")
 
 # HOST:PORT, [IPV6]:PORT or :PORT; the host is a DNS name or an IP address.
-_BIND = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[^:\[\]]*)):(?P<port>[^:]*)$")
-_HOSTNAME = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$"
-)
+# Matched whole (fullmatch): a `$` would let a trailing newline through.
+_BIND = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[^:\[\]]*)):(?P<port>[^:]*)")
 
 
 @dataclass(frozen=True)
@@ -52,11 +51,11 @@ def check_bind(bind: str) -> tuple[str, int]:
     if bind.startswith(("unix:", "fd://")):
         return bind, 0
     example = "e.g. 127.0.0.1:8443, 0.0.0.0:8443 or [::]:8443"
-    match = _BIND.match(bind)
+    match = _BIND.fullmatch(bind)
     if match is None:
         raise UsageError(f"--bind {bind!r} is not HOST:PORT ({example}; an IPv6 address goes in brackets)")
     port_text = match["port"]
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
         raise UsageError(f"--bind {bind!r}: the port must be a number from 1 to 65535, got {port_text!r} ({example})")
     if match["v6"] is not None:
         try:
@@ -75,7 +74,8 @@ def _is_host(host: str) -> bool:
         ipaddress.ip_address(host)
         return True
     except ValueError:
-        return bool(_HOSTNAME.match(host))
+        # A host name in any case; ASCII only (RE2's caseless match also folds the Kelvin sign).
+        return host.isascii() and not is_dns1123_subdomain_caseless(host)
 
 
 def run(args: ServeArgs) -> int:
