@@ -16,7 +16,7 @@ import base64
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, NotRequired, Required, TypedDict, cast
 
 import orjson
 
@@ -32,6 +32,62 @@ AUDIT_ANNOTATION = "injected-rules"
 log = logging.getLogger(__name__)
 
 
+class GroupVersionKind(TypedDict):
+    group: str
+    version: str
+    kind: str
+
+
+class GroupVersionResource(TypedDict):
+    group: str
+    version: str
+    resource: str
+
+
+class AdmissionRequest(TypedDict, total=False):
+    """An `admission.k8s.io/v1` AdmissionRequest as it arrives. `_request` checks `uid`; every
+    other field is read as it comes (a hand-made review may hold anything there), so it is an
+    `object` to narrow, never a type taken on trust."""
+
+    uid: Required[str]
+    kind: object  # GroupVersionKind from the API server
+    resource: object  # GroupVersionResource
+    subResource: object
+    requestKind: object
+    requestResource: object
+    name: object
+    namespace: object
+    operation: object  # CREATE, UPDATE, DELETE, CONNECT
+    userInfo: object
+    object: object  # the pod, when kind is a Pod
+    oldObject: object
+    dryRun: object
+    options: object
+
+
+class AdmissionReviewRequest(TypedDict):
+    apiVersion: str
+    kind: Literal["AdmissionReview"]
+    request: AdmissionRequest
+
+
+class AdmissionResponse(TypedDict):
+    """What the webhook answers: always allowed; a JSON patch (base64) only when it mutates."""
+
+    uid: str
+    allowed: Literal[True]
+    patchType: NotRequired[Literal["JSONPatch"]]
+    patch: NotRequired[str]  # base64 of the JSON patch
+    warnings: NotRequired[list[str]]
+    auditAnnotations: NotRequired[dict[str, str]]
+
+
+class AdmissionReviewResponse(TypedDict):
+    apiVersion: str  # the request's
+    kind: Literal["AdmissionReview"]
+    response: AdmissionResponse
+
+
 class BadReview(ValueError):
     """The request body is not an AdmissionReview we can answer (HTTP 400)."""
 
@@ -40,7 +96,7 @@ class BadReview(ValueError):
 class Result:
     """The response document and a summary of the review, for logs and metrics."""
 
-    response: dict[str, Any]
+    response: AdmissionReviewResponse
     decision: Decision
     injected: tuple[str, ...]
     patch: list[dict[str, Any]]
@@ -68,12 +124,14 @@ def decode(body: bytes) -> Any:
         raise BadReview(f"request body is not valid JSON: {err}") from None
 
 
-def encode(document: Any) -> bytes:
+def encode(document: object) -> bytes:
     """Compact JSON (UTF-8, no spaces)."""
     return orjson.dumps(document)
 
 
-def review(policy: Policy, document: Any) -> Result:
+def review(policy: Policy, document: object) -> Result:
+    """The answer to `document` (a decoded AdmissionReview, checked here: BadReview when it is
+    not one), and what happened."""
     request, api_version = _request(document)
     uid = request["uid"]
     operation = request.get("operation")
@@ -88,7 +146,7 @@ def review(policy: Policy, document: Any) -> Result:
         outcome = Outcome(Decision.NOT_SELECTED, obj)
     ops = diff(obj, outcome.pod) if outcome.decision is Decision.MUTATED else []
 
-    response: dict[str, Any] = {"uid": uid, "allowed": True}
+    response: AdmissionResponse = {"uid": uid, "allowed": True}
     if ops:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(encode(ops)).decode("ascii")
@@ -109,14 +167,14 @@ def review(policy: Policy, document: Any) -> Result:
     )
 
 
-def create_review(pod: Any, username: str) -> dict[str, Any]:
+def create_review(pod: object, username: str) -> AdmissionReviewRequest:
     """The AdmissionReview the API server would send for creating `pod`, as a dry run: the
     offline commands (review, explain) put a pod through exactly the `/mutate` code path."""
     metadata = pod.get("metadata") if isinstance(pod, dict) else None
     meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
     namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) and meta["namespace"] else "default"
-    gvk = {"group": "", "version": "v1", "kind": "Pod"}
-    gvr = {"group": "", "version": "v1", "resource": "pods"}
+    gvk: GroupVersionKind = {"group": "", "version": "v1", "kind": "Pod"}
+    gvr: GroupVersionResource = {"group": "", "version": "v1", "resource": "pods"}
     return {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -138,14 +196,15 @@ def create_review(pod: Any, username: str) -> dict[str, Any]:
     }
 
 
-def wire_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
+def wire_patch(response: AdmissionReviewResponse) -> list[dict[str, Any]]:
     """The JSON patch an AdmissionReview response carries, decoded from base64 as the API server
     decodes it (callers that apply it check the wire form, not our in-memory list)."""
     encoded = response["response"].get("patch")
-    return orjson.loads(base64.b64decode(encoded)) if encoded else []
+    patch: list[dict[str, Any]] = orjson.loads(base64.b64decode(encoded)) if encoded else []
+    return patch
 
 
-def _request(document: Any) -> tuple[dict[str, Any], str]:
+def _request(document: object) -> tuple[AdmissionRequest, str]:
     if not isinstance(document, dict):
         raise BadReview("request body must be a JSON object (an AdmissionReview)")
     api_version, kind = document.get("apiVersion"), document.get("kind")
@@ -160,10 +219,10 @@ def _request(document: Any) -> tuple[dict[str, Any], str]:
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise BadReview("AdmissionReview.request.uid must be a non-empty string")
-    return request, api_version
+    return cast(AdmissionRequest, request), api_version  # uid checked above; the rest are read as objects
 
 
-def _is_pod_create(request: dict[str, Any]) -> bool:
+def _is_pod_create(request: AdmissionRequest) -> bool:
     resource, kind = request.get("resource"), request.get("kind")
     return (
         request.get("operation") == "CREATE"
@@ -177,7 +236,7 @@ def _is_pod_create(request: dict[str, Any]) -> bool:
     )
 
 
-def _evaluate(policy: Policy, obj: Any, uid: str) -> Outcome:
+def _evaluate(policy: Policy, obj: object, uid: str) -> Outcome:
     try:
         return evaluate(policy, obj)
     except Exception:  # a bug of ours must not block or break pod creation
@@ -187,7 +246,7 @@ def _evaluate(policy: Policy, obj: Any, uid: str) -> Outcome:
         )
 
 
-def _object_name(request: dict[str, Any], obj: Any) -> str:
+def _object_name(request: AdmissionRequest, obj: object) -> str:
     name = apidata.string_or_empty(request.get("name"))
     if name or not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
         return name

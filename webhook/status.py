@@ -36,7 +36,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypedDict, TypeVar
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -66,7 +66,35 @@ class Unknown:
     what: str
 
 
-Read = Mapping[str, Any] | None | Unknown  # a decoded object, None when it does not exist, or Unknown
+class ObjectJSON(TypedDict, total=False):
+    """A Kubernetes object as the API server sends it (JSON): the fields every kind has."""
+
+    apiVersion: str
+    kind: str
+    metadata: dict[str, Any]
+
+
+class WebhookConfigurationJSON(ObjectJSON, total=False):
+    webhooks: list[dict[str, Any]]
+
+
+class DeploymentJSON(ObjectJSON, total=False):
+    spec: dict[str, Any]
+    status: dict[str, Any]
+
+
+class SecretJSON(ObjectJSON, total=False):
+    type: str
+    data: dict[str, str]  # base64
+
+
+class ConfigMapJSON(ObjectJSON, total=False):
+    data: dict[str, str]
+
+
+Obj = TypeVar("Obj", bound=ObjectJSON)
+# What a get returns: the object, None when it does not exist, or Unknown when RBAC forbids it.
+Read: TypeAlias = Obj | None | Unknown
 # (names of the net=high nodes, number of nodes) -> the pods bound to those nodes and not finished
 # (a listing may hold pods of other nodes too: they are ignored), or Unknown.
 PodsOnNodes = Callable[[Sequence[str], int], Iterable[Mapping[str, Any]] | Unknown]
@@ -82,10 +110,10 @@ class ClusterView:
     webhook_namespace: str
     policy: Policy
     policy_source: str
-    configuration: Read
-    deployment: Read
+    configuration: Read[WebhookConfigurationJSON]
+    deployment: Read[DeploymentJSON]
     endpoint_slices: Sequence[Mapping[str, Any]] | Unknown
-    secret: Read
+    secret: Read[SecretJSON]
     namespaces: Mapping[str, Mapping[str, str]] | Unknown  # name -> labels
     nodes: Iterable[Mapping[str, Any]] | Unknown
     pods: Iterable[Mapping[str, Any]] | Unknown
@@ -506,7 +534,7 @@ def owner_lookups(report: Report) -> set[tuple[str, str, str]]:
     return out
 
 
-def with_owners(report: Report, found: Mapping[tuple[str, str, str], Read]) -> None:
+def with_owners(report: Report, found: Mapping[tuple[str, str, str], Read[ObjectJSON]]) -> None:
     """Replace each missing pod's controller by its top owner, from the objects `found` read."""
     top: dict[tuple[str, str, str], str] = {}
     for key, obj in found.items():

@@ -28,6 +28,7 @@ from webhook.errors import EXIT_FOUND, UsageError
 from webhook.workloads import KIND_NAMES
 
 if TYPE_CHECKING:
+    from webhook.admission import AdmissionReviewResponse
     from webhook.documents import Place
     from webhook.policy import Policy
 
@@ -68,7 +69,7 @@ class Reviewed:
     rules: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     patch: list[dict[str, Any]] = field(default_factory=list)  # as sent: decoded from the response
-    response: dict[str, Any] | None = None
+    response: AdmissionReviewResponse | None = None
     pod: Any = None  # the pod as the webhook received it
 
     def record(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import datetime as dt
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar, cast
 
 import orjson
 
@@ -28,6 +28,7 @@ from webhook.policy_file import PolicyError, default_policy, load_policy, policy
 from webhook.selector import LabelSelector
 from webhook.status import Certificate, MissingPod, Report
 
+Obj = TypeVar("Obj", bound=status.ObjectJSON)
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
 
 
@@ -53,7 +54,8 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
         try:
             report = status.analyse(_view(reader, args, override, now or dt.datetime.now(dt.UTC)))
             lookups = status.owner_lookups(report)
-            status.with_owners(report, {key: _get(reader, key[1], key[2], key[0]) for key in sorted(lookups)})
+            owners = {key: _get(reader, key[1], status.ObjectJSON, key[2], key[0]) for key in sorted(lookups)}
+            status.with_owners(report, owners)
         except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
             raise cluster.ClusterError(
                 f"the API server at {connection.host} sent an object no Kubernetes stores: {err}"
@@ -64,18 +66,18 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
 
 def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime) -> status.ClusterView:
     ns = args.webhook_namespace
-    deployment = _get(reader, "Deployment", DEFAULT_SERVICE, ns)
+    deployment = _get(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
     policy, source, problem = _policy(reader, deployment, ns, override, args.config)
     return status.ClusterView(
         webhook_namespace=ns,
         policy=policy,
         policy_source=source,
-        configuration=_get(reader, "MutatingWebhookConfiguration", CONFIGURATION_NAME),
+        configuration=_get(reader, "MutatingWebhookConfiguration", status.WebhookConfigurationJSON, CONFIGURATION_NAME),
         deployment=deployment,
         endpoint_slices=_listed(
             reader, "EndpointSlice", ns, label_selector=f"kubernetes.io/service-name={DEFAULT_SERVICE}"
         ),
-        secret=_get(reader, "Secret", TLS_SECRET, ns),
+        secret=_get(reader, "Secret", status.SecretJSON, TLS_SECRET, ns),
         namespaces=_namespaces(reader),
         nodes=_lazy(reader, "nodes", lambda: reader.list("Node")),
         pods=_lazy(reader, "pods", lambda: _selected_pods(reader, policy, args.namespace)),
@@ -86,20 +88,24 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
 
 
 def _policy(
-    reader: cluster.Reader, deployment: Any, ns: str, override: Policy | None, config: str | None
+    reader: cluster.Reader,
+    deployment: status.Read[status.DeploymentJSON],
+    ns: str,
+    override: Policy | None,
+    config: str | None,
 ) -> tuple[Policy, str, str | None]:
     """The policy to judge by, where it came from, and why the cluster's could not be used."""
     if override is not None:
         return override, str(config), None
     builtin = "the built-in default policy"
-    if not isinstance(deployment, dict):
+    if deployment is None or isinstance(deployment, status.Unknown):
         return default_policy(), f"{builtin} (the webhook's Deployment could not be read)", None
     location = status.policy_location(deployment)
     if location is None:
         return default_policy(), builtin, None
     name, key = location
     where = f"ConfigMap {ns}/{name} key {key}"
-    config_map = _get(reader, "ConfigMap", name, ns)
+    config_map = _get(reader, "ConfigMap", status.ConfigMapJSON, name, ns)
     if isinstance(config_map, status.Unknown) or config_map is None:
         what = "forbidden" if config_map is not None else "missing"
         return default_policy(), f"{builtin} ({where} {what}; pass --config FILE)", None
@@ -178,9 +184,13 @@ def _namespaces(reader: cluster.Reader) -> dict[str, Mapping[str, str]] | status
     return out
 
 
-def _get(reader: cluster.Reader, kind: str, name: str, namespace: str | None = None) -> status.Read:
+def _get(
+    reader: cluster.Reader, kind: str, shape: type[Obj], name: str, namespace: str | None = None
+) -> status.Read[Obj]:
+    """The object, None when it does not exist, or Unknown when RBAC forbids reading it; `shape`
+    is the JSON the API server sends for `kind` (taken on trust: it decoded into Go types first)."""
     try:
-        return reader.get(kind, name, namespace)
+        return cast(Obj | None, reader.get(kind, name, namespace))
     except cluster.Forbidden:
         where = f" in namespace {namespace}" if namespace else ""
         return status.Unknown(f"{kind} {name}{where}")
