@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from webhook.apidata import expect
+from webhook.apidata import expect, show
 from webhook.validation import is_qualified_name, is_valid_label_value
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -68,17 +68,17 @@ class Requirement:
         nodeSelectorRequirementsAsSelector), or None if it is valid. The message starts with the
         field at fault: `operator`, `key` or `values`."""
         if self.operator not in NODE_SELECTOR_OPERATORS:
-            return f"operator {self.operator!r} is unknown; use one of {', '.join(NODE_SELECTOR_OPERATORS)}"
+            return f"operator {show(self.operator)} is unknown; use one of {', '.join(NODE_SELECTOR_OPERATORS)}"
         key_errors = is_qualified_name(self.key)
         if key_errors:
-            return f"key {self.key!r} is not a valid label key: {'; '.join(key_errors)}"
+            return f"key {show(self.key)} is not a valid label key: {'; '.join(key_errors)}"
         problem = self.values_problem()
         if problem:
-            return f"values {list(self.values)!r} {problem}"
+            return f"values {show(list(self.values))} {problem}"
         for i, value in enumerate(self.values):
             errors = is_valid_label_value(value)
             if errors:
-                return f"values[{i}] {value!r} is not a valid label value: {'; '.join(errors)}"
+                return f"values[{i}] {show(value)} is not a valid label value: {'; '.join(errors)}"
         return None
 
     def values_problem(self) -> str | None:
@@ -186,8 +186,10 @@ class NodeSelectorTerm:
         return not self.expressions and not self.fields
 
     def problems(self) -> tuple[str, ...]:
-        found = [p for p in (r.problem() for r in self.expressions) if p]
-        found += [p for p in (field_problem(f) for f in self.fields) if p]
+        """Why the scheduler cannot parse this term (newNodeSelectorTerm), each message led by the
+        requirement's path inside the term; () when it parses."""
+        found = [f"matchExpressions[{i}]: {p}" for i, p in enumerate(r.problem() for r in self.expressions) if p]
+        found += [f"matchFields[{i}]: {p}" for i, p in enumerate(field_problem(f) for f in self.fields) if p]
         return tuple(found)
 
     @cached_property
@@ -211,6 +213,27 @@ class NodeSelectorTerm:
 def node_selector_matches(terms: Sequence[NodeSelectorTerm], labels: Mapping[str, str], name: str = "") -> bool:
     """A required NodeSelector: its terms ORed; empty terms are skipped; no terms match nothing."""
     return any(t.matches(labels, name) for t in terms if not t.is_empty())
+
+
+def preferred_terms_problem(terms: Sequence[PreferredTerm], path: str) -> str | None:
+    """Why NewPreferredSchedulingTerms refuses `terms`, naming the first term at fault (`path[i]`),
+    or None. Terms of weight 0 and empty terms are skipped before parsing, as there; one term
+    that does not parse refuses the whole list, so NodeAffinity's PreScore fails for the pod."""
+    for i, term in enumerate(terms):
+        if not term.weight or term.term.is_empty():
+            continue
+        problems = term.term.problems()
+        if problems:
+            return f"{path}[{i}].preference.{problems[0]}"
+    return None
+
+
+def required_term_problems(terms: Sequence[NodeSelectorTerm], path: str) -> tuple[str, ...]:
+    """Each required term the scheduler cannot parse (NewLazyErrorNodeSelector keeps the others:
+    a bad term matches no node, and the pod still fits a node another term matches)."""
+    return tuple(
+        f"{path}[{i}].{term.problems()[0]}" for i, term in enumerate(terms) if not term.is_empty() and term.problems()
+    )
 
 
 def preferred_score(terms: Iterable[PreferredTerm], labels: Mapping[str, str], name: str = "") -> int:

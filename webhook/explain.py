@@ -20,7 +20,7 @@ from typing import Any
 import jsonpatch
 
 from webhook import admission, apidata, scheduling
-from webhook.affinity import PREFERRED, PreferredTerm
+from webhook.affinity import PREFERRED, REQUIRED, PreferredTerm, required_term_problems
 from webhook.apidata import ShapeError
 from webhook.errors import UsageError
 from webhook.policy import Decision, Policy
@@ -138,12 +138,32 @@ def _notes(
             f"spec.nodeName is {pod.node_name!r}: the scheduler never sees this pod; "
             "the kubelet of that node runs it (shown as the NodeName filter would judge it)"
         )
+    for problem in required_term_problems(
+        pod.required or (), f"spec.affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms"
+    ):
+        notes.append(
+            f"kube-scheduler cannot parse the required term {problem}: that term matches no node "
+            "(the API server accepts it only in pods created before it validated such values)"
+        )
     if feasible == 0:
         notes.append("no node is feasible: the pod would stay Pending (FailedScheduling)")
+    elif ranking.scoring_fails:
+        notes.append(
+            f"kube-scheduler cannot parse the preferred term {ranking.score_failure}: NodeAffinity's PreScore "
+            "fails for the whole scheduling cycle, so the pod stays Pending, retried with back-off, for as long "
+            "as more than one node is feasible (the API server accepts invalid values in preferred terms); "
+            "fix or remove that term. The scores show what they would be without it"
+        )
     elif ranking.scoring_skipped:
         notes.append(
             f"only {ranking.feasible[0].name} is feasible: kube-scheduler binds the pod there without "
             "scoring (no Score plugin runs, the NetQoS plugin's neither); the scores show what scoring would give"
+            + (
+                f"; scoring would fail on the preferred term {ranking.score_failure}, which kube-scheduler "
+                "cannot parse, as soon as a second node is feasible"
+                if ranking.score_failure
+                else ""
+            )
         )
     elif len(ranking.predicted) > 1:
         notes.append("the best totals tie: the scheduler picks one of the predicted nodes at random")

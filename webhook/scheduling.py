@@ -47,6 +47,7 @@ from webhook.affinity import (
     node_affinity_from_api,
     node_selector_matches,
     preferred_score,
+    preferred_terms_problem,
 )
 from webhook.apidata import STRING_IN_YAML, ShapeError, expect
 from webhook.resources import (
@@ -758,6 +759,9 @@ class Ranking:
     prefilter_failure: str | None  # a PreFilter rejection applies to every node at once
     weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     skipped: tuple[str, ...] = ()  # score plugins whose PreScore skipped them for this pod
+    # NodeAffinity's PreScore error when the pod's preferred terms do not parse: with more than
+    # one feasible node the scheduling cycle fails there and the pod stays Pending.
+    score_failure: str | None = None
 
     @property
     def feasible(self) -> tuple[NodeResult, ...]:
@@ -777,8 +781,16 @@ class Ranking:
         return _top(self.feasible, lambda n: n.netqos_score)
 
     @property
+    def scoring_fails(self) -> bool:
+        """PreScore runs (several feasible nodes) and fails: no node is chosen this cycle."""
+        return self.score_failure is not None and len(self.feasible) > 1
+
+    @property
     def predicted(self) -> tuple[str, ...]:
-        """The feasible node(s) with the best total: the scheduler picks one of them at random."""
+        """The feasible node(s) with the best total: the scheduler picks one of them at random.
+        None when scoring fails: the cycle ends in an error and the pod waits (Pending)."""
+        if self.scoring_fails:
+            return ()
         return _top(self.feasible, lambda n: n.total or 0)
 
     def filter_message(self) -> str:
@@ -866,7 +878,8 @@ def rank(
                 total=None if why else sum([s * weights[p] for p, s in plugin_scores.items()]),
             )
         )
-    return Ranking(tuple(results), conflict, dict(profile.weights), skipped)
+    score_failure = preferred_terms_problem(pod.preferred, f"spec.affinity.nodeAffinity.{PREFERRED}")
+    return Ranking(tuple(results), conflict, dict(profile.weights), skipped, score_failure)
 
 
 def _score(

@@ -288,6 +288,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "netqos_choice": list(ranking.netqos_choice),
         "choices_match": report.choices_match(),
         "scoring_skipped": ranking.scoring_skipped,
+        "score_failure": ranking.score_failure,
         "filter_message": ranking.filter_message(),
         "weights": dict(ranking.weights),
         "netqos_weight": report.netqos_weight,
@@ -413,6 +414,11 @@ def _predictions_line(report: Report) -> str:
     ranking, netqos = report.ranking, report.netqos
     if not ranking.feasible:
         return "predicted: none (Pending)   NetQoS scheduler: none (Pending)"
+    if ranking.scoring_fails:
+        return (
+            "predicted: none (Pending: NodeAffinity's PreScore fails on a preferred term the scheduler cannot parse)"
+            f"   NetQoS scheduler: {', '.join(netqos.predicted) or 'none (Pending, the same term)'}"
+        )
     verdict = "agree" if report.predictions_match() else "DISAGREE"
     label = "scoring skipped, " if ranking.scoring_skipped else ""
     label += "some plugins not evaluated" if report.not_evaluated else "every plugin evaluated"
