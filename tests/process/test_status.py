@@ -229,6 +229,15 @@ def policy_changed_without_registering(c: Cluster) -> None:
     c.policy = (FIXTURES / "explain/policy-two-rules.yaml").read_text()
 
 
+def policy_mounted_as_one_file_with_sub_path(c: Cluster) -> None:
+    """The ConfigMap's key mounted as a single file (`subPath`), the policy changed since registering."""
+    container = c.deployment["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = [a.replace("/config/policy.yaml", "/etc/netqos/policy.yaml") for a in container["args"]]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "config")
+    mount.update(mountPath="/etc/netqos/policy.yaml", subPath="policy.yaml")
+    policy_changed_without_registering(c)
+
+
 def invalid_policy_in_the_configmap(c: Cluster) -> None:
     c.policy = "apiVersion: netqos.io/v1alpha1\nkind: NetQoSPolicy\nrules: []\n"
 
@@ -499,6 +508,22 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
     ),
     (
         policy_changed_without_registering,
+        expect(
+            policy={"source": POLICY_SOURCE, "rules": ["netqos", "zone-a"]},
+            pods={"selected": 2, "injected": 0, "explicit": 0, "opted_out": 0, "missing": 2},
+            missing=[
+                {"namespace": "shop", "name": "web-6f9c-a", "owner": "Deployment/web", "created": kubeapi.EPOCH},
+                {"namespace": "shop", "name": "web-6f9c-b", "owner": "Deployment/web", "created": kubeapi.EPOCH},
+            ],
+            problems=[
+                "rule zone-a has no webhook entry zone-a.netqos.io in MutatingWebhookConfiguration netqos-webhook: "
+                f"pods only this rule selects are never sent to the webhook; {FIX}"
+            ],
+        ),
+        3,
+    ),
+    (
+        policy_mounted_as_one_file_with_sub_path,
         expect(
             policy={"source": POLICY_SOURCE, "rules": ["netqos", "zone-a"]},
             pods={"selected": 2, "injected": 0, "explicit": 0, "opted_out": 0, "missing": 2},

@@ -103,7 +103,10 @@ def _policy(
     location = status.policy_location(deployment)
     if location is None:
         return default_policy(), builtin, None
-    name, key = location
+    if location.config_map is None:
+        why = f"the webhook's --config {location.path}: {location.elsewhere}"
+        return default_policy(), f"{builtin} ({why}; pass --config FILE)", None
+    name, key = location.config_map, location.key
     where = f"ConfigMap {ns}/{name} key {key}"
     config_map = _get(reader, "ConfigMap", status.ConfigMapJSON, name, ns)
     if isinstance(config_map, status.Unknown) or config_map is None:
