@@ -256,6 +256,16 @@ class UsageTally:
             self.non_zero[name] = self.non_zero.get(name, 0) + pod.non_zero_requests.get(name, 0)
         self.ports.extend(pod.host_ports)
 
+    def remove(self, pod: PodView) -> None:
+        """Count `pod` (counted in before) out: it leaves the node."""
+        self.pods -= 1
+        for name, value in pod.requests.items():
+            self.requested[name] = self.requested.get(name, 0) - value
+        for name in (CPU, MEMORY):
+            self.non_zero[name] = self.non_zero.get(name, 0) - pod.non_zero_requests.get(name, 0)
+        for port in pod.host_ports:
+            self.ports.remove(port)
+
     def usage(self) -> NodeUsage:
         return NodeUsage(dict(self.requested), dict(self.non_zero), self.pods, tuple(self.ports))
 

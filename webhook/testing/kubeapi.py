@@ -536,7 +536,12 @@ def pod(
         ownerReferences=[owner_ref(*owner)] if owner else None,
     )
     meta["creationTimestamp"] = created
-    status = {"phase": phase or ("Running" if node_name else "Pending")}
+    status: dict[str, Any] = {"phase": phase or ("Running" if node_name else "Pending")}
+    if node_name:  # bound when created, ready when running, as the kubelet reports it
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": created},
+            {"type": "Ready", "status": "True" if status["phase"] == "Running" else "False"},
+        ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": status}
 
 

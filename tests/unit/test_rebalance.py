@@ -1,0 +1,376 @@
+"""rebalance's plan: which stranded pods move, where, and why the others do not. The prediction it
+keeps up to date per pod spec is checked against `scheduling.rank` (what `explain` prints) on
+random clusters; every never-evicted kind is skipped with its reason; capacity is reserved across
+the planned candidates; the order is stable (longest on a slow node first)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import random
+from typing import Any
+
+import pytest
+
+from webhook import rebalance, scheduling
+from webhook.policy import Policy
+from webhook.policy_file import default_policy
+from webhook.testing.kubeapi import node, pod
+
+NOW = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
+LONG_AGO = "2026-01-01T00:00:00Z"
+QOS = {"qos": "latency-sensitive", "app": "web"}
+SMALL = {"requests": {"cpu": "1", "memory": "1Gi"}}
+
+
+def sized(obj: dict[str, Any], cpu: str = "4", pods: str = "110", memory: str = "16Gi") -> dict[str, Any]:
+    obj["status"] = {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}}
+    return obj
+
+
+def app_pod(name: str, node_name: str, owner: str = "web-1", created: str = LONG_AGO, **extra: Any) -> dict[str, Any]:
+    p = pod("shop", name, extra.pop("labels", QOS), node_name, ("ReplicaSet", owner), created, **extra)
+    p["spec"]["containers"][0]["resources"] = extra.get("resources", SMALL)
+    return p
+
+
+def replicas(owner: str, count: int, node_name: str = "busy") -> list[dict[str, Any]]:
+    """`count` ready pods of `owner` elsewhere (on a net=high node, so they are no candidates)."""
+    return [app_pod(f"{owner}-peer-{i}", node_name, owner, labels={"app": "web"}) for i in range(count)]
+
+
+def make_plan(
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    policy: Policy | None = None,
+    owners: dict[tuple[str, str, str], rebalance.Owner] | None = None,
+    **options: Any,
+) -> rebalance.Plan:
+    cluster = rebalance.Cluster(policy or default_policy(), rebalance.Options(now=NOW, **options))
+    for n in nodes:
+        cluster.add_node(n)
+    for p in pods:
+        cluster.add_pod(p)
+    return rebalance.plan(cluster, owners)
+
+
+def rows(plan: rebalance.Plan) -> list[tuple[str, str, str | None]]:
+    return [(c.name, c.action, c.target) for c in plan.candidates]
+
+
+def by_name(plan: rebalance.Plan) -> dict[str, rebalance.Candidate]:
+    return {c.name: c for c in plan.candidates}
+
+
+CLUSTER = [sized(node("fast-a", "high")), sized(node("slow", "low"), cpu="64"), sized(node("busy", "high"), cpu="64")]
+
+
+# --- the plan -------------------------------------------------------------------------------------
+
+
+def test_a_stranded_pod_moves_to_the_net_high_node_it_fits() -> None:
+    plan = make_plan(CLUSTER, [app_pod("a", "slow"), *replicas("web-1", 1)])
+    [row] = plan.candidates
+    assert (row.name, row.node, row.net, row.action) == ("a", "slow", "low", "evict")
+    assert row.target in ("fast-a", "busy")
+    assert row.owner == rebalance.Owner("ReplicaSet", "web-1")
+    assert "kube-scheduler would place the replacement on" in row.reason
+
+
+def test_pods_on_net_high_nodes_and_pods_the_policy_leaves_alone_are_no_candidates() -> None:
+    opted_out = app_pod("opted-out", "slow", annotations={"netqos.io/inject": "false"})
+    explicit = app_pod(
+        "explicit",
+        "slow",
+        preferred=[
+            {"weight": 1, "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["low"]}]}}
+        ],
+    )
+    unselected = app_pod("batch", "slow", labels={"app": "batch"})
+    system = pod("kube-system", "dns", QOS, "slow", ("ReplicaSet", "dns-1"))
+    pending = app_pod("pending", "slow", phase="Pending")
+    on_high = app_pod("on-high", "fast-a")
+    plan = make_plan(CLUSTER, [opted_out, explicit, unselected, system, pending, on_high, *replicas("web-1", 2)])
+    assert plan.candidates == []
+
+
+def test_pods_created_without_the_terms_and_pods_with_them_are_both_candidates() -> None:
+    terms = default_policy().rules[0].preferences
+    with_terms = app_pod("with-terms", "slow", owner="a-1", preferred=[t.to_api() for t in terms])
+    without = app_pod("without", "slow", owner="b-1")
+    plan = make_plan(CLUSTER, [with_terms, without, *replicas("a-1", 1), *replicas("b-1", 1)])
+    assert sorted((c.name, c.action) for c in plan.candidates) == [("with-terms", "evict"), ("without", "evict")]
+
+
+def test_capacity_is_reserved_across_the_planned_candidates() -> None:
+    # one fast node with room for exactly two 1-CPU pods: the third candidate no longer fits
+    nodes = [sized(node("fast", "high"), cpu="2"), sized(node("slow", "low"), cpu="64")]
+    pods = [app_pod(f"p{i}", "slow", owner=f"rs-{i}", created=f"2026-01-01T0{i}:00:00Z") for i in range(3)]
+    pods += [app_pod(f"peer{i}", "slow", owner=f"rs-{i}", labels={"app": "web"}) for i in range(3)]
+    plan = make_plan(nodes, pods)
+    assert rows(plan) == [("p0", "evict", "fast"), ("p1", "evict", "fast"), ("p2", "skip", None)]
+    assert by_name(plan)["p2"].reason == "no net=high node fits the replacement: 1/1 net=high node(s): Insufficient cpu"
+
+
+def test_the_order_is_longest_on_a_slow_node_first_then_namespace_and_name() -> None:
+    pods = [
+        app_pod("young", "slow", owner="a", created="2026-01-01T10:00:00Z"),
+        app_pod("old-b", "slow", owner="b", created="2026-01-01T01:00:00Z"),
+        app_pod("old-a", "slow", owner="c", created="2026-01-01T01:00:00Z"),
+    ]
+    pods += [p for o in "abc" for p in replicas(o, 1)]
+    assert [c.name for c in make_plan(CLUSTER, pods).candidates] == ["old-a", "old-b", "young"]
+
+
+def test_the_time_on_the_node_is_the_pods_scheduled_condition() -> None:
+    late = app_pod("bound-late", "slow", owner="a", created="2026-01-01T00:00:00Z")
+    late["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T12:00:00Z"
+    early = app_pod("bound-early", "slow", owner="b", created="2026-01-01T06:00:00Z")
+    plan = make_plan(CLUSTER, [late, early, *replicas("a", 1), *replicas("b", 1)])
+    assert [c.name for c in plan.candidates] == ["bound-early", "bound-late"]
+
+
+def test_one_pod_per_owner_moves_in_a_run() -> None:
+    pods = [app_pod(f"p{i}", "slow", owner="web-1", created=f"2026-01-01T0{i}:00:00Z") for i in range(3)]
+    plan = make_plan(CLUSTER, pods)
+    assert [c.action for c in plan.candidates] == ["evict", "skip", "skip"]
+    assert by_name(plan)["p1"].reason == "another pod of ReplicaSet/web-1 is moved in this run (one pod per owner)"
+
+
+def test_one_pod_per_owner_counts_the_top_owner() -> None:
+    pods = [app_pod("a", "slow", owner="web-old"), app_pod("b", "slow", owner="web-new")]
+    pods += replicas("web-old", 1) + replicas("web-new", 1)
+    deployment = rebalance.Owner("Deployment", "web")
+    owners = {("shop", "ReplicaSet", "web-old"): deployment, ("shop", "ReplicaSet", "web-new"): deployment}
+    plan = make_plan(CLUSTER, pods, owners=owners)
+    assert [(c.name, c.action, c.owner) for c in plan.candidates] == [
+        ("a", "evict", deployment),
+        ("b", "skip", deployment),
+    ]
+    assert by_name(plan)["b"].reason == "another pod of Deployment/web is moved in this run (one pod per owner)"
+
+
+def test_top_owner_reads_the_controllers_own_controller() -> None:
+    replica_set = {"metadata": {"ownerReferences": [{"kind": "Deployment", "name": "web", "controller": True}]}}
+    assert rebalance.top_owner(replica_set, "ReplicaSet") == rebalance.Owner("Deployment", "web")
+    assert rebalance.top_owner({"metadata": {}}, "ReplicaSet") is None
+    assert rebalance.top_owner(None, "Job") is None
+
+
+def _with(p: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    *parents, last = path.split(".")
+    obj = p
+    for key in parents:
+        obj = obj.setdefault(key, {})
+    obj[last] = value
+    return p
+
+
+NEVER_EVICTED = [
+    (
+        "terminating",
+        _with(app_pod("x", "slow"), "metadata.deletionTimestamp", "2026-01-01T23:59:00Z"),
+        {},
+        "terminating",
+    ),
+    (
+        "mirror",
+        _with(app_pod("x", "slow"), "metadata.annotations", {"kubernetes.io/config.mirror": "abc"}),
+        {},
+        "a mirror pod of a static pod: the kubelet runs it from a file, the API cannot move it",
+    ),
+    (
+        "no-controller",
+        _with(app_pod("x", "slow"), "metadata.ownerReferences", []),
+        {},
+        "no controller: nothing would re-create it after an eviction",
+    ),
+    (
+        "daemonset",
+        pod("shop", "x", QOS, "slow", ("DaemonSet", "agent")),
+        {},
+        "a DaemonSet pod (DaemonSet/agent): its replacement is bound to the same node",
+    ),
+    (
+        "empty-dir",
+        app_pod("x", "slow", volumes=[{"name": "cache", "emptyDir": {}}]),
+        {},
+        "uses emptyDir volume cache, lost on eviction (--include-local-storage moves it anyway)",
+    ),
+    (
+        "host-path",
+        app_pod("x", "slow", volumes=[{"name": "logs", "hostPath": {"path": "/var/log"}}]),
+        {},
+        "uses hostPath volume logs, lost on eviction (--include-local-storage moves it anyway)",
+    ),
+    (
+        "too-young",
+        app_pod("x", "slow", created="2026-01-01T23:55:00Z"),
+        {},
+        "created 5m0s ago, less than --min-age 10m0s",
+    ),
+    (
+        "too-few-ready",
+        app_pod("x", "slow", owner="solo"),
+        {},
+        "its ReplicaSet solo has 1 ready pod(s), fewer than --min-replicas 2",
+    ),
+    (
+        "too-few-ready-by-option",
+        app_pod("x", "slow"),
+        {"min_replicas": 3},
+        "its ReplicaSet web-1 has 2 ready pod(s), fewer than --min-replicas 3",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "obj", "options", "reason"), NEVER_EVICTED, ids=[c[0] for c in NEVER_EVICTED])
+def test_never_evicted_kinds_are_skipped_with_their_reason(
+    case: str, obj: dict[str, Any], options: dict[str, Any], reason: str
+) -> None:
+    plan = make_plan(CLUSTER, [obj, *replicas("web-1", 1)], **options)
+    [row] = plan.candidates
+    assert (row.action, row.target, row.reason) == ("skip", None, reason)
+
+
+def test_local_storage_and_age_limits_can_be_lifted() -> None:
+    pods = [
+        app_pod("cache", "slow", owner="a", volumes=[{"name": "cache", "emptyDir": {}}]),
+        app_pod("young", "slow", owner="b", created="2026-01-01T23:59:00Z"),
+        *replicas("a", 1),
+        *replicas("b", 1),
+    ]
+    plan = make_plan(CLUSTER, pods, include_local_storage=True, min_age=dt.timedelta(0))
+    assert [c.action for c in plan.candidates] == ["evict", "evict"]
+
+
+def test_a_slower_node_the_scheduler_prefers_is_a_skip_with_both_totals() -> None:
+    # the only net=high node has a PreferNoSchedule taint: TaintToleration (weight 3) outweighs the affinity
+    tainted = node("fast", "high", taints=[{"key": "maintenance", "value": "soon", "effect": "PreferNoSchedule"}])
+    nodes = [sized(tainted), sized(node("plain"), cpu="64"), sized(node("slow", "low"), cpu="64")]
+    plan = make_plan(nodes, [app_pod("a", "slow"), *replicas("web-1", 1, "plain")])
+    [row] = plan.candidates
+    assert row.action == "skip"
+    assert row.reason.startswith("kube-scheduler would place the replacement on plain (no net label): total ")
+    assert row.reason.endswith("on fast (net=high), the best net=high node")
+
+
+def test_no_net_high_node_at_all() -> None:
+    plan = make_plan([sized(node("slow", "low"))], [app_pod("a", "slow"), *replicas("web-1", 1, "slow")])
+    assert [(c.name, c.action, c.reason) for c in plan.candidates if c.name == "a"] == [
+        ("a", "skip", "no node is labelled net=high")
+    ]
+
+
+def test_unusable_nodes_are_noted_and_left_out() -> None:
+    broken = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bad"}, "spec": {"taints": "oops"}}
+    plan = make_plan([*CLUSTER, broken], [app_pod("a", "slow"), *replicas("web-1", 1)])
+    assert plan.nodes == 3
+    assert plan.notes == ["node bad left out: spec.taints: expected a list, got a string ('oops')"] or plan.notes[
+        0
+    ].startswith("node bad left out: spec.taints")
+
+
+def test_the_policy_decides_never_a_fixed_label_or_weight() -> None:
+    """A policy with other terms and another pod label: its own selector and terms are used."""
+    from webhook.policy_file import policy_from_bytes
+
+    policy = policy_from_bytes(
+        b"""
+rules:
+- name: gold
+  podSelector: {matchLabels: {tier: gold}}
+  preferences:
+  - weight: 50
+    matchExpressions: [{key: net, operator: In, values: [high]}]
+""",
+        "policy.yaml",
+    )
+    gold = app_pod("gold", "slow", labels={"tier": "gold"})
+    qos = app_pod("qos", "slow", owner="web-2")
+    plan = make_plan(CLUSTER, [gold, qos, *replicas("web-1", 1), *replicas("web-2", 1)], policy=policy)
+    assert [(c.name, c.action) for c in plan.candidates] == [("gold", "evict")]
+
+
+def test_summary_counts() -> None:
+    candidates = [
+        rebalance.Candidate("ns", "a", "n", None, None, "evict", "f", "r"),
+        rebalance.Candidate("ns", "b", "n", None, None, "skip", None, "r"),
+    ]
+    assert rebalance.summary(candidates) == {"candidates": 2, "movable": 1, "evicted": 0, "blocked": 0, "skipped": 1}
+
+
+# --- the prediction is scheduling.rank's -----------------------------------------------------------
+
+
+def random_cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    nodes = []
+    for i in range(rng.randint(2, 9)):
+        taints = []
+        if rng.random() < 0.3:
+            taints.append(
+                {"key": "k", "value": rng.choice(["a", "b"]), "effect": rng.choice(["PreferNoSchedule", "NoSchedule"])}
+            )
+        if rng.random() < 0.2:
+            taints.append({"key": "other", "effect": "PreferNoSchedule"})
+        n = node(f"n{i}", rng.choice(["high", "low", None, "medium"]), taints=taints, unschedulable=rng.random() < 0.1)
+        sized(n, cpu=str(rng.choice([1, 2, 4])), pods=str(rng.choice([2, 3, 110])), memory=f"{rng.choice([2, 8])}Gi")
+        n["status"]["images"] = (
+            [{"names": ["registry.example/app:1"], "sizeBytes": 500 * 2**20}] if rng.random() < 0.3 else []
+        )
+        nodes.append(n)
+    pods = []
+    for j in range(rng.randint(0, 12)):
+        where = rng.choice(nodes)["metadata"]["name"]
+        resources = {"requests": {"cpu": rng.choice(["100m", "500m", "1"]), "memory": rng.choice(["128Mi", "1Gi"])}}
+        pods.append(app_pod(f"p{j}", where, owner=f"rs-{j}", labels={"app": "x"}, resources=resources))
+    return nodes, pods
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_prediction_is_scheduling_ranks_as_usage_changes(seed: int) -> None:
+    rng = random.Random(seed)
+    nodes, pods = random_cluster(rng)
+    cluster = rebalance.Cluster(default_policy(), rebalance.Options(now=NOW))
+    for n in nodes:
+        cluster.add_node(n)
+    for p in pods:
+        cluster.add_pod(p)
+    state = rebalance._State(cluster, scheduling.DEFAULT_PROFILE)
+    tolerations = [{"key": "k", "operator": "Equal", "value": "a"}] if rng.random() < 0.5 else []
+    incoming = app_pod("new", "", labels=QOS, tolerations=tolerations, resources={"requests": {"cpu": "500m"}})
+    outcome_view = scheduling.pod_view(incoming)
+    view = dataclasses.replace(outcome_view, preferred=default_policy().rules[0].preferences, node_name="")
+    predictor = rebalance.Predictor(view, state)
+    for _ in range(12):
+        usage = {n.name: state.usage[i] for i, n in enumerate(state.nodes)}
+        expected = scheduling.rank(view, state.nodes, usage).predicted
+        assert predictor.predicted() == sorted(expected)
+        # a pod moves: one node gains, another loses (if it has one)
+        mover = scheduling.pod_view(app_pod("m", "", resources={"requests": {"cpu": rng.choice(["250m", "1"])}}))
+        feasible = sorted(predictor.feasible)  # fill the feasible nodes: the best raw scores change
+        state._change(rng.choice(feasible) if feasible else 0, mover, remove=False)
+        loaded = [i for i, t in enumerate(state.tallies) if t.pods and t.requested.get("cpu", 0) >= 1000]
+        if loaded and rng.random() < 0.3:
+            state._change(rng.choice(loaded), mover, remove=True)
+        predictor.sync()
+
+
+def test_the_prediction_renormalises_when_the_best_feasible_node_fills() -> None:
+    """Once the net=high node is full, NodeAffinity normalises by the unlabelled node's 10: it then
+    scores 100 there (not 10), which outweighs the empty net=low node's free resources."""
+    nodes = [sized(node("fast", "high"), cpu="1"), sized(node("plain"), cpu="4"), sized(node("slow", "low"), cpu="4")]
+    busy = app_pod("busy", "plain", labels={"app": "x"}, resources={"requests": {"cpu": "3", "memory": "1Gi"}})
+    cluster = rebalance.Cluster(default_policy(), rebalance.Options(now=NOW))
+    for n in nodes:
+        cluster.add_node(n)
+    cluster.add_pod(busy)
+    state = rebalance._State(cluster, scheduling.DEFAULT_PROFILE)
+    view = scheduling.pod_view(app_pod("new", "", resources={"requests": {"cpu": "500m", "memory": "128Mi"}}))
+    view = dataclasses.replace(view, preferred=default_policy().rules[0].preferences)
+    predictor = rebalance.Predictor(view, state)
+    assert predictor.predicted() == ["fast"]
+    state._change(state.index["fast"], scheduling.pod_view(busy), remove=False)  # fast is full now
+    predictor.sync()
+    usage = {n.name: state.usage[i] for i, n in enumerate(state.nodes)}
+    assert predictor.predicted() == list(scheduling.rank(view, state.nodes, usage).predicted) == ["plain"]
