@@ -65,6 +65,10 @@ class TooMany(ClusterError):
     """A list went on past the reader's page bound."""
 
 
+class TooManyRequests(ClusterError):
+    """The API server answered 429: for an eviction, a PodDisruptionBudget allows no disruption now."""
+
+
 class KubeconfigError(ClusterError):
     """No usable credentials: the kubeconfig (or the service account) cannot be loaded (exit code 2)."""
 
@@ -311,6 +315,50 @@ def _can_i(verb: str, plural: str, namespace: str | None) -> str:
     return f"check that your user may {verb} {plural} (kubectl auth can-i {verb} {plural}{scope})"
 
 
+class Evictor:
+    """Evicts pods through the Eviction API (`policy/v1`, `POST .../pods/NAME/eviction`), so the
+    API server checks every PodDisruptionBudget that selects the pod and answers 429 when one
+    allows no disruption now. A context manager; it holds one connection pool."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        from kubernetes import client  # noqa: PLC0415
+
+        self.cluster = cluster
+        self._api: Any = client.ApiClient(cluster.configuration)
+        self._core: Any = client.CoreV1Api(self._api)
+
+    def __enter__(self) -> Evictor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._api.close()
+
+    def evict(self, namespace: str, name: str, uid: str = "") -> None:
+        """Evict the pod; with `uid`, only that pod (not a new one of the same name: 409).
+
+        Raises `TooManyRequests` (429: a PodDisruptionBudget blocks it), `NotFound` (404: the
+        pod is gone), `Forbidden` (403) or another `ClusterError`.
+        """
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+        _request(
+            self.cluster,
+            f"evict pod {name} in namespace {namespace}",
+            lambda: self._core.create_namespaced_pod_eviction(
+                name, namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            ),
+            forbidden=(
+                "check that your user may create pods/eviction "
+                f"(kubectl auth can-i create pods/eviction -n {namespace})"
+            ),
+        )
+
+
 def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
     """Every Pod bound to a node and not Succeeded or Failed, in every namespace, as API JSON
     data, read PAGE_SIZE at a time; at most MAX_POD_PAGES pages, since explain holds them all."""
@@ -399,7 +447,7 @@ def _request(cluster: Cluster, action: str, send: Callable[[], Any], forbidden: 
                 403: forbidden,
                 404: missing,
             }.get(err.status)
-            error = {403: Forbidden, 404: NotFound}.get(err.status, ClusterError)
+            error = {403: Forbidden, 404: NotFound, 429: TooManyRequests}.get(err.status, ClusterError)
             raise error(
                 f"the API server at {cluster.host} ({cluster.where}) refused to {action}: {_api_error(err)}"
                 + (f"; {hint}" if hint else "")

@@ -1,4 +1,4 @@
-"""A fake Kubernetes API server on loopback: the read-only REST paths the `kubernetes` client uses.
+"""A fake Kubernetes API server on loopback: the REST paths the `kubernetes` client uses to read, and evictions.
 
 It serves a fixed `Snapshot` of API objects (plain JSON data) over HTTP on 127.0.0.1, so tests and
 benchmarks drive the real client, through a real kubeconfig, instead of a mock of the library:
@@ -9,6 +9,12 @@ benchmarks drive the real client, through a real kubeconfig, instead of a mock o
   `fieldSelector` (`=`, `==`, `!=` on `metadata.name`, `metadata.namespace`, `spec.nodeName`,
   `status.phase`; `spec.nodeName=NAME` answered from an index, as the API server's watch cache
   indexes pods by node), `limit` and `continue` (an opaque token; `remainingItemCount` is set);
+- `POST /api/v1/namespaces/NS/pods/NAME/eviction` (the Eviction API, `policy/v1`) answers as the API
+  server does: 201 and the pod is gone (later reads miss it); 404 for a pod that does not exist
+  (or is gone); 409 when `deleteOptions.preconditions.uid` names another pod; 429 when a
+  PodDisruptionBudget of the snapshot selects the pod and its `status.disruptionsAllowed` is 0
+  (each eviction it allows takes one); 403 when `pods/eviction` is forbidden; any status
+  `Snapshot.eviction_answers` scripts for a pod (`NS/NAME`). Evictions are recorded in order;
 - a resource listed in `Snapshot.forbidden` answers 403 with a `Status`, as RBAC does (`RESOURCE@cluster`:
   only its reads across every namespace, as for a user with a Role but no ClusterRole); a missing
   object answers 404; a request without the snapshot's bearer token answers 401.
@@ -53,6 +59,7 @@ KINDS = {
     "jobs": ("batch/v1", "Job"),
     "cronjobs": ("batch/v1", "CronJob"),
     "endpointslices": ("discovery.k8s.io/v1", "EndpointSlice"),
+    "poddisruptionbudgets": ("policy/v1", "PodDisruptionBudget"),
     "mutatingwebhookconfigurations": ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
 }
 RESOURCES = {kind: resource for resource, (_, kind) in KINDS.items()}
@@ -74,6 +81,7 @@ class Snapshot:
 
     objects: dict[str, list[Stored]] = field(default_factory=dict)
     forbidden: set[str] = field(default_factory=set)
+    eviction_answers: dict[str, int] = field(default_factory=dict)  # "NS/NAME" -> the status its eviction gets
 
     def add(self, obj: Mapping[str, Any]) -> None:
         resource = RESOURCES[obj["kind"]]
@@ -203,6 +211,28 @@ class _Handler(BaseHTTPRequestHandler):
             code, body = 400, status_body(400, "BadRequest", str(err))
         self._send(code, body)
 
+    def do_POST(self) -> None:  # the http.server API names it
+        self.server.requests.append(f"POST {self.path}")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            self._send(401, status_body(401, "Unauthorized", "Unauthorized"))
+            return
+        parts = [p for p in urlsplit(self.path).path.split("/") if p]
+        if len(parts) != 7 or parts[:3] != ["api", "v1", "namespaces"] or (parts[4], parts[6]) != ("pods", "eviction"):
+            self._send(
+                405, status_body(405, "MethodNotAllowed", f"the server does not allow this method ({self.path})")
+            )
+            return
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if not isinstance(request, dict):
+            self._send(400, status_body(400, "BadRequest", "the request body is not a JSON object"))
+            return
+        self._send(*self.server.evict(parts[3], parts[5], request))
+
     def _send(self, code: int, body: bytes) -> None:
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -234,14 +264,26 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return 403, status_body(403, "Forbidden", message)
         items = snapshot.objects.get(resource, [])
+        gone = self.server.gone if resource == "pods" else set()
         if name:
             for s in items:
-                if s.name == name and (namespace is None or s.namespace == namespace):
+                if (
+                    s.name == name
+                    and (namespace is None or s.namespace == namespace)
+                    and (s.namespace, s.name) not in gone
+                ):
                     return 200, s.body
             return 404, status_body(404, "NotFound", f'{resource} "{name}" not found')
-        return 200, self._list(resource, items, namespace, query)
+        return 200, self._list(resource, items, namespace, query, gone)
 
-    def _list(self, resource: str, items: list[Stored], namespace: str | None, query: dict[str, str]) -> bytes:
+    def _list(
+        self,
+        resource: str,
+        items: list[Stored],
+        namespace: str | None,
+        query: dict[str, str],
+        gone: set[tuple[str, str]],
+    ) -> bytes:
         labels = parse_label_selector(query.get("labelSelector", ""))
         fields = parse_field_selector(query.get("fieldSelector", ""))
         limit = int(query.get("limit") or 0)
@@ -260,6 +302,8 @@ class _Handler(BaseHTTPRequestHandler):
             if labels and not labels_match(labels, s.labels):
                 continue
             if any((s.fields.get(f) == v) != equal for f, equal, v in fields):
+                continue
+            if gone and (s.namespace, s.name) in gone:
                 continue
             if limit and len(page) == limit:
                 break
@@ -290,6 +334,72 @@ class _Server(ThreadingHTTPServer):
                     self.by_node.setdefault(resource, {}).setdefault(s.fields["spec.nodeName"], []).append(i)
         # the paths asked for (the latest 10,000), for tests that check what was sent
         self.requests: deque[str] = deque(maxlen=10_000)
+        self.lock = threading.Lock()
+        self.gone: set[tuple[str, str]] = set()  # evicted pods
+        self.evictions: list[tuple[str, str, int]] = []  # (namespace, name, status) of every eviction asked for
+        self.budgets = [_Budget.of(json.loads(s.body)) for s in snapshot.objects.get("poddisruptionbudgets", [])]
+
+    def evict(self, namespace: str, name: str, request: Mapping[str, Any]) -> tuple[int, bytes]:
+        """The Eviction API's answer for the pod, as the API server gives it; recorded."""
+        with self.lock:
+            code, body = self._eviction(namespace, name, request)
+            self.evictions.append((namespace, name, code))
+            return code, body
+
+    def _eviction(self, namespace: str, name: str, request: Mapping[str, Any]) -> tuple[int, bytes]:
+        if "pods/eviction" in self.snapshot.forbidden:
+            return 403, status_body(
+                403,
+                "Forbidden",
+                f'pods "{name}" is forbidden: User "netqos-reader" cannot create resource "pods/eviction" '
+                f'in API group "" in the namespace "{namespace}"',
+            )
+        scripted = self.snapshot.eviction_answers.get(f"{namespace}/{name}")
+        if scripted is not None:
+            return scripted, status_body(scripted, "Scripted", f"scripted answer {scripted} for pod {namespace}/{name}")
+        found = next(
+            (s for s in self.snapshot.objects.get("pods", []) if (s.namespace, s.name) == (namespace, name)), None
+        )
+        if found is None or (namespace, name) in self.gone:
+            return 404, status_body(404, "NotFound", f'pods "{name}" not found')
+        pod = json.loads(found.body)
+        uid = ((request.get("deleteOptions") or {}).get("preconditions") or {}).get("uid")
+        if uid and uid != pod["metadata"].get("uid"):
+            return 409, status_body(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on Pod "{name}": Precondition failed: UID in precondition: {uid}, '
+                f"UID in object meta: {pod['metadata'].get('uid')}",
+            )
+        budgets = [b for b in self.budgets if b.namespace == namespace and labels_match(b.selector, found.labels)]
+        for budget in budgets:
+            if budget.allowed <= 0:
+                return 429, status_body(
+                    429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget."
+                )
+        for budget in budgets:
+            budget.allowed -= 1
+        self.gone.add((namespace, name))
+        return 201, json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}).encode()
+
+
+@dataclass
+class _Budget:
+    """A PodDisruptionBudget as the eviction check reads it."""
+
+    namespace: str
+    selector: list[tuple[str, str, tuple[str, ...]]]
+    allowed: int
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> _Budget:
+        raw = (obj.get("spec") or {}).get("selector") or {}
+        selector: list[tuple[str, str, tuple[str, ...]]] = [
+            (str(k), "In", (str(v),)) for k, v in (raw.get("matchLabels") or {}).items()
+        ]
+        selector += [(e["key"], e["operator"], tuple(e.get("values") or ())) for e in raw.get("matchExpressions") or ()]
+        allowed = (obj.get("status") or {}).get("disruptionsAllowed", 0)
+        return cls(obj["metadata"].get("namespace", ""), selector, int(allowed))
 
 
 @dataclass(frozen=True)
@@ -301,6 +411,12 @@ class Running:
     @property
     def requests(self) -> list[str]:
         return list(self.server.requests)
+
+    @property
+    def evictions(self) -> list[tuple[str, str, int]]:
+        """(namespace, name, HTTP status) of every eviction asked for, in order."""
+        with self.server.lock:
+            return list(self.server.evictions)
 
 
 def write_kubeconfig(path: Path, url: str, namespace: str = "default") -> Path:
