@@ -9,7 +9,9 @@ A closed stdout (`| head`) ends the command quietly, as SIGPIPE ends other Unix 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -109,7 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_serve, _add_review, _add_certs, _add_explain, _add_manifests, _add_register, _add_status):
+    for add in (
+        _add_serve,
+        _add_review,
+        _add_certs,
+        _add_explain,
+        _add_manifests,
+        _add_register,
+        _add_status,
+        _add_rebalance,
+    ):
         add(sub)
     return parser
 
@@ -572,3 +583,90 @@ def _status(args: argparse.Namespace) -> int:
     from webhook.commands import status
 
     return status.run(typed(status.StatusArgs, args), sys.stdout)
+
+
+# --- rebalance ---------------------------------------------------------------------------------
+
+
+def _duration(text: str) -> dt.timedelta:
+    """A Go-style duration (kubectl's --timeout, the descheduler's minPodAge): 10m, 1h30m, 90s, 0."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|m|s)", text)
+    if text == "0":
+        return dt.timedelta(0)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 10m, 1h30m, 90s)")
+    unit = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    return dt.timedelta(seconds=sum(float(n) * unit[u] for n, u in parts))
+
+
+def _add_rebalance(sub: Any) -> None:
+    p = _command(
+        sub,
+        "rebalance",
+        "Move latency-sensitive pods that run on slower nodes back to net=high nodes that have room now. "
+        "Plans, for each such pod in turn (longest on a slow node first), the net=high node its replacement "
+        "fits and kube-scheduler would pick, reserving room for every planned pod; skips, with the reason, "
+        "pods that must not be evicted. With --apply, evicts through the Eviction API, so "
+        "PodDisruptionBudgets hold. Exit code 0 when nothing movable is left, 3 when movable pods remain, "
+        "1 when the cluster (or an eviction) fails, 2 for unusable input.",
+        "netqos-webhook rebalance --context prod            # the plan; nothing is evicted\n"
+        "  netqos-webhook rebalance --context prod --apply    # evict the first planned pod",
+        _rebalance,
+    )
+    _add_cluster(p, "rebalance the cluster of ")
+    p.add_argument(
+        "--webhook-namespace",
+        default=DEFAULT_NAMESPACE,
+        metavar="NS",
+        help=f"namespace the webhook runs in: its policy is read from there (default {DEFAULT_NAMESPACE})",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="plan by this policy file instead of the one the installed webhook serves (its ConfigMap)",
+    )
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default table)")
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="evict the planned pods (at most --max-evictions); without it nothing is written to the cluster",
+    )
+    p.add_argument(
+        "--max-evictions",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="evict at most N pods in one run (default 1)",
+    )
+    p.add_argument(
+        "--min-replicas",
+        type=lambda text: _whole_number(text, 0),
+        default=2,
+        metavar="N",
+        help="never evict a pod whose controller has fewer than N ready pods (default 2)",
+    )
+    p.add_argument(
+        "--min-age",
+        type=_duration,
+        default=dt.timedelta(minutes=10),
+        metavar="DURATION",
+        help="never evict a pod younger than this (default 10m; e.g. 1h, 90s, 0)",
+    )
+    p.add_argument(
+        "--include-local-storage",
+        action="store_true",
+        help="also evict pods with emptyDir or hostPath volumes (their data is lost)",
+    )
+    p.add_argument(
+        "--movable-exit-code",
+        type=lambda text: _whole_number(text, 0, 255),
+        default=3,
+        metavar="CODE",
+        help="exit code when movable pods remain (default 3; a CronJob that moves a few pods per run passes 0)",
+    )
+
+
+def _rebalance(args: argparse.Namespace) -> int:
+    from webhook.commands import rebalance
+
+    return rebalance.run(typed(rebalance.RebalanceArgs, args), sys.stdout)

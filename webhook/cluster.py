@@ -51,6 +51,7 @@ class ClusterError(NetqosError, RuntimeError):
     """The cluster failed at run time: unreachable, or it refused a request (exit code 1)."""
 
     exit_code = 1
+    detail = ""  # the API server's own answer (`HTTP 429 Too Many Requests: <its message>`) when it gave one
 
 
 class Forbidden(ClusterError):
@@ -448,10 +449,12 @@ def _request(cluster: Cluster, action: str, send: Callable[[], Any], forbidden: 
                 404: missing,
             }.get(err.status)
             error = {403: Forbidden, 404: NotFound, 429: TooManyRequests}.get(err.status, ClusterError)
-            raise error(
+            refused = error(
                 f"the API server at {cluster.host} ({cluster.where}) refused to {action}: {_api_error(err)}"
                 + (f"; {hint}" if hint else "")
-            ) from None
+            )
+            refused.detail = _api_error(err)
+            raise refused from None
         # Status 0: no answer. The client reports some TLS failures so, as "SSLError\n<what failed>".
         failure = _first_line(str(err.reason).strip().splitlines()[-1])
     except (urllib3.exceptions.HTTPError, OSError) as err:  # refused, timed out, TLS, DNS...

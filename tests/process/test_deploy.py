@@ -106,8 +106,9 @@ def test_the_schema_check_catches_a_misspelt_field() -> None:
 
 
 # Not for kubectl apply: nodes.yaml is `netqos-webhook explain` input, a `kubectl get nodes -o yaml`
-# print-out with status trimmed (status.nodeInfo lacks fields the schema requires of a real node).
-NOT_APPLIED = {"nodes.yaml"}
+# print-out with status trimmed (status.nodeInfo lacks fields the schema requires of a real node);
+# descheduler-policy.yaml is the descheduler's configuration (tests/unit/test_descheduler_policy.py).
+NOT_APPLIED = {"nodes.yaml", "descheduler-policy.yaml"}
 
 
 @pytest.mark.parametrize(

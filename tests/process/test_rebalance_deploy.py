@@ -179,3 +179,11 @@ def test_evicts_at_most_one_pod_per_run(container) -> None:
     assert container["command"] == ["netqos-webhook", "rebalance"]
     assert "--apply" in container["args"]
     assert "--max-evictions=1" in container["args"]
+
+
+def test_the_container_command_is_a_valid_rebalance_command_line(container) -> None:
+    from webhook.cli import build_parser
+
+    args = build_parser().parse_args([*container["command"][1:], *container["args"]])
+    assert (args.command, args.apply, args.max_evictions, args.config) == ("rebalance", True, 1, "/config/policy.yaml")
+    assert args.movable_exit_code == 0  # pods left to move are the next run's work, not a failed Job

@@ -87,6 +87,17 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
     )
 
 
+def policy_in_force(
+    reader: cluster.Reader, ns: str, override: Policy | None, config: str | None
+) -> tuple[Policy, str, str | None]:
+    """The policy the webhook in namespace `ns` serves (or `override`), where it came from, and why
+    the cluster's could not be used: what `status` judges by, for any command that asks. With
+    `override`, nothing is read."""
+    if override is not None:
+        return override, str(config), None
+    return _policy(reader, _get(reader, "Deployment", DEFAULT_SERVICE, ns), ns, override, config)
+
+
 def _policy(
     reader: cluster.Reader,
     deployment: status.Read[status.DeploymentJSON],

@@ -1,0 +1,362 @@
+"""`netqos-webhook rebalance` against a fake Kubernetes API server on loopback (webhook/testing/kubeapi.py)
+speaking the real REST paths, through the real `kubernetes` client and a kubeconfig: the plan names
+the right pods and targets, `--apply` sends exactly the evictions it reports (none without it),
+PodDisruptionBudgets answer 429, gone pods 404, RBAC 403, and the JSON and exit codes are exact.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fixtures import NETQOS_TERMS, REPO
+from webhook.cli import main
+from webhook.commands.rebalance import RebalanceArgs, run
+from webhook.testing import kubeapi
+from webhook.testing.kubeapi import Snapshot, node, pod, workload
+
+NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+NS = "netqos-system"
+QOS = {"qos": "latency-sensitive", "app": "web"}
+CPU1 = {"requests": {"cpu": "1", "memory": "1Gi"}}
+EVICT = "POST /api/v1/namespaces/{ns}/pods/{name}/eviction"
+
+
+def sized(obj: dict[str, Any], cpu: str) -> dict[str, Any]:
+    obj["status"] = {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}}
+    return obj
+
+
+def app(name: str, node_name: str, rs: str, created: str = "2026-05-01T00:00:00Z", **extra: Any) -> dict[str, Any]:
+    p = pod("shop", name, extra.pop("labels", QOS), node_name, ("ReplicaSet", rs), created, **extra)
+    p["spec"]["containers"][0]["resources"] = CPU1
+    return p
+
+
+def workloads(*deployments: str) -> list[dict[str, Any]]:
+    out = []
+    for d in deployments:
+        out += [workload("Deployment", "shop", d), workload("ReplicaSet", "shop", f"{d}-rs", owner=("Deployment", d))]
+    return out
+
+
+def base_cluster() -> list[dict[str, Any]]:
+    """fast-1 (net=high) has room for two 1-CPU pods, fast-2 (net=high) for none; web-a, web-b and
+    web-c each run a pod on a slow node (oldest first) and a second, ready, on fast-2."""
+    objs = [
+        kubeapi.namespace("shop"),
+        sized(node("fast-1", "high"), "2"),
+        sized(node("fast-2", "high"), "3"),
+        sized(node("slow-1", "low"), "16"),
+        sized(node("plain-1"), "16"),
+        *workloads("web-a", "web-b", "web-c"),
+    ]
+    for i, d in enumerate(("web-a", "web-b", "web-c")):
+        where = "slow-1" if i != 1 else "plain-1"
+        objs.append(app(f"{d}-slow", where, f"{d}-rs", f"2026-05-0{i + 1}T00:00:00Z", preferred=NETQOS_TERMS))
+        objs.append(app(f"{d}-fast", "fast-2", f"{d}-rs", preferred=NETQOS_TERMS))
+    return objs
+
+
+def rebalance(
+    objs: list[dict[str, Any]], tmp_path: Path, *argv: str, snapshot: Snapshot | None = None
+) -> tuple[int, dict[str, Any], list[tuple[str, str, int]], list[str]]:
+    """Run `rebalance -o json` against the objects; (exit code, report, evictions the server got, requests)."""
+    snapshot = snapshot or Snapshot()
+    snapshot.add_all(objs)
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        out = io.StringIO()
+        args = RebalanceArgs(
+            kubeconfig=str(api.kubeconfig), output="json", config=str(REPO / "deploy/base/policy.yaml")
+        )
+        for flag, value in zip(argv[::2], argv[1::2], strict=True):
+            args = _with(args, flag, value)
+        code = run(args, out, now=NOW)
+        return code, json.loads(out.getvalue()), api.evictions, api.requests
+
+
+def _with(args: RebalanceArgs, flag: str, value: str) -> RebalanceArgs:
+    import dataclasses
+
+    converted: Any = {"true": True, "false": False}.get(value, value)
+    if flag in ("max_evictions", "min_replicas", "movable_exit_code"):
+        converted = int(value)
+    return dataclasses.replace(args, **{flag: converted})
+
+
+def plan_rows(report: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    return [(c["name"], c["action"], c["target"]) for c in report["candidates"]]
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+
+def test_the_plan_names_the_pods_and_targets_reserving_room_and_evicts_nothing(tmp_path: Path) -> None:
+    code, report, evictions, requests = rebalance(base_cluster(), tmp_path)
+    assert plan_rows(report) == [
+        ("web-a-slow", "evict", "fast-1"),
+        ("web-b-slow", "evict", "fast-1"),
+        ("web-c-slow", "skip", None),  # fast-1 is full with the two planned before it
+    ]
+    first = report["candidates"][0]
+    assert first == {
+        "namespace": "shop",
+        "name": "web-a-slow",
+        "node": "slow-1",
+        "net": "low",
+        "owner": {"kind": "Deployment", "name": "web-a"},
+        "action": "evict",
+        "target": "fast-1",
+        "reason": first["reason"],
+    }
+    assert first["reason"].startswith("kube-scheduler would place the replacement on fast-1 (net=high): total ")
+    assert report["candidates"][1]["net"] is None  # plain-1 has no net label
+    assert report["candidates"][2]["reason"] == (
+        "no net=high node fits the replacement: 2/2 net=high node(s): Insufficient cpu"
+    )
+    assert report["evicted"] == []
+    assert report["summary"] == {"candidates": 3, "movable": 2, "evicted": 0, "blocked": 0, "skipped": 1}
+    assert code == 3
+    assert evictions == [] and not any(r.startswith("POST") for r in requests)
+
+
+def test_nothing_movable_is_exit_0(tmp_path: Path) -> None:
+    objs = [o for o in base_cluster() if o["metadata"]["name"] != "fast-1"]
+    code, report, _, _ = rebalance(objs, tmp_path)
+    assert [c["action"] for c in report["candidates"]] == ["skip", "skip", "skip"]
+    assert code == 0
+
+
+def test_pods_and_nodes_are_read_with_one_paginated_list_each_and_owners_by_get(tmp_path: Path) -> None:
+    _, _, _, requests = rebalance(base_cluster(), tmp_path)
+    lists = sorted(r.split("?")[0] for r in requests if "?" in r)
+    assert lists == ["/api/v1/nodes", "/api/v1/pods"]
+    pods = next(r for r in requests if r.startswith("/api/v1/pods?"))
+    assert "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed" in pods
+    assert "limit=500" in pods
+    gets = sorted(r for r in requests if "?" not in r)
+    assert gets == [f"/apis/apps/v1/namespaces/shop/replicasets/{d}-rs" for d in ("web-a", "web-b", "web-c")]
+
+
+# --- --apply ------------------------------------------------------------------------------------
+
+
+def test_apply_evicts_the_first_planned_pod_only_by_default(tmp_path: Path) -> None:
+    code, report, evictions, _ = rebalance(base_cluster(), tmp_path, "apply", "true")
+    assert evictions == [("shop", "web-a-slow", 201)]
+    assert report["evicted"] == [
+        {"namespace": "shop", "name": "web-a-slow", "result": "evicted", "message": "evicted from slow-1 for fast-1"}
+    ]
+    assert report["summary"] == {"candidates": 3, "movable": 2, "evicted": 1, "blocked": 0, "skipped": 1}
+    assert code == 3  # web-b-slow is still movable
+
+
+def test_apply_evicts_everything_planned_within_max_evictions_and_exits_0(tmp_path: Path) -> None:
+    code, report, evictions, _ = rebalance(base_cluster(), tmp_path, "apply", "true", "max_evictions", "5")
+    assert evictions == [("shop", "web-a-slow", 201), ("shop", "web-b-slow", 201)]
+    assert [e["result"] for e in report["evicted"]] == ["evicted", "evicted"]
+    assert code == 0
+
+
+def test_the_eviction_names_the_pods_uid_as_a_precondition(tmp_path: Path) -> None:
+    seen: list[Any] = []
+
+    def answer(request: kubeapi.Request) -> tuple[int, Any]:
+        if request.method == "POST":
+            seen.append((request.path, request.json()))
+            return 201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}
+        return 404, kubeapi.status_body(404, "NotFound", "not here")
+
+    with kubeapi.ScriptedAPI(answer) as api:
+        from webhook import cluster
+
+        with cluster.Evictor(cluster.connect(str(api.kubeconfig(tmp_path)))) as evictor:
+            evictor.evict("shop", "web-a-slow", "uid-shop-web-a-slow")
+    assert seen == [
+        (
+            "/api/v1/namespaces/shop/pods/web-a-slow/eviction",
+            {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": "web-a-slow", "namespace": "shop"},
+                "deleteOptions": {"preconditions": {"uid": "uid-shop-web-a-slow"}},
+            },
+        )
+    ]
+
+
+def budget(name: str, app_label: str, allowed: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "shop"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": app_label}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def test_a_disruption_budget_blocks_with_429_is_not_retried_and_the_run_goes_on(tmp_path: Path) -> None:
+    objs = base_cluster()
+    for o in objs:
+        if o["kind"] == "Pod" and o["metadata"]["name"].startswith("web-a"):
+            o["metadata"]["labels"] = {**QOS, "app": "web-a"}
+    objs.append(budget("web-a", "web-a", 0))
+    code, report, evictions, _ = rebalance(objs, tmp_path, "apply", "true")
+    assert evictions == [("shop", "web-a-slow", 429), ("shop", "web-b-slow", 201)]
+    blocked, evicted = report["evicted"]
+    assert (blocked["name"], blocked["result"]) == ("web-a-slow", "blocked")
+    assert blocked["message"] == (
+        "blocked by a PodDisruptionBudget (HTTP 429 Too Many Requests: "
+        "Cannot evict pod as it would violate the pod's disruption budget)"
+    )
+    assert (evicted["name"], evicted["result"]) == ("web-b-slow", "evicted")
+    assert report["summary"]["blocked"] == 1 and report["summary"]["evicted"] == 1
+    assert code == 3  # web-a-slow could not move
+
+
+def test_a_budget_that_blocks_everything_leaves_every_pod_in_place(tmp_path: Path) -> None:
+    objs = [*base_cluster(), budget("all", "web", 0)]
+    code, report, evictions, _ = rebalance(objs, tmp_path, "apply", "true", "max_evictions", "5")
+    assert evictions == [("shop", "web-a-slow", 429), ("shop", "web-b-slow", 429)]
+    assert [e["result"] for e in report["evicted"]] == ["blocked", "blocked"]
+    assert code == 3
+
+
+def test_a_pod_already_gone_is_reported_and_does_not_use_the_budget(tmp_path: Path) -> None:
+    snapshot = Snapshot(eviction_answers={"shop/web-a-slow": 404})
+    code, report, evictions, _ = rebalance(base_cluster(), tmp_path, "apply", "true", snapshot=snapshot)
+    assert evictions == [("shop", "web-a-slow", 404), ("shop", "web-b-slow", 201)]
+    gone = report["evicted"][0]
+    assert (gone["result"], gone["message"]) == (
+        "evicted",
+        "already gone (HTTP 404 Not Found: scripted answer 404 for pod shop/web-a-slow)",
+    )
+    assert code == 0
+
+
+def test_forbidden_evictions_are_reported_per_pod_and_exit_1(tmp_path: Path) -> None:
+    snapshot = Snapshot(forbidden={"pods/eviction"})
+    code, report, evictions, _ = rebalance(base_cluster(), tmp_path, "apply", "true", snapshot=snapshot)
+    assert [e[2] for e in evictions] == [403, 403]
+    assert [e["result"] for e in report["evicted"]] == ["error", "error"]
+    assert "HTTP 403 Forbidden" in report["evicted"][0]["message"]
+    assert "kubectl auth can-i create pods/eviction -n shop" in report["evicted"][0]["message"]
+    assert code == 1
+
+
+def test_any_other_api_error_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    snapshot = Snapshot(eviction_answers={"shop/web-a-slow": 500})
+    code, report, evictions, _ = rebalance(base_cluster(), tmp_path, "apply", "true", snapshot=snapshot)
+    assert evictions == [("shop", "web-a-slow", 500), ("shop", "web-b-slow", 201)]
+    assert [e["result"] for e in report["evicted"]] == ["error", "evicted"]
+    assert code == 1
+
+
+def test_one_pod_per_owner_even_when_several_are_movable(tmp_path: Path) -> None:
+    objs = [o for o in base_cluster() if o["metadata"]["name"] not in ("web-b-slow", "web-c-slow")]
+    objs.append(app("web-a-slow-2", "slow-1", "web-a-rs", "2026-05-02T00:00:00Z", preferred=NETQOS_TERMS))
+    code, report, evictions, _ = rebalance(objs, tmp_path, "apply", "true", "max_evictions", "5")
+    assert plan_rows(report) == [("web-a-slow", "evict", "fast-1"), ("web-a-slow-2", "skip", None)]
+    assert report["candidates"][1]["reason"] == (
+        "another pod of Deployment/web-a is moved in this run (one pod per owner)"
+    )
+    assert evictions == [("shop", "web-a-slow", 201)]
+    assert code == 0
+
+
+def test_a_second_run_sees_the_evicted_pod_gone(tmp_path: Path) -> None:
+    snapshot = Snapshot().add_all(base_cluster())
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        config = str(REPO / "deploy/base/policy.yaml")
+        base = ["rebalance", "--kubeconfig", str(api.kubeconfig), "--config", config, "--min-age", "0"]
+        assert main([*base, "--apply"]) == 3
+        # the fake server runs no controller: no replacement takes fast-1, so the next pod moves
+        assert main([*base, "--apply"]) == 3
+        assert [name for _, name, _ in api.evictions] == ["web-a-slow", "web-b-slow"]
+
+
+# --- the command line -------------------------------------------------------------------------------
+
+
+def test_without_config_the_policy_is_the_one_the_webhook_serves(tmp_path: Path) -> None:
+    """A policy whose rule selects tier=gold (not qos=latency-sensitive), served from the webhook's ConfigMap."""
+    deployment = yaml.safe_load((REPO / "deploy/base/deployment.yaml").read_text())
+    deployment["spec"]["template"]["spec"]["volumes"][1]["configMap"]["name"] = "netqos-webhook-policy"
+    policy = """rules:
+- name: gold
+  podSelector: {matchLabels: {tier: gold}}
+  preferences:
+  - weight: 80
+    matchExpressions: [{key: net, operator: In, values: [high]}]
+"""
+    objs = [o for o in base_cluster() if o["kind"] != "Namespace"]
+    objs += kubeapi.installation(None, deployment, policy, None, NS)
+    objs.append(app("gold-1", "slow-1", "gold-rs", labels={"tier": "gold"}))
+    objs.append(app("gold-2", "fast-2", "gold-rs", labels={"tier": "gold"}))
+    with kubeapi.serve(Snapshot().add_all(objs), tmp_path) as api:
+        out = io.StringIO()
+        assert run(RebalanceArgs(kubeconfig=str(api.kubeconfig), output="json"), out, now=NOW) == 3
+    assert plan_rows(json.loads(out.getvalue())) == [("gold-1", "evict", "fast-1")]
+
+
+def test_table_says_the_same_for_people(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with kubeapi.serve(Snapshot().add_all(base_cluster()), tmp_path) as api:
+        argv = ["rebalance", "--kubeconfig", str(api.kubeconfig), "--config", str(REPO / "deploy/base/policy.yaml")]
+        assert main([*argv, "--min-age", "0"]) == 3
+    out = capsys.readouterr().out
+    assert "PLAN    3 pod(s) off the net=high nodes: 2 movable, 1 skipped" in out
+    assert "shop/web-a-slow   slow-1    low      Deployment/web-a   evict    fast-1" in out
+    assert "plan only: nothing evicted (--apply evicts up to --max-evictions 1)" in out
+    assert out.rstrip().endswith("RESULT 0 evicted, 0 blocked, 2 movable left: exit 3")
+
+
+def test_the_movable_exit_code_can_be_chosen(tmp_path: Path) -> None:
+    with kubeapi.serve(Snapshot().add_all(base_cluster()), tmp_path) as api:
+        config = str(REPO / "deploy/base/policy.yaml")
+        argv = ["rebalance", "--kubeconfig", str(api.kubeconfig), "--config", config, "-o", "json"]
+        assert main([*argv, "--movable-exit-code", "0"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--min-age", "ten minutes"], "argument --min-age: 'ten minutes' is not a duration (e.g. 10m, 1h30m, 90s)"),
+        (["--max-evictions", "0"], "argument --max-evictions: must be at least 1, got 0"),
+        (["-o", "yaml"], "argument -o/--output: invalid choice: 'yaml'"),
+        (["--config", "/nonexistent/policy.yaml"], "/nonexistent/policy.yaml"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = kubeapi.write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")
+    try:
+        code = main(["rebalance", "--kubeconfig", str(kubeconfig), *argv])
+    except SystemExit as exit:  # argparse's usage errors
+        code = int(str(exit.code))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_unreachable_cluster_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = kubeapi.write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")
+    assert main(["rebalance", "--kubeconfig", str(kubeconfig), "--config", str(REPO / "deploy/base/policy.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("netqos-webhook rebalance: cannot reach the Kubernetes API server at http://127.0.0.1:9")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_forbidden_pods_are_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = Snapshot(forbidden={"pods@cluster"}).add_all(base_cluster())
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        config = str(REPO / "deploy/base/policy.yaml")
+        assert main(["rebalance", "--kubeconfig", str(api.kubeconfig), "--config", config]) == 1
+    err = capsys.readouterr().err
+    assert "refused to list pods: HTTP 403 Forbidden" in err and len(err.strip().splitlines()) == 1

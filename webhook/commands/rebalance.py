@@ -1,0 +1,255 @@
+"""`netqos-webhook rebalance`: read a cluster through `webhook.cluster`, plan with
+`webhook.rebalance`, and with `--apply` evict the planned pods through the Eviction API.
+
+What it reads: every Node, and every pod bound to a node and not finished (one paginated list, in
+every namespace: the prediction for a replacement scores every node, so it needs what each holds);
+the ReplicaSets and Jobs of the candidates, for their Deployment or CronJob; without `--config`,
+the webhook's Deployment and policy ConfigMap, as `status` finds the policy. Without `--apply`
+nothing is written. With it, the planned pods are evicted in plan order (`policy/v1` Eviction, with
+the pod's uid as a precondition) until `--max-evictions` succeeded: a 429 is a PodDisruptionBudget
+that allows no disruption now (reported, not retried in this run), a 404 a pod already gone (fine),
+any other refusal is reported for the pod and the run goes on; after MAX_FAILED_EVICTIONS refusals
+the run stops asking.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import orjson
+
+from webhook import cluster, rebalance
+from webhook.apidata import ShapeError
+from webhook.commands.status import policy_in_force
+from webhook.commands.tables import aligned
+from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME, RuntimeFailure
+from webhook.names import DEFAULT_NAMESPACE
+from webhook.policy_file import load_policy
+
+MAX_FAILED_EVICTIONS = 10  # refused evictions (429, 403, ...) after which a run stops asking
+TABLE_LIMIT = 50  # rows per section of the table; -o json lists every candidate
+EVICTED, BLOCKED, ERROR = "evicted", "blocked", "error"
+
+
+@dataclass(frozen=True)
+class RebalanceArgs:
+    kubeconfig: str | None = None
+    context: str | None = None
+    webhook_namespace: str = DEFAULT_NAMESPACE
+    config: str | None = None  # a policy file instead of the one the webhook serves
+    output: str = "table"  # table | json
+    apply: bool = False
+    max_evictions: int = 1
+    min_replicas: int = rebalance.DEFAULT_MIN_REPLICAS
+    min_age: dt.timedelta = rebalance.DEFAULT_MIN_AGE
+    include_local_storage: bool = False
+    movable_exit_code: int = EXIT_FOUND
+
+
+@dataclass(frozen=True)
+class Eviction:
+    namespace: str
+    name: str
+    result: str  # EVICTED, BLOCKED or ERROR
+    message: str
+
+
+@dataclass
+class Report:
+    plan: rebalance.Plan
+    policy_source: str
+    applied: bool
+    max_evictions: int
+    movable_exit_code: int = EXIT_FOUND
+    evictions: list[Eviction] = field(default_factory=list)
+
+    @property
+    def remaining(self) -> int:
+        """Movable pods not evicted in this run."""
+        return len(self.plan.movable) - sum(1 for e in self.evictions if e.result == EVICTED)
+
+    @property
+    def exit_code(self) -> int:
+        if any(e.result == ERROR for e in self.evictions):
+            return EXIT_RUNTIME
+        return self.movable_exit_code if self.remaining > 0 else EXIT_OK
+
+
+def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int:
+    """Plan (and with `args.apply` evict); print the report; the exit code: 0 nothing movable
+    left, `args.movable_exit_code` (3) movable pods remain, 1 an eviction failed.
+
+    Raises `PolicyError` for an unusable --config (exit 2) and `cluster.ClusterError` when the
+    cluster cannot be read (its `exit_code`: 2 for unusable credentials, else 1).
+    """
+    override = load_policy(args.config) if args.config else None
+    connection = cluster.connect(args.kubeconfig, args.context)
+    options = rebalance.Options(
+        now=now or dt.datetime.now(dt.UTC),
+        min_replicas=args.min_replicas,
+        min_age=args.min_age,
+        include_local_storage=args.include_local_storage,
+        webhook_namespace=args.webhook_namespace,
+    )
+    with cluster.Reader(connection) as reader:
+        policy, source, problem = policy_in_force(reader, args.webhook_namespace, override, args.config)
+        if problem:
+            raise RuntimeFailure(f"{problem}; fix it, or plan by a policy file with --config FILE")
+        state = rebalance.Cluster(policy, options)
+        try:
+            for node in reader.list("Node"):
+                state.add_node(node)
+            for pod in reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED):
+                state.add_pod(pod)
+        except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
+            raise cluster.ClusterError(
+                f"the API server at {connection.host} sent an object no Kubernetes stores: {err}"
+            ) from None
+        plan = rebalance.plan(state, _owners(reader, state))
+    report = Report(plan, source, args.apply, args.max_evictions, args.movable_exit_code)
+    if args.apply:
+        report.evictions = evict(connection, plan.movable, args.max_evictions)
+    out.write(render_json(report) if args.output == "json" else render_table(report))
+    if args.output == "json":
+        for note in plan.notes:
+            print(f"netqos-webhook rebalance: {note}", file=sys.stderr)
+    return report.exit_code
+
+
+def _owners(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], rebalance.Owner]:
+    """The Deployment or CronJob of each candidate's ReplicaSet or Job. A controller RBAC hides
+    (or that is gone) stays the owner: one pod per ReplicaSet instead of per Deployment."""
+    owners = {}
+    forbidden: set[str] = set()
+    for namespace, kind, name in sorted(state.owner_lookups()):
+        if kind in forbidden:
+            continue
+        try:
+            obj = reader.get(kind, name, namespace)
+        except cluster.Forbidden:
+            forbidden.add(kind)
+            state.notes.append(
+                f"cannot read {kind}s (forbidden by RBAC): one pod per {kind} moves in a run, "
+                f"not one per {rebalance.CLIMB[kind]}"
+            )
+            continue
+        top = rebalance.top_owner(obj, kind)
+        if top is not None:
+            owners[(namespace, kind, name)] = top
+    return owners
+
+
+def evict(connection: cluster.Cluster, movable: Sequence[rebalance.Candidate], limit: int) -> list[Eviction]:
+    """Evict `movable` in order until `limit` evictions succeeded (a pod already gone does not
+    count) or MAX_FAILED_EVICTIONS were refused."""
+    results: list[Eviction] = []
+    evicted = failed = 0
+    with cluster.Evictor(connection) as evictor:
+        for candidate in movable:
+            if evicted >= limit or failed >= MAX_FAILED_EVICTIONS:
+                break
+            ns, name = candidate.namespace, candidate.name
+            try:
+                evictor.evict(ns, name, candidate.uid)
+            except cluster.TooManyRequests as err:
+                failed += 1
+                results.append(Eviction(ns, name, BLOCKED, f"blocked by a PodDisruptionBudget ({err.detail})"))
+                continue
+            except cluster.NotFound as err:
+                results.append(Eviction(ns, name, EVICTED, f"already gone ({err.detail})"))
+                continue
+            except cluster.ClusterError as err:
+                failed += 1
+                results.append(Eviction(ns, name, ERROR, str(err)))
+                continue
+            evicted += 1
+            results.append(Eviction(ns, name, EVICTED, f"evicted from {candidate.node} for {candidate.target}"))
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    """The documented shape (docs/operations.md, "Rebalancing"); keys may be added, never changed."""
+    return {
+        "candidates": [
+            {
+                "namespace": c.namespace,
+                "name": c.name,
+                "node": c.node,
+                "net": c.net,
+                "owner": {"kind": c.owner.kind, "name": c.owner.name} if c.owner else None,
+                "action": c.action,
+                "target": c.target,
+                "reason": c.reason,
+            }
+            for c in report.plan.candidates
+        ],
+        "evicted": [
+            {"namespace": e.namespace, "name": e.name, "result": e.result, "message": e.message}
+            for e in report.evictions
+        ],
+        "summary": rebalance.summary(report.plan.candidates, report.evictions),
+    }
+
+
+def render_json(report: Report) -> str:
+    return orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def render_table(report: Report, limit: int = TABLE_LIMIT) -> str:
+    """For people: the moves, the skipped pods and why, the evictions, the outcome."""
+    plan = report.plan
+    counts = rebalance.summary(plan.candidates, report.evictions)
+    lines = [
+        f"POLICY  {report.policy_source}",
+        f"NODES   {plan.nodes}, {plan.high_nodes} net=high",
+        f"PLAN    {counts['candidates']} pod(s) off the net=high nodes: {counts['movable']} movable, "
+        f"{counts['skipped']} skipped",
+    ]
+    header = ("NAMESPACE/NAME", "NODE", "NET", "OWNER", "ACTION", "TARGET", "REASON")
+    for action, title in ((rebalance.EVICT, "MOVABLE"), (rebalance.SKIP, "SKIPPED")):
+        chosen = [c for c in plan.candidates if c.action == action]
+        if not chosen:
+            continue
+        lines += ["", title]
+        shown = [
+            (
+                f"{c.namespace}/{c.name}",
+                c.node,
+                c.net or "<none>",
+                str(c.owner) if c.owner else "<none>",
+                c.action,
+                c.target or "-",
+                c.reason,
+            )
+            for c in chosen[:limit]
+        ]
+        lines += aligned([header, *shown])
+        if len(chosen) > limit:
+            lines.append(f"... and {len(chosen) - limit} more (-o json lists all)")
+    if report.applied:
+        lines += ["", "EVICTIONS"]
+        if report.evictions:
+            lines += aligned(
+                [("NAMESPACE/NAME", "RESULT", "MESSAGE")]
+                + [(f"{e.namespace}/{e.name}", e.result, e.message) for e in report.evictions]
+            )
+        else:
+            lines.append("none: nothing movable")
+    else:
+        lines += ["", f"plan only: nothing evicted (--apply evicts up to --max-evictions {report.max_evictions})"]
+    lines += [f"note: {n}" for n in plan.notes]
+    code = report.exit_code
+    lines += [
+        "",
+        f"RESULT {counts['evicted']} evicted, {counts['blocked']} blocked, {report.remaining} movable left: "
+        f"exit {code}",
+    ]
+    return "\n".join(lines) + "\n"
