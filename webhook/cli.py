@@ -587,6 +587,9 @@ def _status(args: argparse.Namespace) -> int:
 
 # --- rebalance ---------------------------------------------------------------------------------
 
+MAX_EVICTIONS = 1000  # per run: the point of a run is a few moves the budgets can absorb
+MAX_REPLICAS = 100_000
+
 
 def _duration(text: str) -> dt.timedelta:
     """A Go-style duration (kubectl's --timeout, the descheduler's minPodAge): 10m, 1h30m, 90s, 0."""
@@ -631,20 +634,8 @@ def _add_rebalance(sub: Any) -> None:
         action="store_true",
         help="evict the planned pods (at most --max-evictions); without it nothing is written to the cluster",
     )
-    p.add_argument(
-        "--max-evictions",
-        type=_positive,
-        default=1,
-        metavar="N",
-        help="evict at most N pods in one run (default 1)",
-    )
-    p.add_argument(
-        "--min-replicas",
-        type=lambda text: _whole_number(text, 0),
-        default=2,
-        metavar="N",
-        help="never evict a pod whose controller has fewer than N ready pods (default 2)",
-    )
+    _number(p, "--max-evictions", 1, MAX_EVICTIONS, 1, "evict at most N pods in one run")
+    _number(p, "--min-replicas", 0, MAX_REPLICAS, 2, "never evict a pod whose controller has fewer than N ready pods")
     p.add_argument(
         "--min-age",
         type=_duration,
@@ -657,12 +648,14 @@ def _add_rebalance(sub: Any) -> None:
         action="store_true",
         help="also evict pods with emptyDir or hostPath volumes (their data is lost)",
     )
-    p.add_argument(
+    _number(
+        p,
         "--movable-exit-code",
-        type=lambda text: _whole_number(text, 0, 255),
-        default=3,
-        metavar="CODE",
-        help="exit code when movable pods remain (default 3; a CronJob that moves a few pods per run passes 0)",
+        0,
+        255,
+        3,
+        "exit code when movable pods remain (a CronJob that moves a few pods per run passes 0)",
+        "CODE",
     )
 
 

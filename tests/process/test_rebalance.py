@@ -327,7 +327,7 @@ def test_the_movable_exit_code_can_be_chosen(tmp_path: Path) -> None:
     ("argv", "message"),
     [
         (["--min-age", "ten minutes"], "argument --min-age: 'ten minutes' is not a duration (e.g. 10m, 1h30m, 90s)"),
-        (["--max-evictions", "0"], "argument --max-evictions: must be at least 1, got 0"),
+        (["--max-evictions", "0"], "argument --max-evictions: must be from 1 to 1000, got 0"),
         (["-o", "yaml"], "argument -o/--output: invalid choice: 'yaml'"),
         (["--config", "/nonexistent/policy.yaml"], "/nonexistent/policy.yaml"),
     ],

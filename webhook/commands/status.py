@@ -95,7 +95,8 @@ def policy_in_force(
     `override`, nothing is read."""
     if override is not None:
         return override, str(config), None
-    return _policy(reader, _get(reader, "Deployment", DEFAULT_SERVICE, ns), ns, override, config)
+    deployment = _get(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
+    return _policy(reader, deployment, ns, override, config)
 
 
 def _policy(
