@@ -10,6 +10,7 @@ Without npm the tests skip, except in CI (CI=true), where a missing helm is a fa
 
 from __future__ import annotations
 
+import argparse
 import base64
 import copy
 import json
@@ -31,6 +32,7 @@ from webhook import __version__
 from webhook.certs import generate
 from webhook.cli import build_parser
 from webhook.manifests import webhook_configuration
+from webhook.names import DEFAULT_BODY_BUDGET_BYTES
 from webhook.policy_file import compile_policy, policy_from_bytes
 
 CHART = REPO / "deploy/helm/netqos-webhook"
@@ -82,6 +84,9 @@ def without_helm_labels(obj: dict[str, Any]) -> dict[str, Any]:
     metas = [obj["metadata"]]
     if obj["kind"] == "Deployment":
         metas.append(obj["spec"]["template"]["metadata"])
+    if obj["kind"] == "CronJob":
+        job = obj["spec"]["jobTemplate"]
+        metas += [job["metadata"], job["spec"]["template"]["metadata"]]
     for meta in metas:
         meta["labels"] = {k: v for k, v in meta.get("labels", {}).items() if k not in HELM_LABELS}
     return obj
@@ -300,6 +305,19 @@ OPTIONS: dict[str, dict[str, Any]] = {
         }
     },
     "fullname": {"fullnameOverride": "qos-webhook"},
+    "rebalance": {"rebalance": {"enabled": True}},
+    "rebalance-settings": {
+        "policy": {"existingConfigMap": {"name": "my-policy"}},
+        "rebalance": {
+            "enabled": True,
+            "schedule": "@hourly",
+            "maxEvictions": 3,
+            "activeDeadlineSeconds": 3000,
+            "resources": {"limits": {"memory": "1Gi"}},
+            "nodeSelector": {"node-role.kubernetes.io/infra": ""},
+            "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+        },
+    },
 }
 
 
@@ -431,6 +449,61 @@ def test_serve_flags_are_a_command_line_the_server_accepts(renders) -> None:
     )
 
 
+# serve.<value> -> the flag of `netqos-webhook serve` it sets
+SERVE_FLAGS = {
+    "workers": "--workers",
+    "workerClass": "--worker-class",
+    "threads": "--threads",
+    "keepaliveSeconds": "--keepalive",
+    "maxBodyBytes": "--max-body-bytes",
+    "bodyBudgetBytes": "--body-budget-bytes",
+    "handshakeTimeoutSeconds": "--handshake-timeout",
+    "headerTimeoutSeconds": "--header-timeout",
+    "bodyTimeoutSeconds": "--body-timeout",
+    "logLevel": "--log-level",
+    "logFormat": "--log-format",
+}
+
+
+def serve_parser_actions() -> dict[str, argparse.Action]:
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return {flag: action for action in commands.choices["serve"]._actions for flag in action.option_strings}
+
+
+def test_serve_values_are_the_servers_flags_with_their_ranges_and_choices() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())["properties"]["serve"]["properties"]
+    actions = serve_parser_actions()
+    assert schema.keys() == SERVE_FLAGS.keys()
+    assert set(OPTIONS["serve"]["serve"]) == SERVE_FLAGS.keys()  # every flag is rendered by a test
+    for value, flag in SERVE_FLAGS.items():
+        action = actions[flag]
+        if action.choices:
+            assert set(schema[value]["enum"]) == {*action.choices, None}, value
+        else:
+            assert (schema[value]["minimum"], schema[value]["maximum"]) == (action.type.low, action.type.high), value
+
+
+@pytest.mark.parametrize("max_body", [1024, 3 * 2**20, 8 * 2**20, 20 * 2**20])
+def test_body_budget_must_hold_a_body_of_the_limit_as_the_server_requires(helm: str, tmp: Path, max_body: int) -> None:
+    from webhook.serving.app import BodyBudget
+
+    smallest = BodyBudget.smallest_for(max_body)
+    enough = render(helm, tmp, {"serve": {"maxBodyBytes": max_body, "bodyBudgetBytes": smallest}})
+    assert serve_args(enough).body_budget_bytes == smallest
+    done = run_helm(
+        helm,
+        "template",
+        RELEASE,
+        str(CHART),
+        values={"serve": {"maxBodyBytes": max_body, "bodyBudgetBytes": smallest - 1}},
+        tmp=tmp,
+    )
+    assert done.returncode != 0 and f"give at least {smallest}" in done.stderr, done.stderr
+    # without a budget, the server's default budget (16 MiB) decides
+    default = run_helm(helm, "template", RELEASE, str(CHART), values={"serve": {"maxBodyBytes": max_body}}, tmp=tmp)
+    assert (default.returncode == 0) == (DEFAULT_BODY_BUDGET_BYTES >= smallest), default.stderr
+
+
 def test_disruption_budget_options(renders) -> None:
     pdb = one(renders["pdb-max-unavailable"], "PodDisruptionBudget")["spec"]
     assert pdb["maxUnavailable"] == 1 and "minAvailable" not in pdb
@@ -488,6 +561,47 @@ def test_monitoring_is_the_monitoring_component(renders, kustomized) -> None:
     assert not [o for o in renders["default"] if o["apiVersion"].startswith("monitoring.coreos.com/")]
 
 
+def kustomize_with_component(tmp: Path, component: str) -> list[dict[str, Any]]:
+    """deploy/base with a component of deploy/overlays, as a user's kustomization combines them."""
+    tree = tmp / f"with-{component}"
+    tree.mkdir(exist_ok=True)
+    (tree / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [os.path.relpath(REPO / "deploy/base", tree)],
+                "components": [os.path.relpath(REPO / "deploy/overlays" / component, tree)],
+            }
+        )
+    )
+    return kustomize(tree)
+
+
+@needs_kubectl
+def test_rebalance_is_the_rebalance_component(renders, tmp: Path) -> None:
+    expected = by_identity(kustomize_with_component(tmp, "rebalance"))
+    del expected[("Namespace", NAMESPACE)]
+    assert by_identity(renders["rebalance"]) == expected
+    assert not [o for o in renders["default"] if o["kind"] in ("CronJob", "ClusterRole", "ClusterRoleBinding")]
+
+
+def test_rebalance_settings(renders) -> None:
+    objs = renders["rebalance-settings"]
+    cronjob = one(objs, "CronJob")
+    assert cronjob["spec"]["schedule"] == "@hourly"
+    job = cronjob["spec"]["jobTemplate"]["spec"]
+    assert job["activeDeadlineSeconds"] == 3000
+    spec = job["template"]["spec"]
+    (c,) = spec["containers"]
+    assert "--max-evictions=3" in c["args"]
+    assert c["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    assert spec["nodeSelector"] == {"node-role.kubernetes.io/infra": ""}
+    assert spec["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
+    # the same policy as the webhook's pods
+    assert spec["volumes"] == pod_spec(objs)["volumes"][1:2] == [{"name": "config", "configMap": {"name": "my-policy"}}]
+
+
 def test_fullname_override_renames_every_object_and_the_references_between_them(renders) -> None:
     objs = renders["fullname"]
     names = {o["metadata"]["name"] for o in objs if o["kind"] != "ConfigMap"}
@@ -505,7 +619,8 @@ def policy_of(objs: list[dict[str, Any]], values: dict[str, Any]) -> Any:
     configmaps = [o for o in objs if o["kind"] == "ConfigMap"]
     if configmaps:
         return policy_from_bytes(configmaps[0]["data"]["policy.yaml"].encode(), "the chart's ConfigMap")
-    return compile_policy({"rules": values["policy"]["rules"]}, "values")
+    rules = values["policy"].get("rules") or yaml.safe_load((REPO / "deploy/base/policy.yaml").read_text())["rules"]
+    return compile_policy({"rules": rules}, "values")
 
 
 @pytest.mark.parametrize("option", OPTIONS)
@@ -572,6 +687,9 @@ BAD_VALUES: list[tuple[str, dict[str, Any], str]] = [
         {"monitoring": {"serviceMonitor": {"enable": True}}},
         "at '/monitoring/serviceMonitor'",
     ),
+    ("unknown key in rebalance", {"rebalance": {"enabled": True, "maxEviction": 2}}, "at '/rebalance'"),
+    ("no eviction per run", {"rebalance": {"maxEvictions": 0}}, "at '/rebalance/maxEvictions'"),
+    ("a schedule that is no cron line", {"rebalance": {"schedule": "every 10 minutes"}}, "at '/rebalance/schedule'"),
     ("failurePolicy not Ignore or Fail", {"webhook": {"failurePolicy": "ignore"}}, "at '/webhook/failurePolicy'"),
     ("timeoutSeconds below 1", {"webhook": {"timeoutSeconds": 0}}, "at '/webhook/timeoutSeconds'"),
     ("timeoutSeconds above 30", {"webhook": {"timeoutSeconds": 31}}, "at '/webhook/timeoutSeconds'"),

@@ -104,3 +104,18 @@ written g h k m t). So the name equals deploy/base's and a new policy rolls the 
 {{- define "netqos-webhook.excludedNamespaces" -}}
 {{- concat (list "kube-system" .Release.Namespace) .Values.webhook.excludeNamespaces | uniq | sortAlpha | toJson -}}
 {{- end -}}
+
+{{/* The rebalancer's objects: netqos-rebalance as in deploy/overlays/rebalance, or <fullname>-rebalance. */}}
+{{- define "netqos-webhook.rebalanceName" -}}
+{{- if .Values.fullnameOverride -}}
+{{- printf "%s-rebalance" (include "netqos-webhook.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+netqos-rebalance
+{{- end -}}
+{{- end -}}
+
+{{- define "netqos-webhook.rebalanceLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/component: rebalance
+{{ include "netqos-webhook.helmLabels" . }}
+{{- end -}}
