@@ -465,14 +465,14 @@ SERVE_FLAGS = {
 }
 
 
-def serve_parser_actions() -> dict[str, argparse.Action]:
+def parser_actions(command: str) -> dict[str, argparse.Action]:
     (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    return {flag: action for action in commands.choices["serve"]._actions for flag in action.option_strings}
+    return {flag: action for action in commands.choices[command]._actions for flag in action.option_strings}
 
 
 def test_serve_values_are_the_servers_flags_with_their_ranges_and_choices() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())["properties"]["serve"]["properties"]
-    actions = serve_parser_actions()
+    actions = parser_actions("serve")
     assert schema.keys() == SERVE_FLAGS.keys()
     assert set(OPTIONS["serve"]["serve"]) == SERVE_FLAGS.keys()  # every flag is rendered by a test
     for value, flag in SERVE_FLAGS.items():
@@ -584,6 +584,16 @@ def test_rebalance_is_the_rebalance_component(renders, tmp: Path) -> None:
     del expected[("Namespace", NAMESPACE)]
     assert by_identity(renders["rebalance"]) == expected
     assert not [o for o in renders["default"] if o["kind"] in ("CronJob", "ClusterRole", "ClusterRoleBinding")]
+
+
+@pytest.mark.parametrize("option", ["rebalance", "rebalance-settings"])
+def test_rebalance_runs_a_command_line_the_cli_accepts(renders, option: str) -> None:
+    (c,) = one(renders[option], "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(c["command"][1:] + c["args"])
+    assert args.apply and args.movable_exit_code == 0 and args.config == "/config/policy.yaml"
+    schema = json.loads((CHART / "values.schema.json").read_text())["properties"]["rebalance"]["properties"]
+    limits = parser_actions("rebalance")["--max-evictions"].type
+    assert (schema["maxEvictions"]["minimum"], schema["maxEvictions"]["maximum"]) == (limits.low, limits.high)
 
 
 def test_rebalance_settings(renders) -> None:
