@@ -143,6 +143,28 @@ def test_a_request_stalled_halfway_is_closed_at_its_deadline(server, stage, requ
         assert deadline - 0.2 < closed_after(tls, deadline + 4) + (time.monotonic() - started) < deadline + 4
 
 
+SLOW_BODIES = [
+    # what arrives of the body before the client stops, as sent on the wire (framing included)
+    (
+        "Content-Length 5000, 1000 sent",
+        post(b"{" * 1000)[:-1000].replace(b"Length: 1000", b"Length: 5000") + b"{" * 1000,
+        1000,
+    ),
+    ("chunked, a chunk of 2000 with 1000 sent", post(b"7d0\r\n" + b"{" * 1000, chunked=True), 1005),
+]
+
+
+@pytest.mark.parametrize("case, request_, received", SLOW_BODIES, ids=[c[0] for c in SLOW_BODIES])
+def test_the_408_after_a_slow_body_states_the_bytes_received(server, case, request_, received):
+    with tls_connection(server) as tls:
+        tls.sendall(request_)
+        status, _, body = read_response(tls)
+    assert (status, json.loads(body)["error"]) == (
+        408,
+        f"the request body did not arrive in time ({received} bytes received)",
+    ), case
+
+
 def _raise_fd_limit(needed: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard < needed:
@@ -240,6 +262,23 @@ def test_a_chunked_body_over_the_limit_is_413_never_cut_short(server):
     padded = REVIEW + b" " * (8 * MIB - len(REVIEW) + 1)  # cut at the limit, this would parse
     status, _, payload = exchange(server, post(chunks(padded, 64 * 1024), chunked=True))
     assert status == 413 and "limit is 8388608 bytes" in json.loads(payload)["error"]
+
+
+HUGE_CHUNKS = [
+    # chunked bodies whose size lines declare more than --max-body-bytes; a few bytes follow, then nothing
+    ("a chunk size of 40 hex digits", b"f" * 40 + b"\r\n{", "a chunk of " + str(int("f" * 40, 16)) + " bytes"),
+    ("one chunk over the limit", b"%x\r\n{" % (8 * MIB + 1), f"a chunk of {8 * MIB + 1} bytes"),
+    ("the second chunk past the limit", b"2\r\n{}\r\n%x\r\n{" % (8 * MIB - 1), f"a chunk of {8 * MIB - 1} bytes"),
+]
+
+
+@pytest.mark.parametrize("case, body, declared", HUGE_CHUNKS, ids=[c[0] for c in HUGE_CHUNKS])
+def test_a_chunk_declared_past_the_limit_is_413_at_once_not_at_the_body_deadline(server, case, body, declared):
+    started = time.monotonic()
+    status, headers, payload = exchange(server, post(body, chunked=True))
+    assert status == 413 and headers["content-type"] == "application/json", (case, payload)
+    assert declared in json.loads(payload)["error"] and "limit is 8388608 bytes" in json.loads(payload)["error"]
+    assert time.monotonic() - started < BODY_DEADLINE, "answered at the body deadline, not when the size arrived"
 
 
 @pytest.mark.parametrize("header", ["SCRIPT_NAME: /elsewhere", "X-Forwarded-Proto: http", "X-Forwarded-For: 10.0.0.1"])

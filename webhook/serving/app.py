@@ -61,6 +61,11 @@ class BodyTimeout(Exception):
     """Raised into a body read by the serving layer when the body deadline passes."""
 
 
+class BodyTooLarge(Exception):
+    """Raised by the server's body reader when the body declares more than the limit (a chunk
+    size line), before its bytes arrive; the message says what was declared."""
+
+
 @dataclass(frozen=True)
 class AppConfig:
     policy: Policy
@@ -181,7 +186,10 @@ class MutateHandler:
         except _Refused:
             raise
         except BodyTimeout:
-            raise _Refused(408, f"the request body did not arrive in time ({held[0]} bytes received)") from None
+            received = _received(stream, held[0])
+            raise _Refused(408, f"the request body did not arrive in time ({received} bytes received)") from None
+        except BodyTooLarge as err:
+            raise _Refused(413, self._too_large(str(err))) from None
         except Exception as err:  # the server's body reader: a malformed chunk, a broken connection
             raise _Refused(400, f"cannot read the request body: {type(err).__name__}: {err}") from None
         if got > self.max_body_bytes:
@@ -209,6 +217,13 @@ class MutateHandler:
 
     def _too_large(self, what: str) -> str:
         return f"request body too large: {what}; the limit is {self.max_body_bytes} bytes (--max-body-bytes)"
+
+
+def _received(stream: Any, read: int) -> int:
+    """The body bytes that arrived: the server's count when its stream keeps one (a read blocks
+    until it has all it asked for, so `read` misses a slow body's last partial step)."""
+    received_bytes = getattr(stream, "received_bytes", None)
+    return max(read, received_bytes()) if callable(received_bytes) else read
 
 
 def create_app(config: AppConfig) -> Flask:

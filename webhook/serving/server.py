@@ -63,7 +63,7 @@ from webhook.names import (
     DEFAULT_WORKERS,
 )
 from webhook.policy import Policy
-from webhook.serving import metrics
+from webhook.serving import bodies, metrics
 from webhook.serving.app import (
     AppConfig,
     BodyTimeout,
@@ -119,6 +119,7 @@ class ServeOptions:
             "ca_certs": str(self.client_ca) if self.client_ca else None,
             "cert_reqs": ssl.CERT_REQUIRED if self.client_ca else ssl.CERT_NONE,
             "child_exit": _child_exit,
+            "pre_request": _bounded_bodies(self.max_body_bytes),
             "post_fork": _post_fork,
             "logger_class": gunicorn_logger(self.log_format),
             "loglevel": self.log_level,
@@ -171,6 +172,16 @@ def _worker_tls_context() -> Callable[[Any, Any], ssl.SSLContext]:
 
 def _child_exit(server: Any, worker: Any) -> None:
     metrics.mark_worker_dead(worker.pid)
+
+
+def _bounded_bodies(max_body_bytes: int) -> Callable[[Any, Any], None]:
+    """gunicorn's `pre_request` hook: every request's body read with chunk sizes bounded by the
+    limit and its received bytes counted (webhook.serving.bodies), whatever the worker class."""
+
+    def pre_request(worker: Any, req: Any) -> None:
+        bodies.install(req, max_body_bytes)
+
+    return pre_request
 
 
 def _post_fork(server: Any, worker: Any) -> None:

@@ -1,0 +1,81 @@
+"""Request bodies as gunicorn reads them: chunk sizes bounded, bytes received counted.
+
+gunicorn's `ChunkedReader` believes a chunk's declared size: after `<40 hex digits>\r\n` it waits
+for that many bytes, so a review of a few bytes went unanswered until the body deadline (then 408).
+Here a chunk that would take the body past `--max-body-bytes` is refused as soon as its size line
+arrives (`BodyTooLarge`, answered 413), whatever follows it.
+
+A body read blocks until the reader has all it asked for, so the application alone cannot say
+how much of a slow body had arrived when its deadline passed ("0 bytes received" after 1,000).
+`MeteredBody` counts the bytes received from the socket since the body began, for the 408's message
+(`received_bytes`).
+
+Both are installed by `install`, from gunicorn's `pre_request` hook (webhook.serving.server),
+before the application sees the request, for every worker class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gunicorn.http.body import Body, ChunkedReader
+
+from webhook.serving.app import BodyTooLarge
+
+
+class BoundedChunkedReader(ChunkedReader):  # type: ignore[misc]  # gunicorn is untyped
+    """gunicorn's chunked reader, refusing the chunk that would make the body exceed `limit` bytes
+    as soon as its size line is read."""
+
+    def __init__(self, req: Any, unreader: Any, limit: int) -> None:
+        super().__init__(req, unreader)
+        self.limit = limit
+        self.declared = 0  # the sizes of the chunks so far
+
+    def parse_chunk_size(self, unreader: Any, data: Any = None) -> tuple[int, Any]:
+        size, rest = super().parse_chunk_size(unreader, data)
+        self.declared += size
+        if self.declared > self.limit:
+            raise BodyTooLarge(f"a chunked body of more than {self.limit} bytes (a chunk of {size} bytes declared)")
+        return size, rest
+
+
+class MeteredBody(Body):  # type: ignore[misc]
+    """gunicorn's request body, knowing how many of its bytes have arrived so far."""
+
+    def __init__(self, reader: Any, unreader: Any) -> None:
+        super().__init__(reader)
+        self._unreader = unreader
+        # Bytes that came with the headers are already buffered; the rest arrive through recv.
+        self._buffered = len(unreader.buf.getvalue())
+        self._start = _received_total(unreader)
+
+    def received_bytes(self) -> int:
+        """Bytes of the body (framing included, for a chunked one) received from the client."""
+        return self._buffered + _received_total(self._unreader) - self._start
+
+
+def _received_total(unreader: Any) -> int:
+    """The bytes `unreader` has received from its socket so far. The count is put in once per
+    connection (the unreader serves every request of a keep-alive connection)."""
+    counter: list[int] | None = getattr(unreader, "netqos_received", None)
+    if counter is None:
+        counter = unreader.netqos_received = [0]
+        receive = unreader.chunk
+
+        def counted(*args: Any) -> bytes:
+            data: bytes = receive(*args)
+            counter[0] += len(data)
+            return data
+
+        unreader.chunk = counted
+    return counter[0]
+
+
+def install(req: Any, max_body_bytes: int) -> None:
+    """Put the bounded chunked reader and the meter into gunicorn's request `req`, whose body has
+    not been read yet."""
+    reader = req.body.reader
+    if isinstance(reader, ChunkedReader):
+        reader = BoundedChunkedReader(req, req.unreader, max_body_bytes)
+    req.body = MeteredBody(reader, req.unreader)
