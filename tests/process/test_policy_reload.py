@@ -5,16 +5,21 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 
+from webhook.policy_file import policy_from_bytes
 from webhook.serving import filewatch
-from webhook.serving.reload import PolicyWatcher, load_snapshot
+from webhook.serving.reload import LastGood, PolicySnapshot, PolicyWatcher, load_snapshot
 from webhook.testing.clock import ManualClock
 from webhook.testing.patches import PREFERRED, decoded_patch, pod_review
+from webhook.testing.procfs import client_ports
 from webhook.testing.server import metric_value, start_server
 from webhook.testing.volume import MountedVolume
 
@@ -54,6 +59,19 @@ INVALID = b"rules:\n- name: Not_A_DNS_Label\n  podSelector: {}\n  preferences: [
 
 def as_bytes(document: dict) -> bytes:
     return yaml.safe_dump(document, sort_keys=False).encode()
+
+
+SHA_A = hashlib.sha256(as_bytes(POLICY_A)).hexdigest()
+SHA_B = hashlib.sha256(as_bytes(POLICY_B)).hexdigest()
+
+
+def load_snapshot_of(document: dict) -> PolicySnapshot:
+    return PolicySnapshot(
+        policy_from_bytes(as_bytes(document), "policy.yaml"),
+        "policy.yaml",
+        hashlib.sha256(as_bytes(document)).hexdigest(),
+        0.0,
+    )
 
 
 def injected_terms(document: dict) -> list[dict]:
@@ -156,6 +174,53 @@ def test_a_vanished_file_keeps_the_policy_in_force(tmp_path, caplog):
     assert len([r for r in caplog.records if "cannot read" in r.getMessage()]) == 1
 
 
+def workers_sharing(tmp_path, path, count: int) -> tuple[list[PolicyWatcher], ManualClock]:
+    """`count` watchers as the workers of one server: the master's snapshot, one shared directory
+    (each worker its own copy of the LastGood object, as after a fork)."""
+    clock = ManualClock(1000.0)
+    (tmp_path / "shared").mkdir()
+    initial = load_snapshot(path)
+    return [
+        PolicyWatcher(initial, path, clock=clock, last_good=LastGood(tmp_path / "shared", clock=clock))
+        for _ in range(count)
+    ], clock
+
+
+UNUSABLE = {
+    "deleted": lambda volume: volume.path("policy.yaml").unlink(),
+    "replaced by an invalid file": lambda volume: volume.update({"policy.yaml": INVALID}),
+}
+
+
+@pytest.mark.parametrize("unusable", UNUSABLE, ids=list(UNUSABLE))
+def test_workers_keep_one_last_good_policy_when_the_file_becomes_unusable(tmp_path, volume, unusable):
+    """One worker took B before the file went; the other never saw B. Both serve B after, and so
+    does a worker started later (forked from the master, which still holds A)."""
+    (first, second), clock = workers_sharing(tmp_path, volume.path("policy.yaml"), 2)
+    volume.update({"policy.yaml": as_bytes(POLICY_B)})
+    clock.now += 1.0
+    assert first.current().sha256 == SHA_B  # only the first worker served a review in between
+    UNUSABLE[unusable](volume)
+    clock.now += 1.0
+    assert first.current().sha256 == SHA_B
+    assert second.current().sha256 == SHA_B
+    shared = LastGood(tmp_path / "shared", clock=clock)
+    restarted = PolicyWatcher(load_snapshot_of(POLICY_A), volume.path("policy.yaml"), clock=clock, last_good=shared)
+    clock.now += 1.0
+    assert restarted.current().sha256 == SHA_B
+
+
+def test_a_valid_file_is_followed_whatever_another_worker_shared(tmp_path, volume):
+    (first, second), clock = workers_sharing(tmp_path, volume.path("policy.yaml"), 2)
+    volume.update({"policy.yaml": as_bytes(POLICY_B)})
+    clock.now += 1.0
+    assert first.current().sha256 == SHA_B
+    volume.update({"policy.yaml": as_bytes(POLICY_A)})
+    clock.now += 1.0
+    assert second.current().sha256 == SHA_A, "the file in force wins over what a worker loaded before"
+    assert first.current().sha256 == SHA_A
+
+
 def test_the_same_content_relinked_is_not_a_reload(volume, watcher):
     w, clock = watcher
     old = w.current()
@@ -203,8 +268,8 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
         try:
             # Versions 0.6 s apart (quicker than a worker's 1 s check, so some are skipped), but the
             # last valid one stays 1.5 s: every worker must have taken it before the invalid file
-            # lands. (A worker that skipped a valid version and then met an invalid file would keep
-            # the version before: docs/operations.md, "Policy reload".)
+            # lands. (A worker that skipped a valid version and then met an invalid file takes the
+            # version another worker loaded: docs/operations.md, "Policy reload".)
             for pause, document in (
                 (0.6, POLICY_B),
                 (0.6, INVALID),
@@ -238,3 +303,45 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
         assert metric_value(exposition, "netqos_policy_file_rejected") == 1
         refusals = [r for r in server.log_records() if r["level"] == "ERROR" and "refused" in r["message"]]
         assert refusals and all("Not_A_DNS_Label" in r["message"] for r in refusals)
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")
+def test_after_a_reload_and_the_files_deletion_every_worker_serves_the_last_good_policy(tmp_path, volume):
+    """One worker loads B while the other is held still (SIGSTOP: it cannot look at the file); the
+    file is deleted; the other worker, let go, must serve B, not the A it started with."""
+    with start_server(tmp_path, "--config", str(volume.path("policy.yaml")), workers=2) as server:
+        kept = server.connect()  # one keep-alive connection: one worker
+
+        def version(conn) -> str:
+            return json.loads(server.request("GET", "/readyz", conn=conn).body)["policy"]["sha256"]
+
+        assert version(kept) == SHA_A
+        port = kept.sock.getsockname()[1]
+        (loader,) = [w for w in server.workers() if port in client_ports(w)]
+        (other,) = [w for w in server.workers() if w != loader]
+        os.kill(other, signal.SIGSTOP)
+        try:
+            volume.update({"policy.yaml": as_bytes(POLICY_B)})
+            deadline = time.monotonic() + 15
+            while version(kept) != SHA_B:
+                assert time.monotonic() < deadline, "the worker did not load the changed file"
+                time.sleep(0.1)
+            volume.path("policy.yaml").unlink()
+        finally:
+            os.kill(other, signal.SIGCONT)
+
+        def took_last_good() -> bool:
+            return any(
+                r.get("process") == other and "the last valid version a worker" in r["message"]
+                for r in server.log_records()
+            )
+
+        deadline = time.monotonic() + 15
+        while not took_last_good():  # its next look at the file, from a request it serves
+            assert time.monotonic() < deadline, f"worker {other} did not take the last good policy"
+            version(None)  # a new connection: either worker
+        assert {version(None) for _ in range(12)} == {SHA_B}
+        exposition = server.metrics()
+        assert metric_value(exposition, "netqos_policy_info", sha256=SHA_A) == 0
+        assert metric_value(exposition, "netqos_policy_info", sha256=SHA_B) == 1

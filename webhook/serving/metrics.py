@@ -184,6 +184,15 @@ def policy_in_force(sha256: str, previous: str | None = None) -> None:
     m.policy_rejected.set(0)
 
 
+def policy_switched(sha256: str, previous: str) -> None:
+    """The policy in force changed without a reload of the file (taken from another worker):
+    `netqos_policy_file_rejected` stays as it is."""
+    m = _metrics()
+    if previous != sha256:
+        m.policy_info.labels(previous).set(0)
+    m.policy_info.labels(sha256).set(1)
+
+
 def policy_reload(ok: bool) -> None:
     m = _metrics()
     m.policy_reloads.labels("success" if ok else "failure").inc()

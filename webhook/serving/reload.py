@@ -9,9 +9,17 @@ and only then published by rebinding one reference. A review reads that referenc
 never a mix: the same per-cycle snapshot the kube-scheduler takes of its cache.
 
 An invalid new file is refused: one ERROR log line naming the file and the problem,
-`netqos_policy_reloads_total{result="failure"}` and `netqos_policy_file_rejected` 1, and the old
-policy stays in force until a valid file appears. A subPath mount never sees updates (the kubelet
-does not swap it): mount the ConfigMap as a directory.
+`netqos_policy_reloads_total{result="failure"}` and `netqos_policy_file_rejected` 1, and the last
+good policy stays in force until a valid file appears. A subPath mount never sees updates (the
+kubelet does not swap it): mount the ConfigMap as a directory.
+
+"The last good policy" is one policy for every worker of a server, not each worker's own: each
+worker looks at the file on its own schedule, so one may load a version that another never sees
+before the file is deleted or replaced by an invalid one, and the workers would then serve
+different policies for as long as the file stays unusable. Every valid version a worker loads is
+also written to `LastGood`, one file in a directory the master made before forking; a worker whose
+policy file is missing or invalid takes the policy from there when it changes (a worker started
+later included).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,6 +82,36 @@ def static_snapshot(policy: Policy, source: str = "<in-process policy>") -> Poli
     return PolicySnapshot(policy, source, hashlib.sha256(repr(policy).encode()).hexdigest(), time.time())
 
 
+class LastGood:
+    """The last valid policy file any worker of one server loaded: one file in a directory shared
+    by the workers, replaced atomically (write aside, then rename), so a reader sees a whole one."""
+
+    NAME = "policy-last-good"
+
+    def __init__(
+        self, directory: str | Path, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.monotonic
+    ):
+        self.path = Path(directory) / self.NAME
+        self._watch = FileWatch((self.path,), interval, clock)
+
+    def record(self, data: bytes) -> None:
+        aside = self.path.with_name(f".{self.NAME}.{os.getpid()}")
+        try:
+            aside.write_bytes(data)
+            os.replace(aside, self.path)
+        except OSError as err:  # the other workers then keep what they have: logged, not fatal
+            log.warning("cannot share the policy with the other workers through %s: %s", self.path, err.strerror)
+
+    def changed(self) -> bytes | None:
+        """The content, when it changed since the previous call (the first call: when there is one)."""
+        if self._watch.look(force=True) is not Look.CHANGED:
+            return None
+        try:
+            return self.path.read_bytes()
+        except OSError:
+            return None
+
+
 class PolicyWatcher:
     """Hands out the policy snapshot in force; notices when the file changed (rate-limited)."""
 
@@ -82,7 +121,9 @@ class PolicyWatcher:
         path: str | Path | None,
         interval: float = DEFAULT_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
+        last_good: LastGood | None = None,
     ) -> None:
+        """`last_good`: shared with the other workers of the server; None: this process alone."""
         self._snapshot = initial
         self._path = str(path) if path is not None else None
         # No signature seen yet: the first look reads the file once and compares its hash, so a
@@ -90,6 +131,13 @@ class PolicyWatcher:
         self._watch = FileWatch((self._path,), interval, clock) if self._path is not None else None
         self._refused: str | None = None  # sha256 of the last refused content, to log it once
         self._announced = False
+        self._last_good = last_good
+        self._unusable = False  # the file is missing, unreadable or invalid right now
+
+    def share(self, last_good: LastGood) -> None:
+        """Share the last good policy with the other workers through `last_good` (the master
+        calls this before it forks them)."""
+        self._last_good = last_good
 
     @property
     def watching(self) -> str | None:
@@ -110,38 +158,76 @@ class PolicyWatcher:
             return False
         look = self._watch.look(force=True)
         if look is Look.GONE:  # reported once, not every second, until the file is back
+            self._unusable = True
             log.error(
-                "policy file %s: cannot read it (%s); keeping policy %s in force",
+                "policy file %s: cannot read it (%s); keeping the last good policy in force",
                 self._path,
                 getattr(self._watch.error, "strerror", self._watch.error),
-                self._snapshot.version,
+                extra={"policy_version": self._snapshot.version},
             )
-        return look is Look.CHANGED and self._path is not None and self._reload(self._path)
+        swapped = look is Look.CHANGED and self._path is not None and self._reload(self._path)
+        if self._unusable and self._last_good is not None:
+            swapped = self._take_last_good(self._last_good) or swapped
+        return swapped
+
+    def _take_last_good(self, last_good: LastGood) -> bool:
+        """While the file is unusable: the policy another worker loaded last, when it changed."""
+        data = last_good.changed()
+        if data is None:
+            return False
+        digest = hashlib.sha256(data).hexdigest()
+        old = self._snapshot
+        if digest == old.sha256:
+            return False
+        source = self._path or str(last_good.path)
+        try:
+            new = PolicySnapshot(policy_from_bytes(data, source), source, digest, time.time())
+        except PolicyError:  # a worker wrote only what it compiled; a foreign file is ignored
+            return False
+        self._snapshot = new
+        metrics.policy_switched(new.sha256, old.sha256)
+        log.info(
+            "policy file %s is unusable: serving version %s (was %s), the last valid version a worker of this "
+            "server loaded",
+            self._path,
+            new.version,
+            old.version,
+            extra={"policy_version": new.version, "previous_version": old.version},
+        )
+        return True
 
     def _reload(self, path: str) -> bool:
         old = self._snapshot
         try:
             data = Path(path).read_bytes()
         except OSError as err:
+            self._unusable = True
             log.error(
-                "policy file %s: cannot read it (%s); keeping policy %s in force", path, err.strerror, old.version
+                "policy file %s: cannot read it (%s); keeping the last good policy in force",
+                path,
+                err.strerror,
+                extra={"policy_version": old.version},
             )
             return False
         digest = hashlib.sha256(data).hexdigest()
         if digest == old.sha256:
+            self._unusable = False
             if self._refused:  # the valid content came back: nothing to swap, but no longer refused
                 self._refused = None
                 metrics.policy_in_force(old.sha256)
             return False  # touched or re-linked, same content
         if digest == self._refused:
+            self._unusable = True
             return False
         try:
             new = PolicySnapshot(policy_from_bytes(data, path), path, digest, time.time())
         except PolicyError as err:
+            self._unusable = True
             self._refused = digest
             metrics.policy_reload(ok=False)
             log.error(
-                "refused the changed policy file: %s; policy %s stays in force until the file is fixed",
+                "refused the changed policy file: %s; the last good policy (%s here) stays in force until the "
+                "file is fixed",
                 err,
                 old.version,
                 extra={"policy_version": old.version, "refused_sha256": digest},
@@ -149,6 +235,9 @@ class PolicyWatcher:
             return False
         self._snapshot = new  # the swap: one reference, so a review sees old or new, never a mix
         self._refused = None
+        self._unusable = False
+        if self._last_good is not None:
+            self._last_good.record(data)
         metrics.policy_in_force(new.sha256, previous=old.sha256)
         metrics.policy_reload(ok=True)
         log.info(

@@ -70,7 +70,7 @@ from webhook.serving.app import (
     create_app,
 )
 from webhook.serving.logs import gunicorn_logger
-from webhook.serving.reload import PolicyWatcher
+from webhook.serving.reload import LastGood, PolicyWatcher
 from webhook.serving.tls import CertificateRotator, TLSFiles
 
 DEFAULT_REUSE_PORT = True  # one listening socket per worker: connections spread over workers
@@ -308,10 +308,17 @@ def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None =
         " (removed at exit)" if temporary else "",
         extra={"metrics_dir": str(directory)},
     )
+    shared = None
+    if watcher is not None and watcher.watching:
+        # The workers' one "last good policy" (webhook.serving.reload.LastGood), made before they fork.
+        shared = tempfile.mkdtemp(prefix="netqos-policy-")
+        watcher.share(LastGood(shared))
     master = os.getpid()
     try:
         WebhookServer(options, policy, watcher).run()
     finally:
         # Workers leave through here too (SystemExit from the fork): only the master cleans up.
-        if temporary and os.getpid() == master:
-            shutil.rmtree(temporary, ignore_errors=True)
+        if os.getpid() == master:
+            for made in (temporary, shared):
+                if made:
+                    shutil.rmtree(made, ignore_errors=True)
