@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,35 +99,63 @@ def high_usage(pods: Iterable[Mapping[str, Any]], high: Sequence[scheduling.Node
 @dataclass
 class WhyNotHigh:
     """Why a pod is not on a net=high node, for pod after pod, given the `high` nodes and what
-    the pods on them take (`usage`, None when it could not be read)."""
+    the pods on them take (`usage`, None when it could not be read: the nodes count as empty).
+
+    The filter work is shared as far as the filters allow, so that its cost follows the variety
+    of the pods' scheduling fields, not their number: pods of one template share the answer
+    (under `filter_key`); pods of several templates with the same tolerations, node selector,
+    required affinity, requests and host ports share it too; and the node-only filters
+    (`scheduling.node_only_filter`: cordons, taints, node affinity), the bulk of the work, run
+    once per distinct tolerations, node selector and required affinity. What remains per
+    distinct spec is `scheduling.usage_reasons` (host ports, resource fit) on the nodes that pass
+    the others: a few comparisons a node.
+    """
 
     high: Sequence[scheduling.Node]
     usage: Mapping[str, scheduling.NodeUsage] | None
-    _answers: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
+    _by_template: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
+    _by_spec: dict[Hashable, tuple[str, ...]] = field(default_factory=dict)
+    _node_only: dict[Hashable, tuple[Counter[str], list[scheduling.Node]]] = field(default_factory=dict)
 
     def __call__(self, pod: Mapping[str, Any]) -> tuple[str, ...]:
         """The filter reasons of every high node for `pod` now (as if it were scheduled again, so
-        its own spec.nodeName is left out), from the ranking `explain` shows. The pod in question
+        its own spec.nodeName is left out), as `explain`'s ranking filters. The pod in question
         is on no high node, so it is never counted in `usage`: as `node_filter_reasons`, it does
         not compete with itself. Reasons are counted per node as the scheduler's FitError does.
-
-        Pods of one template share the answer, kept under `filter_key`: a pod is only read
-        (`pod_view`, the costly part) for a key not seen yet.
         """
         key = filter_key(pod)
-        if key not in self._answers:
+        answer = self._by_template.get(key)
+        if answer is None:
             try:
                 view = dataclasses.replace(scheduling.pod_view(pod), node_name="")
             except ShapeError as err:  # not kept: the error may be in a field the key leaves out
                 return (f"cannot evaluate the pod's scheduling fields: {err}",)
-            ranking = scheduling.rank(view, self.high, self.usage)
-            if ranking.feasible:
-                self._answers[key] = (FEASIBLE_NOW if self.usage is not None else FEASIBLE_WITHOUT_USAGE,)
-            else:
-                counts = Counter(r for n in ranking.nodes for r in n.reasons)
-                total = len(self.high)
-                self._answers[key] = tuple(sorted(f"{c}/{total} net=high node(s): {r}" for r, c in counts.items()))
-        return self._answers[key]
+            answer = self._by_template[key] = self._answer(view)
+        return answer
+
+    def _answer(self, pod: scheduling.PodView) -> tuple[str, ...]:
+        placement = (pod.tolerations, tuple(sorted(pod.node_selector.items())), pod.required)
+        spec = (placement, tuple(sorted(pod.requests.items())), pod.host_ports)
+        answer = self._by_spec.get(spec)
+        if answer is None:
+            answer = self._by_spec[spec] = self._judge(pod, placement)
+        return answer
+
+    def _judge(self, pod: scheduling.PodView, placement: Hashable) -> tuple[str, ...]:
+        if placement not in self._node_only:
+            _, reasons = scheduling.node_only_filter(pod, self.high)
+            counts = Counter(r for why in reasons for r in why)
+            self._node_only[placement] = (counts, [n for n, why in zip(self.high, reasons, strict=True) if not why])
+        node_only_counts, passing = self._node_only[placement]
+        usage = self.usage or {}
+        counts = Counter(node_only_counts)
+        for node in passing:
+            why = scheduling.usage_reasons(pod, node, usage.get(node.name, scheduling.EMPTY_USAGE))
+            if not why:
+                return (FEASIBLE_NOW if self.usage is not None else FEASIBLE_WITHOUT_USAGE,)
+            counts.update(why)
+        total = len(self.high)
+        return tuple(sorted(f"{c}/{total} net=high node(s): {r}" for r, c in counts.items()))
 
 
 def filter_key(pod: Mapping[str, Any]) -> bytes:

@@ -482,6 +482,14 @@ def filter_reasons(
 ) -> tuple[str, ...]:
     """Why `node` cannot take `pod` given what the pods already on it use: the reasons of the
     first Filter plugin that rejects it, in default-profile order; () when every plugin passes."""
+    return node_only_reasons(pod, node, profile) or usage_reasons(pod, node, usage)
+
+
+def node_only_reasons(pod: PodView, node: Node, profile: Profile = DEFAULT_PROFILE) -> tuple[str, ...]:
+    """The Filter plugins that read the pod and the node alone, which the default profile runs
+    first: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity. Their verdict depends on the
+    pod's node name, tolerations, node selector and required affinity only, so pods that share
+    those share it, whatever the pods on the node."""
     if node.unschedulable and not _tolerates(pod, Taint(UNSCHEDULABLE_TAINT_KEY, "", "NoSchedule")):
         return (REASON_UNSCHEDULABLE,)
     if pod.node_name and pod.node_name != node.name:
@@ -493,6 +501,13 @@ def filter_reasons(
         return (REASON_ENFORCED_AFFINITY,)
     if not required_affinity_matches(pod, node):
         return (REASON_NODE_AFFINITY,)
+    return ()
+
+
+def usage_reasons(pod: PodView, node: Node, usage: NodeUsage) -> tuple[str, ...]:
+    """The Filter plugins that read what the pods already on the node take, which the default
+    profile runs next: NodePorts, then NodeResourcesFit. They read the pod's host ports and
+    requests only."""
     if not ports_fit(pod.host_ports, usage.host_ports):
         return (REASON_NODE_PORTS,)
     return insufficient_resources(pod.requests, node.allocatable, usage, pod.scalar_requests)
@@ -844,6 +859,25 @@ def is_best_effort(request: Mapping[str, int], resources: Sequence[tuple[str, in
     return not any(request.get(name, 0) for name, _ in resources)
 
 
+def node_only_filter(
+    pod: PodView, nodes: Sequence[Node], profile: Profile = DEFAULT_PROFILE
+) -> tuple[str | None, list[tuple[str, ...]]]:
+    """NodeAffinity's PreFilter, then `node_only_reasons`, for each node: the PreFilter
+    conflict (None when there is none) and each node's reasons, () for a node that passes them.
+    What stays to check on a node that passes is `usage_reasons`."""
+    allowed = prefilter_node_names(pod)
+    conflict = REASON_TERMS_CONFLICT if allowed is not None and not allowed else None
+    reasons: list[tuple[str, ...]] = []
+    for node in nodes:
+        if conflict:
+            reasons.append((conflict,))
+        elif allowed is not None and node.name not in allowed:
+            reasons.append((REASON_NOT_IN_PREFILTER,))
+        else:
+            reasons.append(node_only_reasons(pod, node, profile))
+    return conflict, reasons
+
+
 def rank(
     pod: PodView,
     nodes: Sequence[Node],
@@ -855,16 +889,11 @@ def rank(
     `usage` maps node names to what the pods already there use (none when absent).
     """
     usage = usage or {}
-    allowed = prefilter_node_names(pod)
-    conflict = REASON_TERMS_CONFLICT if allowed is not None and not allowed else None
-    reasons: list[tuple[str, ...]] = []
-    for node in nodes:
-        if conflict:
-            reasons.append((conflict,))
-        elif allowed is not None and node.name not in allowed:
-            reasons.append((REASON_NOT_IN_PREFILTER,))
-        else:
-            reasons.append(filter_reasons(pod, node, usage.get(node.name, EMPTY_USAGE), profile))
+    conflict, node_only = node_only_filter(pod, nodes, profile)
+    reasons = [
+        why or usage_reasons(pod, node, usage.get(node.name, EMPTY_USAGE))
+        for node, why in zip(nodes, node_only, strict=True)
+    ]
     preferred = (*pod.preferred, *profile.added_preferred)
     raw = {n.name: preferred_score(preferred, n.labels, n.name) for n in nodes}
     feasible = [n for n, why in zip(nodes, reasons, strict=True) if not why]
