@@ -27,6 +27,7 @@ node" against nodes the others fill.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import statistics
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,24 +135,29 @@ def _serve(nodes: int, pods: int, selected: int, cluster: str, directory: str, r
             time.sleep(3600)
 
 
-def measure(kubeconfig: str, tree: Path = REPO) -> Run:
-    """One `status -o json` of the checkout `tree` in a child process: wall time and peak RSS.
-    Call it in an interpreter of its own (`--measure`): RUSAGE_CHILDREN is the maximum over every
-    reaped child, so there it is this child's alone."""
+def run_child(argv: list[str], tree: Path = REPO) -> tuple[float, float, float, subprocess.CompletedProcess[bytes]]:
+    """`argv` as a child process in the checkout `tree`: (wall seconds, CPU seconds, peak RSS in
+    MiB, the result). Call it in an interpreter of its own (`--measure`): RUSAGE_CHILDREN is the
+    maximum over every reaped child, so there it is this child's alone."""
     import resource
 
-    argv = [sys.executable, "-m", "webhook", "status", "--kubeconfig", kubeconfig, "-o", "json"]
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, timeout=600, cwd=tree)  # `-m webhook`: tree's package
     seconds = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, done  # Linux: KiB
+
+
+def measure(kubeconfig: str, tree: Path = REPO) -> Run:
+    """One `status -o json` of the checkout `tree` in a child process: wall time and peak RSS."""
+    argv = [sys.executable, "-m", "webhook", "status", "--kubeconfig", kubeconfig, "-o", "json"]
+    seconds, cpu_seconds, rss_mib, done = run_child(argv, tree)
     if done.returncode not in (0, 3):
         raise SystemExit(f"status failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    rss_mib = usage.ru_maxrss / 1024  # Linux: KiB
     report = json.loads(done.stdout)
     return Run(
         seconds,
-        usage.ru_utime + usage.ru_stime,
+        cpu_seconds,
         rss_mib,
         done.returncode,
         report["pods"]["selected"],
@@ -158,6 +165,27 @@ def measure(kubeconfig: str, tree: Path = REPO) -> Run:
         len(report["not_on_high"]),
         "this tree" if tree == REPO else str(tree),
     )
+
+
+@contextlib.contextmanager
+def fake_cluster(nodes: int, pods: int, selected: int, cluster: str = "shared") -> Iterator[str]:
+    """The fake API server holding `build(...)`, in a process of its own (its memory is not
+    counted), until the block ends; yields its kubeconfig."""
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    with tempfile.TemporaryDirectory() as directory:
+        built = time.perf_counter()
+        server = context.Process(target=_serve, args=(nodes, pods, selected, cluster, directory, send))
+        server.start()
+        try:
+            if not receive.poll(900):
+                raise SystemExit("the fake API server did not start within 900 s")
+            kubeconfig = receive.recv()
+            print(f"fake API server ready in {time.perf_counter() - built:.1f} s", file=sys.stderr)
+            yield kubeconfig
+        finally:
+            server.terminate()
+            server.join(30)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,35 +213,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.smoke:
         args.nodes, args.pods, args.selected, args.repeat = 200, 2000, 400, 1
-    context = multiprocessing.get_context("spawn")
-    receive, send = context.Pipe(duplex=False)
-    with tempfile.TemporaryDirectory() as directory:
-        built = time.perf_counter()
-        server = context.Process(
-            target=_serve, args=(args.nodes, args.pods, args.selected, args.cluster, directory, send)
-        )
-        server.start()
-        try:
-            if not receive.poll(900):
-                raise SystemExit("the fake API server did not start within 900 s")
-            kubeconfig = receive.recv()
-            print(f"fake API server ready in {time.perf_counter() - built:.1f} s", file=sys.stderr)
-            runs = []
-            trees = [REPO] + ([args.baseline.resolve()] if args.baseline else [])
-            for _ in range(args.repeat):
-                for tree in trees:
-                    done = subprocess.run(
-                        [sys.executable, "-m", "benchmarks.status_scale", "--measure", kubeconfig, "--tree", str(tree)],
-                        cwd=REPO,
-                        capture_output=True,
-                        text=True,
-                        timeout=900,
-                        check=True,
-                    )
-                    runs.append(Run(**json.loads(done.stdout)))
-        finally:
-            server.terminate()
-            server.join(30)
+    runs = []
+    trees = [REPO] + ([args.baseline.resolve()] if args.baseline else [])
+    with fake_cluster(args.nodes, args.pods, args.selected, args.cluster) as kubeconfig:
+        for _ in range(args.repeat):
+            for tree in trees:
+                done = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.status_scale", "--measure", kubeconfig, "--tree", str(tree)],
+                    cwd=REPO,
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                    check=True,
+                )
+                runs.append(Run(**json.loads(done.stdout)))
     if args.json:
         print(
             json.dumps(

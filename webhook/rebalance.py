@@ -162,7 +162,7 @@ class Cluster:
         self._tallies[node.name] = scheduling.UsageTally()
 
     def add_pod(self, pod: Mapping[str, Any]) -> None:
-        meta, spec, status = (_mapping(pod, k) for k in ("metadata", "spec", "status"))
+        meta, spec, status = _mapping(pod, "metadata"), _mapping(pod, "spec"), _mapping(pod, "status")
         node = spec.get("nodeName") or ""
         tally = self._tallies.get(node)
         if tally is None or status.get("phase") in ("Succeeded", "Failed"):

@@ -171,6 +171,7 @@ class Report:
     high_nodes: int | None = None
     missing: list[MissingPod] = field(default_factory=list)
     not_on_high: list[OffHigh] = field(default_factory=list)
+    movable: int | None = None  # pods `rebalance` would move now; None when unknown
     problems: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
 

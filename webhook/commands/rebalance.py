@@ -23,7 +23,7 @@ from typing import Any, TextIO
 import orjson
 
 from webhook import cluster, rebalance
-from webhook.apidata import ShapeError
+from webhook.commands.plan import read_plan
 from webhook.commands.status import policy_in_force
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME, RuntimeFailure
@@ -99,17 +99,7 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
         policy, source, problem = policy_in_force(reader, args.webhook_namespace, override, args.config)
         if problem:
             raise RuntimeFailure(f"{problem}; fix it, or plan by a policy file with --config FILE")
-        state = rebalance.Cluster(policy, options)
-        try:
-            for node in reader.list("Node"):
-                state.add_node(node)
-            for pod in reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED):
-                state.add_pod(pod)
-        except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
-            raise cluster.ClusterError(
-                f"the API server at {connection.host} sent an object no Kubernetes stores: {err}"
-            ) from None
-        plan = rebalance.plan(state, _owners(reader, state))
+        plan = read_plan(reader, policy, options)
     report = Report(plan, source, args.apply, args.max_evictions, args.movable_exit_code)
     if args.apply:
         report.evictions = evict(connection, plan.movable, args.max_evictions)
@@ -118,29 +108,6 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
         for note in plan.notes:
             print(f"netqos-webhook rebalance: {note}", file=sys.stderr)
     return report.exit_code
-
-
-def _owners(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], rebalance.Owner]:
-    """The Deployment or CronJob of each candidate's ReplicaSet or Job. A controller RBAC hides
-    (or that is gone) stays the owner: one pod per ReplicaSet instead of per Deployment."""
-    owners = {}
-    forbidden: set[str] = set()
-    for namespace, kind, name in sorted(state.owner_lookups()):
-        if kind in forbidden:
-            continue
-        try:
-            obj = reader.get(kind, name, namespace)
-        except cluster.Forbidden:
-            forbidden.add(kind)
-            state.notes.append(
-                f"cannot read {kind}s (forbidden by RBAC): one pod per {kind} moves in a run, "
-                f"not one per {rebalance.CLIMB[kind]}"
-            )
-            continue
-        top = rebalance.top_owner(obj, kind)
-        if top is not None:
-            owners[(namespace, kind, name)] = top
-    return owners
 
 
 def evict(connection: cluster.Cluster, movable: Sequence[rebalance.Candidate], limit: int) -> list[Eviction]:

@@ -19,8 +19,9 @@ from typing import Any, TextIO, TypeVar, cast
 
 import orjson
 
-from webhook import apidata, cluster, status
+from webhook import apidata, cluster, rebalance, status
 from webhook.apidata import ShapeError
+from webhook.commands.plan import read_plan
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
 from webhook.placement import NET_CLASSES
 from webhook.policy import Policy
@@ -52,16 +53,35 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
     connection = cluster.connect(args.kubeconfig, args.context)
     with cluster.Reader(connection) as reader:
         try:
-            report = status.analyse(_view(reader, args, override, now or dt.datetime.now(dt.UTC)))
+            view = _view(reader, args, override, now or dt.datetime.now(dt.UTC))
+            report = status.analyse(view)
             lookups = status.owner_lookups(report)
             owners = {key: _get(reader, key[1], status.ObjectJSON, key[2], key[0]) for key in sorted(lookups)}
             status.with_owners(report, owners)
+            _movable(reader, view, args.namespace, report)
         except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
             raise cluster.ClusterError(
                 f"the API server at {connection.host} sent an object no Kubernetes stores: {err}"
             ) from None
     out.write(render_json(report) if args.output == "json" else render_table(report))
     return report.exit_code
+
+
+def _movable(reader: cluster.Reader, view: status.ClusterView, namespace: str | None, report: Report) -> None:
+    """How many pods `rebalance` would move now (its defaults), when a selected pod is off the
+    net=high nodes while there are some: it reads every bound pod, so only then."""
+    if not report.high_nodes or not any(p.node for p in report.not_on_high):
+        report.movable = 0 if report.high_nodes is not None else None
+        return
+    options = rebalance.Options(now=view.now, webhook_namespace=view.webhook_namespace)
+    try:
+        plan = read_plan(reader, view.policy, options)
+    except cluster.Forbidden:
+        report.unknown.append(
+            "cannot read the pods of every node (forbidden by RBAC): how many pods rebalance would move"
+        )
+        return
+    report.movable = sum(1 for c in plan.movable if namespace is None or c.namespace == namespace)
 
 
 def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime) -> status.ClusterView:
@@ -267,7 +287,7 @@ def to_json(report: Report) -> dict[str, Any]:
         },
         "policy": {"source": report.policy_source, "rules": report.rules},
         "pods": {k: report.pods[k] for k in ("selected", "injected", "explicit", "opted_out", "missing")},
-        "placement": {k: report.placement[k] for k in NET_CLASSES},
+        "placement": {**{k: report.placement[k] for k in NET_CLASSES}, "movable": report.movable},
         "high_nodes": report.high_nodes,
         # Built by hand: dataclasses.asdict deep-copies, which costs seconds for 30,000 pods.
         "missing": [
@@ -314,7 +334,8 @@ def render_table(report: Report, limit: int = 20) -> str:
         f"PODS      selected {p['selected']}: injected {p['injected']}, explicit {p['explicit']}, "
         f"opted out {p['opted_out']}, missing {p['missing']}"
     )
-    lines.append("PLACEMENT " + ", ".join(f"{k} {report.placement[k]}" for k in NET_CLASSES))
+    movable = "" if report.movable is None else f"; rebalance would move {report.movable} now"
+    lines.append("PLACEMENT " + ", ".join(f"{k} {report.placement[k]}" for k in NET_CLASSES) + movable)
     if report.missing:
         lines += ["", "MISSING THE PREFERENCE (created without it; recreate to fix)"]
         groups: dict[tuple[str, str | None], list[MissingPod]] = {}

@@ -1,0 +1,108 @@
+"""`netqos-webhook rebalance` at Kubernetes' documented limits: time and peak memory of the plan.
+
+The same fake API server and cluster as `status`'s scale benchmark (benchmarks/status_scale.py, in
+a process of its own so its memory is not counted): the installation, N nodes (10 % net=high, 10 %
+net=low, the rest unlabelled; 8 CPUs and 110 pods allocatable each) and P pods, S of them selected
+(80 % with the terms, 15 % created before the webhook, 5 % opted out), every pod requesting 100m
+and 128Mi, ready, bound seven nodes apart. `netqos-webhook rebalance -o json` (plan only, the
+policy read from the webhook's ConfigMap as the command finds it) runs as a child process,
+repeatedly: it lists every node and every bound pod (the prediction scores every node), reads the
+candidates' ReplicaSets, and plans. Its wall time, CPU time and peak RSS (getrusage of that child)
+are reported per run, with the candidates, the movable pods and the median.
+
+    scripts/bench --rebalance-scale                      5,000 nodes, 150,000 pods, 30,000 selected, 3 runs
+    scripts/bench --rebalance-scale --smoke              a few hundred objects: checks the harness
+    scripts/bench --rebalance-scale --nodes N --pods P --selected S --repeat R
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from benchmarks.status_scale import REPO, TARGET_RSS_MIB, TARGET_SECONDS, fake_cluster, run_child
+
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    cpu_seconds: float  # user + system time of the rebalance process
+    max_rss_mib: float
+    exit_code: int
+    candidates: int
+    movable: int
+
+
+def measure(kubeconfig: str) -> Run:
+    """One `rebalance -o json` in a child process: wall time and peak RSS."""
+    argv = [sys.executable, "-m", "webhook", "rebalance", "--kubeconfig", kubeconfig, "-o", "json"]
+    seconds, cpu_seconds, rss_mib, done = run_child(argv)
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"rebalance failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    summary = json.loads(done.stdout)["summary"]
+    return Run(seconds, cpu_seconds, rss_mib, done.returncode, summary["candidates"], summary["movable"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench --rebalance-scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150_000)
+    parser.add_argument("--selected", type=int, default=30_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="200 nodes, 2,000 pods, 400 selected, one run")
+    parser.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")
+    parser.add_argument("--measure", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure:  # one run, in its own interpreter: RUSAGE_CHILDREN is then this run's alone
+        print(json.dumps(measure(args.measure).__dict__))
+        return 0
+    if args.smoke:
+        args.nodes, args.pods, args.selected, args.repeat = 200, 2000, 400, 1
+    runs = []
+    with fake_cluster(args.nodes, args.pods, args.selected) as kubeconfig:
+        for _ in range(args.repeat):
+            done = subprocess.run(
+                [sys.executable, "-m", "benchmarks.rebalance_scale", "--measure", kubeconfig],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=True,
+            )
+            runs.append(Run(**json.loads(done.stdout)))
+    if args.json:
+        print(json.dumps({"nodes": args.nodes, "pods": args.pods, "runs": [r.__dict__ for r in runs]}))
+    else:
+        print(report(args.nodes, args.pods, args.selected, runs))
+    return 0
+
+
+def report(nodes: int, pods: int, selected: int, runs: list[Run]) -> str:
+    seconds = [r.seconds for r in runs]
+    rss = [r.max_rss_mib for r in runs]
+    lines = [
+        f"rebalance (plan) against {nodes:,} nodes, {pods:,} pods ({selected:,} selected), {len(runs)} run(s):",
+        "",
+        "| run | wall time (s) | CPU time (s) | peak RSS (MiB) | candidates | movable | exit |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {i + 1} | {r.seconds:.1f} | {r.cpu_seconds:.1f} | {r.max_rss_mib:.0f} | {r.candidates} | {r.movable} "
+        f"| {r.exit_code} |"
+        for i, r in enumerate(runs)
+    ]
+    lines += [
+        "",
+        f"median {statistics.median(seconds):.1f} s (min {min(seconds):.1f}, max {max(seconds):.1f}; "
+        f"target < {TARGET_SECONDS:.0f} s), CPU median {statistics.median(r.cpu_seconds for r in runs):.1f} s, "
+        f"peak RSS median {statistics.median(rss):.0f} MiB (max {max(rss):.0f}; target < {TARGET_RSS_MIB:.0f} MiB)",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
