@@ -128,6 +128,17 @@ def test_lint_strict_passes(helm: str) -> None:
     assert "0 chart(s) failed" in done.stdout
 
 
+def test_clusters_older_than_the_oldest_validated_kubernetes_are_refused(helm: str) -> None:
+    oldest = min(VERSIONS, key=lambda v: tuple(map(int, v.split("."))))
+    major, minor = map(int, oldest.split("."))
+    for version, accepted in ((f"{major}.{minor - 1}.9", False), (f"{major}.{minor}.0", True)):
+        done = subprocess.run(
+            [helm, "template", RELEASE, str(CHART), "--kube-version", version], capture_output=True, text=True
+        )
+        assert (done.returncode == 0) == accepted, done.stderr
+        assert accepted or "is incompatible with Kubernetes" in done.stderr, done.stderr
+
+
 def test_default_policy_is_deploy_base_policy_itself() -> None:
     # A symbolic link, so the chart's default cannot drift from the base's: a copy fails here.
     link = CHART / "files/policy.yaml"
