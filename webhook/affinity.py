@@ -23,14 +23,13 @@ Semantics follow k8s.io/component-helpers/scheduling/corev1/nodeaffinity:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from webhook.apidata import expect, show
-from webhook.validation import is_qualified_name, is_valid_label_value
+from webhook.validation import is_qualified_name, is_valid_label_value, parse_int64
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_SELECTOR_OPERATORS = ("In", "NotIn")
@@ -38,21 +37,6 @@ NODE_NAME_FIELD = "metadata.name"
 
 Canonical = tuple[str, str, tuple[str, ...]]
 TermIdentity = tuple[int, frozenset[Canonical], frozenset[Canonical]]
-
-_GO_INT = re.compile(r"[+-]?[0-9]+")  # what strconv.ParseInt(s, 10, 64) accepts, range aside
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def parse_int64(text: str) -> int | None:
-    """`text` as Go's strconv.ParseInt(text, 10, 64) reads it, or None where Go fails.
-
-    Python's int() is laxer (" 7", "1_0", "٣" all parse), and a regex `$` accepts a trailing
-    newline; either would make Gt/Lt match nodes the scheduler does not match.
-    """
-    if not _GO_INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if _INT64[0] <= value <= _INT64[1] else None
 
 
 @dataclass(frozen=True)

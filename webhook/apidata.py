@@ -27,12 +27,12 @@ class ShapeError(ValueError):
 
 
 class InvalidValue(ShapeError):
-    """A field of the right type whose value Kubernetes refuses (Go's field.Invalid): names the
-    value, as the user wrote it, and the rule it breaks."""
+    """A field of the right type whose value Kubernetes refuses (Go's field.Invalid): says what
+    it must be and shows the value as the user wrote it."""
 
-    def __init__(self, path: str, value: Any, problem: str) -> None:
-        ValueError.__init__(self, f"{path}: invalid value {show(value)}: {problem}")
-        self.path, self.expected, self.value = path, problem, value
+    def __init__(self, path: str, expected: str, value: Any) -> None:
+        ValueError.__init__(self, f"{path} must be {expected}, got {show(value)}")
+        self.path, self.expected, self.value = path, expected, value
 
 
 def show(value: Any, limit: int = 80) -> str:

@@ -2,6 +2,9 @@
 
 Amounts are integers in the scheduler's units: `cpu` in millicores (Quantity.MilliValue), every
 other resource in whole units, bytes for memory and storage (Quantity.Value); both round up.
+Quantities are read as k8s.io/apimachinery's resource.ParseQuantity reads them (v0.36.3,
+pkg/api/resource/quantity.go: its grammar, its quirks and its cap), exactly and in time linear
+in the text, whatever the exponent; tests/fixtures/quantity holds Go's own answers.
 
 A pod's request follows k8s.io/component-helpers/resource `PodRequests` (Kubernetes v1.34): the
 app containers and the restartable init containers (sidecars) add up; each ordinary init
@@ -16,16 +19,15 @@ that only sets limits is read as the cluster would store it.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_CEILING, Context, Decimal
 from types import MappingProxyType
 from typing import Any
 
 from webhook import apidata
-from webhook.apidata import ShapeError
+from webhook.apidata import InvalidValue, ShapeError
+from webhook.validation import parse_int64
 
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
 DEFAULT_MILLI_CPU_REQUEST = 100  # pkg/scheduler/util.DefaultMilliCPURequest
@@ -35,39 +37,137 @@ NON_ZERO_DEFAULTS: Mapping[str, int] = MappingProxyType(
 )
 POD_LEVEL_RESOURCES = (CPU, MEMORY)  # IsSupportedPodLevelResource, hugepages aside
 
-_QUANTITY = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))")
-# resource.Quantity's suffixes: SI below one, then powers of 1000 (k..E) and of 1024 (Ki..Ei).
-_SUFFIX: Mapping[str, Fraction] = MappingProxyType(
-    {"": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000)}
-    | {s: Fraction(1000**i) for i, s in enumerate(("k", "M", "G", "T", "P", "E"), 1)}
-    | {s: Fraction(1024**i) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), 1)}
+# resource.Quantity's suffixes (suffix.go): SI below one and powers of 1000 (k..E) are base 10,
+# Ki..Ei powers of 1024; anything else that starts with e or E is a decimal exponent.
+_DECIMAL_SUFFIX: Mapping[str, int] = MappingProxyType(
+    {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 )
+_BINARY_SUFFIX: Mapping[str, int] = MappingProxyType({"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60})
+_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
+_DIGITS = frozenset("0123456789")
+INT64_MAX = 2**63 - 1  # resource.maxAllowed: ParseQuantity's cap for binary quantities
+# Exact decimal arithmetic whatever the exponent: "1e60000000" is a coefficient and an exponent,
+# never sixty million digits, so parsing and comparing take microseconds.
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
+_QUANTITY_EXAMPLE = "a quantity such as 500m, 2 or 1Gi"
 
 Amounts = Mapping[str, int]
 
 
-def parse_quantity(value: Any, path: str) -> Fraction:
-    """A resource.Quantity ("250m", "1.5Gi", "1e3", 2) as an exact number; ShapeError otherwise."""
+def parse_quantity(value: Any, path: str) -> Decimal:
+    """The value of a resource.Quantity ("250m", "1.5Gi", "1e3", 2) as Go's ParseQuantity reads it,
+    exactly; ShapeError where Go returns an error. Time is linear in the text's length, whatever
+    its exponent."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ShapeError(path, "a quantity such as 500m, 2 or 1Gi", value)
-    text = str(value).strip() if not isinstance(value, str) else value
-    match = _QUANTITY.fullmatch(text)
-    if not match or (match.group(4) is not None and match.group(4) not in _SUFFIX):
-        raise ShapeError(path, "a quantity such as 500m, 2 or 1Gi", value)
-    sign, number, exponent, suffix = match.groups()
-    amount = Fraction(number) * (Fraction(10) ** int(exponent[1:]) if exponent else _SUFFIX[suffix or ""])
-    return -amount if sign == "-" else amount
+        raise ShapeError(path, _QUANTITY_EXAMPLE, value)
+    text = value if isinstance(value, str) else str(value)  # a YAML/JSON number: its digits
+    parsed = _go_parse_quantity(text)
+    if parsed is None:
+        raise InvalidValue(path, _QUANTITY_EXAMPLE, value)
+    return parsed
 
 
-def amount(resource: str, quantity: Fraction) -> int:
-    """The scheduler's integer for `quantity` of `resource`: millicores for cpu, else units (ceil)."""
-    return math.ceil(quantity * 1000) if resource == CPU else math.ceil(quantity)
+def _split(text: str) -> tuple[bool, str, str, str, str] | None:
+    """parseQuantityString (quantity.go): (positive, value, num, denom, suffix), or None for
+    ErrFormatWrong. Go's quirks are kept: "1.G", ".5", "5." and even "." or "-" parse."""
+    positive, pos, end = True, 0, len(text)
+    if pos < end and text[0] in "+-":
+        positive = text[0] != "-"
+        pos += 1
+    while pos < end and text[pos] == "0":  # leading zeros
+        pos += 1
+    if pos >= end:
+        return positive, "0", "0", "", ""
+    start = pos
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    num = text[start:pos] or "0"
+    if pos >= end:
+        return positive, text, num, "", ""
+    denom = ""
+    if text[pos] == ".":
+        pos += 1
+        start = pos
+        while pos < end and text[pos] in _DIGITS:
+            pos += 1
+        denom = text[start:pos]
+        if pos >= end:
+            return positive, text, num, denom, ""
+    value, suffix_start = text[:pos], pos
+    while pos < end and text[pos] in _SUFFIX_CHARS:
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    if pos < end:
+        return None
+    return positive, value, num, denom, text[suffix_start:]
+
+
+def _int32(n: int) -> int:
+    """Go's int32(n): the low 32 bits, signed."""
+    return (n + 2**31) % 2**32 - 2**31
+
+
+def _go_parse_quantity(text: str) -> Decimal | None:
+    """ParseQuantity (quantity.go) without building the canonical form: the value, or None."""
+    if not text:
+        return None
+    split = _split(text)
+    if split is None:
+        return None
+    positive, value, num, denom, suffix = split
+    if suffix in _DECIMAL_SUFFIX:
+        base, exponent = 10, _DECIMAL_SUFFIX[suffix]
+    elif suffix in _BINARY_SUFFIX:
+        base, exponent = 2, _BINARY_SUFFIX[suffix]
+    elif len(suffix) > 1 and suffix[0] in "eE":
+        parsed = parse_int64(suffix[1:])
+        if parsed is None:
+            return None
+        # interpret() returns int32(parsed): Go keeps the low 32 bits of a larger exponent
+        base, exponent = 10, _int32(parsed)
+    else:
+        return None
+    digits = num + denom
+    if base == 10:
+        # Fast path (scale >= -9, at most 18 digits): digits x 10^int32(exponent - len(denom)).
+        # Otherwise the inf.Dec path: scale int32(len(denom) + int32(-exponent)); the two agree
+        # unless the exponent sits at int32's edges, where Go's wrap-around decides.
+        scale = _int32(exponent - len(denom))
+        if not (18 - len(digits) >= 0 and scale >= -9):
+            scale = -_int32(len(denom) + _int32(-exponent))
+        amount = Decimal(f"{digits}E{scale}")
+    else:
+        amount = _EXACT.multiply(Decimal(value.lstrip("+-") or "0"), Decimal(2**exponent))
+        amount = min(amount, Decimal(INT64_MAX))  # the cap: binary quantities only, as in Go
+    return amount if positive else -amount
+
+
+def amount(resource: str, quantity: Decimal) -> int:
+    """The scheduler's integer for a non-negative `quantity` of `resource`: MilliValue for cpu,
+    Value for the others (both round up). Where Go's int64 would overflow (a quantity beyond
+    9.2e18 units, or 9.2e15 cpus), the amount stays at the int64 maximum: nothing fits it and
+    a node that large is never full."""
+    scaled = _EXACT.scaleb(quantity, 3) if resource == CPU else quantity
+    if scaled >= INT64_MAX:
+        return INT64_MAX
+    return int(scaled.to_integral_value(rounding=ROUND_CEILING, context=_EXACT))
 
 
 def resource_list(parent: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
-    """A ResourceList (`requests`, `limits`, `allocatable`, `overhead`) in scheduler units."""
+    """A ResourceList (`requests`, `limits`, `allocatable`, `overhead`) in scheduler units.
+    Negative quantities are refused, as the API server refuses them in each of these fields."""
     raw = apidata.obj(parent, key, path)
-    return {name: amount(name, parse_quantity(q, f"{path}[{name!r}]")) for name, q in raw.items()}
+    amounts = {}
+    for name, text in raw.items():
+        where = f"{path}[{name!r}]"
+        quantity = parse_quantity(text, where)
+        if quantity < 0:
+            raise InvalidValue(where, "greater than or equal to 0 (the API server rejects negative quantities)", text)
+        amounts[name] = amount(name, quantity)
+    return amounts
 
 
 @dataclass(frozen=True)

@@ -51,16 +51,16 @@ def label_selector_from_api(raw: Any, path: str) -> LabelSelector:
     for key, value in labels.items():
         key_errors = is_qualified_name(key)
         if key_errors:
-            raise InvalidValue(f"{path}.matchLabels", key, "; ".join(key_errors))
+            raise InvalidValue(f"{path}.matchLabels", f"keyed by label keys ({'; '.join(key_errors)})", key)
         value_errors = is_valid_label_value(value)
         if value_errors:
-            raise InvalidValue(f"{path}.matchLabels[{key!r}]", value, "; ".join(value_errors))
+            raise InvalidValue(f"{path}.matchLabels[{key!r}]", f"a label value ({'; '.join(value_errors)})", value)
     expressions = requirements_from_api(raw.get("matchExpressions"), f"{path}.matchExpressions")
     for i, requirement in enumerate(expressions):
         where = f"{path}.matchExpressions[{i}]"
         if requirement.operator not in LABEL_SELECTOR_OPERATORS:
-            raise InvalidValue(f"{where}.operator", requirement.operator, "use In, NotIn, Exists or DoesNotExist")
+            raise InvalidValue(f"{where}.operator", "In, NotIn, Exists or DoesNotExist", requirement.operator)
         problem = requirement.problem()
         if problem:
-            raise InvalidValue(where, requirement.to_api(), problem)
+            raise InvalidValue(where, f"a valid requirement ({problem})", requirement.to_api())
     return LabelSelector(tuple(labels.items()), expressions)

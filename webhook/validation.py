@@ -62,6 +62,9 @@ _DNS1123_SUBDOMAIN_CASELESS_ERR = (
 )
 DNS1123_SUBDOMAIN_MAX_LENGTH = 253
 
+_GO_INT = re.compile("[+-]?[0-9]+")  # what strconv.ParseInt(s, 10, 64) accepts, range aside
+_INT64 = (-(2**63), 2**63 - 1)
+
 
 def go_len(value: str) -> int:
     """Go's len(string): bytes of UTF-8 (a lone surrogate, which YAML can carry, counts as 3)."""
@@ -164,3 +167,16 @@ def is_dns1123_subdomain_caseless(value: str) -> list[str]:
     if not _DNS1123_SUBDOMAIN_CASELESS.fullmatch(value):
         errs.append(regex_error(_DNS1123_SUBDOMAIN_CASELESS_ERR, _DNS1123_SUBDOMAIN_FMT, "Example.com"))
     return errs
+
+
+def parse_int64(text: str) -> int | None:
+    """`text` as Go's strconv.ParseInt(text, 10, 64) reads it, or None where Go fails (Gt/Lt
+    values and node labels, a quantity's exponent).
+
+    Python's int() is laxer (" 7", "1_0", "\u0663" all parse), and a regex `$` accepts a trailing
+    newline; either would accept what Go refuses.
+    """
+    if not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if _INT64[0] <= value <= _INT64[1] else None
