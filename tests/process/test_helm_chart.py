@@ -147,6 +147,37 @@ def test_default_policy_is_deploy_base_policy_itself() -> None:
     assert alerts.is_symlink() and alerts.resolve() == (REPO / "deploy/overlays/monitoring/rules.yaml").resolve()
 
 
+def schema_and_defaults(schema: dict[str, Any], values: Any, path: str) -> Any:
+    """(path, the schema's keys, values.yaml's keys) for every mapping the chart itself defines."""
+    if "properties" not in schema or not isinstance(values, dict):
+        return
+    yield path, set(schema["properties"]), set(values)
+    for key, sub in schema["properties"].items():
+        if key in values:
+            yield from schema_and_defaults(sub, values[key], f"{path}.{key}".lstrip("."))
+
+
+def test_values_yaml_sets_every_key_the_schema_knows_and_the_readme_names_each() -> None:
+    """values.yaml is where a value is documented: each key the schema accepts is there (with its
+    default), none is there that the schema would refuse, and the chart's README names it."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    readme = (CHART / "README.md").read_text()
+    for path, known, given in schema_and_defaults(schema, values, ""):
+        assert known - {"global"} == given, (
+            f"{path or 'top level'}: schema {sorted(known)}, values.yaml {sorted(given)}"
+        )
+        for key in given:
+            if not isinstance(values_at(values, path)[key], dict):
+                assert f"{key}`" in readme or f".{key}" in readme, f"the chart's README does not name {path}.{key}"
+
+
+def values_at(values: dict[str, Any], path: str) -> dict[str, Any]:
+    for key in filter(None, path.split(".")):
+        values = values[key]
+    return values
+
+
 def test_values_schema_holds_kubernetes_definitions_as_scripts_chart_schema_writes_them() -> None:
     done = subprocess.run(
         [sys.executable, str(REPO / "scripts/chart-schema"), "--check"], capture_output=True, text=True
