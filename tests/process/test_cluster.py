@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from types import SimpleNamespace
 
@@ -177,3 +178,58 @@ def test_only_the_cluster_module_imports_the_kubernetes_client():
         if re.search(r"^\s*(from|import) kubernetes\b", path.read_text(), re.MULTILINE)
     )
     assert importers == ["cluster.py"]
+
+
+class SilentServer:
+    """A loopback socket that accepts every connection and never says a byte: an API server that
+    hangs (an overloaded one, or a load balancer in front of a dead one). Records when each
+    connection arrived."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.2)
+        self.port = self._listener.getsockname()[1]
+        self.accepted: list[float] = []  # time.monotonic() of each connection
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            self.accepted.append(time.monotonic())
+            self._held.append(conn)
+
+    def __enter__(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for conn in self._held:
+            conn.close()
+        self._listener.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_an_api_server_that_accepts_and_never_answers_fails_within_10_seconds_in_one_line(tmp_path, scheme):
+    with SilentServer() as silent:
+        config = kubeconfig(tmp_path, f"{scheme}://127.0.0.1:{silent.port}")
+        done = subprocess.run(
+            [sys.executable, "-m", "webhook", "status", "--kubeconfig", config],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        ended = time.monotonic()
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"cannot reach the Kubernetes API server at {scheme}://127.0.0.1:{silent.port}" in done.stderr
+    assert "timed out" in done.stderr
+    # From the first connection (the command's start-up is not the API server's fault) to the end:
+    # one deadline, no retries stacking up.
+    assert silent.accepted and ended - silent.accepted[0] < 10, f"connections at {silent.accepted}, ended {ended}"
