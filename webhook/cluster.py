@@ -27,12 +27,14 @@ webhook server, which never calls them, never loads the client.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from webhook.errors import NetqosError
 from webhook.names import FIELD_MANAGER
@@ -116,6 +118,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
     else:
         source = kubeconfig_source(kubeconfig)
         _check_readable(kubeconfig)
+        _check_shape(source)
         where = f"kubeconfig {source}" + (f", context {context}" if context else "")
         hint = (
             "check the file and the context name (kubectl"
@@ -127,12 +130,82 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
             # The file is named here, not left to the client: it reads $KUBECONFIG once, at import.
             config.load_kube_config(config_file=source, context=context, client_configuration=configuration)
 
-    try:
-        load()
-    except Exception as err:  # ConfigException, YAML errors, unreadable certificate files...
-        raise KubeconfigError(f"cannot use {where}: {_first_line(err)}; {hint}") from None
+    # The client reports some failures only as log lines and goes on without credentials (an exec
+    # credential plugin that is missing or fails: `logging.error`); urllib3 logs each retry. Both
+    # are caught here and said in our one line, never printed as library log lines.
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
+    with _LibraryErrors() as library:
+        try:
+            load()
+        except Exception as err:  # ConfigException, YAML errors, unreadable certificate files...
+            raise KubeconfigError(f"cannot use {where}: {_first_line(err)}; {hint}") from None
+    if library.errors:
+        raise KubeconfigError(
+            f"cannot use {where}: its credential plugin (user.exec) failed: {_first_line(library.errors[0])}; "
+            "install the command it names or put it on the PATH, and check that it runs (kubectl"
+            + (f" --kubeconfig {kubeconfig}" if kubeconfig else "")
+            + " get --raw /version)"
+        )
+    _check_server(str(configuration.host or ""), where)
     configuration.retries = _retries()
     return Cluster(configuration, where)
+
+
+class _LibraryErrors(logging.Handler):
+    """Collects the ERROR records logged while it is installed on the root logger (instead of
+    Python printing them on stderr for want of a handler)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.errors.append(record.getMessage())
+
+    def __enter__(self) -> _LibraryErrors:
+        logging.getLogger().addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger().removeHandler(self)
+
+
+_YAML_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (list, "a list"),
+    (str, "a string"),
+    (bool, "true or false"),
+    ((int, float), "a number"),
+    (object, "a scalar"),
+)
+
+
+def _check_shape(source: str) -> None:
+    """Each kubeconfig file is a YAML mapping (`apiVersion: v1`, `kind: Config`, ...): the client
+    would index into a list or a string and say so in Python's words."""
+    import yaml  # noqa: PLC0415
+
+    for path in (p for p in source.split(os.pathsep) if p):
+        try:
+            document = yaml.safe_load(Path(path).expanduser().read_bytes())
+        except (OSError, yaml.YAMLError):
+            continue  # missing files of a $KUBECONFIG list are skipped; the client reports bad YAML
+        if document is not None and not isinstance(document, dict):
+            kind = next(name for types, name in _YAML_KINDS if isinstance(document, types))
+            raise KubeconfigError(
+                f"kubeconfig {path} is {kind}, not a kubeconfig (a mapping with apiVersion: v1, kind: Config, "
+                "clusters, users and contexts); check the path (kubectl config view)"
+            )
+
+
+def _check_server(host: str, where: str) -> None:
+    """The API server's address, as the kubeconfig's cluster gives it: an http(s) URL with a host."""
+    url = urlsplit(host)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        said = f"{host!r}" if host else "empty"
+        raise KubeconfigError(
+            f"cannot use {where}: the cluster's server (clusters[].cluster.server) is {said}, not an https URL "
+            "of an API server; set it, e.g. https://203.0.113.10:6443"
+        )
 
 
 def _retries() -> Any:

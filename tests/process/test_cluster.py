@@ -233,3 +233,83 @@ def test_an_api_server_that_accepts_and_never_answers_fails_within_10_seconds_in
     # From the first connection (the command's start-up is not the API server's fault) to the end:
     # one deadline, no retries stacking up.
     assert silent.accepted and ended - silent.accepted[0] < 10, f"connections at {silent.accepted}, ended {ended}"
+
+
+BROKEN_KUBECONFIGS = [
+    (
+        "an exec credential plugin that is not installed",
+        """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: demo
+  cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}
+users:
+- name: demo
+  user:
+    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: no-such-credential-plugin, args: [token]}
+contexts:
+- name: demo
+  context: {cluster: demo, user: demo}
+current-context: demo
+""",
+        "its credential plugin (user.exec) failed: [Errno 2] No such file or directory: 'no-such-credential-plugin'",
+    ),
+    (
+        "an empty server",
+        """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: demo
+  cluster: {server: ""}
+users:
+- name: demo
+  user: {token: t}
+contexts:
+- name: demo
+  context: {cluster: demo, user: demo}
+current-context: demo
+""",
+        "the cluster's server (clusters[].cluster.server) is empty, not an https URL of an API server",
+    ),
+    (
+        "a server without a scheme",
+        """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: demo
+  cluster: {server: "10.0.0.1:6443"}
+users:
+- name: demo
+  user: {token: t}
+contexts:
+- name: demo
+  context: {cluster: demo, user: demo}
+current-context: demo
+""",
+        "the cluster's server (clusters[].cluster.server) is '10.0.0.1:6443', not an https URL",
+    ),
+    ("a list", "- apiVersion: v1\n- kind: Config\n", "is a list, not a kubeconfig"),
+]
+
+
+@pytest.mark.parametrize("case, text, fragment", BROKEN_KUBECONFIGS, ids=[c[0] for c in BROKEN_KUBECONFIGS])
+@pytest.mark.parametrize("command", ["status", "register"])
+def test_an_unusable_kubeconfig_is_one_line_naming_the_problem_and_exit_code_2(tmp_path, case, text, fragment, command):
+    config = tmp_path / "kubeconfig"
+    config.write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-m", "webhook", command, "--kubeconfig", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, f"library log lines or warnings leaked: {done.stderr}"
+    assert done.stderr.startswith(f"netqos-webhook {command}: ") and fragment in done.stderr
+    assert str(config) in done.stderr
+    assert not (tmp_path / "certs").exists(), "register writes no certificate for a cluster it cannot use"

@@ -35,9 +35,12 @@ def run(args: RegisterArgs) -> int:
     check_namespace(args.namespace)
     if args.url is not None:
         check_url(args.url)
+    # The cluster's credentials before anything is written: a kubeconfig that cannot be used
+    # leaves no certificates behind. ClusterError: exit 2 for the kubeconfig, else 1.
+    cluster = None if args.dry_run else connect(args.kubeconfig, args.context)
     files = CertFiles(args.certs)
     none_there = not any(p.exists() for p in (files.ca_cert, files.ca_key, files.cert, files.key))
-    if none_there and not args.dry_run:
+    if none_there and cluster is not None:  # --dry-run makes nothing
         hosts = [urlsplit(args.url).hostname or ""] if args.url else []
         try:
             generate(files.directory, namespace=args.namespace, hosts=hosts)
@@ -46,12 +49,12 @@ def run(args: RegisterArgs) -> int:
         print(f"generated a CA and a server certificate in {files.directory}/", file=sys.stderr)
     certs = check_certificates(files, args.namespace, args.url)
     objs = objects(policy, certs, args.namespace, args.url)
-    if args.dry_run:
+    if cluster is None:  # --dry-run
         print(yaml.safe_dump_all(objs, sort_keys=False), end="")
         if any(o["kind"] == "Secret" for o in objs):
             print(f"(dry run: nothing sent; the Secret above holds the private key from {files.key})", file=sys.stderr)
         return 0
-    apply(connect(args.kubeconfig, args.context), objs)  # ClusterError: exit 2 for the kubeconfig, else 1
+    apply(cluster, objs)
     for obj in objs:
         if obj["kind"] == "MutatingWebhookConfiguration":
             entries = ", ".join(w["name"] for w in obj["webhooks"])
