@@ -360,3 +360,38 @@ def test_forbidden_pods_are_one_line_and_exit_1(tmp_path: Path, capsys: pytest.C
         assert main(["rebalance", "--kubeconfig", str(api.kubeconfig), "--config", config]) == 1
     err = capsys.readouterr().err
     assert "refused to list pods: HTTP 403 Forbidden" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_cronjobs_cluster_role_grants_exactly_the_requests_rebalance_apply_sends(tmp_path: Path) -> None:
+    """Every request of `rebalance --apply --config FILE` (as the CronJob runs it), as an RBAC
+    (apiGroup, resource, verb), is granted by deploy/overlays/rebalance's ClusterRole, and the role
+    grants nothing else."""
+    objs = base_cluster()
+    objs += [workload("CronJob", "shop", "nightly"), workload("Job", "shop", "nightly-1", owner=("CronJob", "nightly"))]
+    for i in range(2):
+        job_pod = pod("shop", f"nightly-1-{i}", QOS, "slow-1", ("Job", "nightly-1"), "2026-05-01T00:00:00Z")
+        job_pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+        objs.append(job_pod)
+    _, report, _, requests = rebalance(objs, tmp_path, "apply", "true", "max_evictions", "5")
+    assert {c["owner"]["kind"] for c in report["candidates"]} == {"Deployment", "CronJob"}
+
+    def permission(request: str) -> tuple[str, str, str]:
+        method, _, path = request.rpartition(" ")
+        parts = path.split("?")[0].strip("/").split("/")
+        group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+        if rest[0] == "namespaces":
+            rest = rest[2:]
+        resource = "/".join([rest[0], *rest[2:]])
+        verb = "create" if method == "POST" else "get" if len(rest) > 1 else "list"
+        return group, resource, verb
+
+    used = {permission(r) for r in requests}
+    [role] = [
+        d
+        for d in yaml.safe_load_all((REPO / "deploy/overlays/rebalance/rbac.yaml").read_text())
+        if d["kind"] == "ClusterRole"
+    ]
+    granted = {
+        (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+    }
+    assert used == granted
