@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +113,6 @@ class _Template:
 
     decision: Decision
     replacement: scheduling.PodView | None
-    key: bytes = b""
     error: str = ""
 
 
@@ -243,7 +242,7 @@ class Cluster:
                 replacement = dataclasses.replace(scheduling.pod_view(outcome.pod), node_name="")
             except ShapeError as err:
                 error = f"cannot evaluate the pod's scheduling fields: {err}"
-        template = _Template(outcome.decision, replacement, key, error)
+        template = _Template(outcome.decision, replacement, error)
         if len(self._templates) < TEMPLATES:
             self._templates[key] = template
         return template
@@ -362,7 +361,7 @@ class _State:
         self.log: list[int] = []  # indices of the nodes whose usage changed, in order
         self.high_changes = 0
         self.profile = profile
-        self._predictors: OrderedDict[bytes, Predictor] = OrderedDict()
+        self._predictors: OrderedDict[Hashable, Predictor] = OrderedDict()
 
     def place(self, pending: _Pending, template: _Template) -> tuple[str | None, str]:
         """The target of the candidate's replacement and the reason, or (None, why not)."""
@@ -370,7 +369,7 @@ class _State:
         assert view is not None
         if not self.high:
             return None, "no node is labelled net=high"
-        predictor = self._predictor(template.key, view)
+        predictor = self._predictor(_scheduling_key(view), view)
         predictor.sync()
         if not predictor.feasible_high:
             return None, predictor.why_no_high()
@@ -397,7 +396,7 @@ class _State:
     def net_high(self, i: int) -> bool:
         return self.nodes[i].labels.get(scheduling.NETQOS_NODE_LABEL) == HIGH
 
-    def _predictor(self, key: bytes, view: scheduling.PodView) -> Predictor:
+    def _predictor(self, key: Hashable, view: scheduling.PodView) -> Predictor:
         predictor = self._predictors.get(key)
         if predictor is None:
             predictor = Predictor(view, self)
@@ -601,6 +600,23 @@ class Predictor:
     def _describe(self, node: scheduling.Node) -> str:
         net = node.labels.get(scheduling.NETQOS_NODE_LABEL)
         return f"{node.name} (net={net})" if net is not None else f"{node.name} (no net label)"
+
+
+def _scheduling_key(view: scheduling.PodView) -> Hashable:
+    """What the filters and scores read of a pod: pods that differ only in their labels (a
+    StatefulSet's pod names, a rollout's template hash) share one `Predictor`."""
+    return (
+        view.preferred,
+        view.required,
+        tuple(sorted(view.node_selector.items())),
+        view.tolerations,
+        tuple(sorted(view.requests.items())),
+        tuple(sorted(view.non_zero_requests.items())),
+        view.host_ports,
+        view.images,
+        view.uses,
+        view.labels.get(scheduling.NETQOS_POD_LABEL[0]),  # the NetQoS plugin's score, in a profile with it
+    )
 
 
 def _not_evaluated(view: scheduling.PodView) -> str:

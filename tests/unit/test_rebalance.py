@@ -374,3 +374,24 @@ def test_the_prediction_renormalises_when_the_best_feasible_node_fills() -> None
     predictor.sync()
     usage = {n.name: state.usage[i] for i, n in enumerate(state.nodes)}
     assert predictor.predicted() == list(scheduling.rank(view, state.nodes, usage).predicted) == ["plain"]
+
+
+def test_pods_that_differ_only_in_their_labels_share_one_prediction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A StatefulSet's pods carry their own names as labels: one Predictor (one pass over every
+    node) serves them all, as long as what the scheduler reads of them is the same."""
+    made: list[scheduling.PodView] = []
+
+    class Counting(rebalance.Predictor):
+        def __init__(self, view: scheduling.PodView, state: Any) -> None:
+            made.append(view)
+            super().__init__(view, state)
+
+    monkeypatch.setattr(rebalance, "Predictor", Counting)
+    pods = [
+        app_pod(f"db-{i}", "slow", owner=f"db-{i}", labels={**QOS, "statefulset.kubernetes.io/pod-name": f"db-{i}"})
+        for i in range(4)
+    ]
+    pods += [p for i in range(4) for p in replicas(f"db-{i}", 1)]
+    plan = make_plan([sized(node("fast", "high"), cpu="64"), *CLUSTER[1:]], pods)
+    assert [c.action for c in plan.candidates] == ["evict"] * 4
+    assert len(made) == 1
