@@ -31,9 +31,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections import Counter, OrderedDict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -44,6 +44,7 @@ from webhook.manifests import ALWAYS_EXCLUDED_NAMESPACES
 from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.policy import Decision, Policy, evaluate
 
+T = TypeVar("T")
 EVICT = "evict"
 SKIP = "skip"
 HIGH = "high"
@@ -55,6 +56,7 @@ LOCAL_VOLUMES = ("emptyDir", "hostPath")
 CLIMB = {"ReplicaSet": "Deployment", "Job": "CronJob"}
 TEMPLATES = 4096  # distinct pod specs remembered while reading pods
 PREDICTORS = 64  # replacement specs whose per-node scores are kept at once (each holds a list per node)
+STATIC_LISTS = 256  # per-node lists that do not depend on usage, shared between predictors
 
 
 @dataclass(frozen=True)
@@ -362,6 +364,7 @@ class _State:
         self.high_changes = 0
         self.profile = profile
         self._predictors: OrderedDict[Hashable, Predictor] = OrderedDict()
+        self._static: OrderedDict[Hashable, Any] = OrderedDict()
 
     def place(self, pending: _Pending, template: _Template) -> tuple[str | None, str]:
         """The target of the candidate's replacement and the reason, or (None, why not)."""
@@ -395,6 +398,59 @@ class _State:
 
     def net_high(self, i: int) -> bool:
         return self.nodes[i].labels.get(scheduling.NETQOS_NODE_LABEL) == HIGH
+
+    # What does not depend on the pods on the nodes, per node, shared by every Predictor whose pod
+    # reads the same fields (all of them read the policy's terms, most the same tolerations).
+
+    def node_only(self, view: scheduling.PodView) -> list[tuple[str, ...]]:
+        """PreFilter, then the Filter plugins that read the pod and the node alone."""
+        key = ("node-only", view.node_name, view.tolerations, tuple(sorted(view.node_selector.items())), view.required)
+
+        def compute() -> list[tuple[str, ...]]:
+            allowed = scheduling.prefilter_node_names(view)
+            if allowed is not None and not allowed:
+                return [(scheduling.REASON_TERMS_CONFLICT,)] * len(self.nodes)
+            return [
+                (scheduling.REASON_NOT_IN_PREFILTER,)
+                if allowed is not None and n.name not in allowed
+                else scheduling.node_only_reasons(view, n, self.profile)
+                for n in self.nodes
+            ]
+
+        return self._shared(key, compute)
+
+    def raw_affinity(self, view: scheduling.PodView) -> list[int]:
+        preferred = (*view.preferred, *self.profile.added_preferred)
+        return self._shared(
+            ("affinity", preferred), lambda: [preferred_score(preferred, n.labels, n.name) for n in self.nodes]
+        )
+
+    def raw_taints(self, view: scheduling.PodView) -> list[int]:
+        return self._shared(
+            ("taints", view.tolerations),
+            lambda: [scheduling.intolerable_prefer_no_schedule(view.tolerations, n.taints) for n in self.nodes],
+        )
+
+    def image_scores(self, view: scheduling.PodView) -> list[int]:
+        images = view.images
+
+        def compute() -> list[int]:
+            nodes_with = Counter(name for n in self.nodes for name in set(n.images) & set(images))
+            if scheduling.IMAGE_LOCALITY not in self.profile.weights or not nodes_with:
+                return [0] * len(self.nodes)  # no node has one of its images: every node scores 0
+            return [scheduling.image_locality(images, n, nodes_with, len(self.nodes)) for n in self.nodes]
+
+        return self._shared(("images", images), compute)
+
+    def _shared(self, key: Hashable, compute: Callable[[], list[T]]) -> list[T]:
+        found = self._static.get(key)
+        if found is None:
+            found = self._static[key] = compute()
+            if len(self._static) > STATIC_LISTS:
+                self._static.popitem(last=False)
+        else:
+            self._static.move_to_end(key)
+        return found
 
     def _predictor(self, key: Hashable, view: scheduling.PodView) -> Predictor:
         predictor = self._predictors.get(key)
@@ -434,17 +490,10 @@ class Predictor:
         profile = state.profile
         self.weights = profile.weights
         nodes = state.nodes
-        allowed = scheduling.prefilter_node_names(view)
-        self.conflict = allowed is not None and not allowed
-        self.allowed = allowed
-        preferred = (*view.preferred, *profile.added_preferred)
-        self.raw_affinity = [preferred_score(preferred, n.labels, n.name) for n in nodes]
-        self.raw_taints = [scheduling.intolerable_prefer_no_schedule(view.tolerations, n.taints) for n in nodes]
-        self.image = [0] * len(nodes)
-        if scheduling.IMAGE_LOCALITY in self.weights:
-            images = view.images
-            nodes_with = Counter(name for n in nodes for name in set(n.images) & set(images))
-            self.image = [scheduling.image_locality(images, n, nodes_with, len(nodes)) for n in nodes]
+        self.node_only = state.node_only(view)
+        self.raw_affinity = state.raw_affinity(view)
+        self.raw_taints = state.raw_taints(view)
+        self.image = state.image_scores(view)
         self.skip_balanced = scheduling.is_best_effort(view.requests, profile.balanced_resources)
         self.reasons: list[tuple[str, ...]] = [()] * len(nodes)
         self.usage_scores = [0] * len(nodes)  # weighted NodeResourcesFit + BalancedAllocation
@@ -486,12 +535,8 @@ class Predictor:
     def _evaluate(self, i: int) -> None:
         node, usage = self.state.nodes[i], self.state.usage[i]
         was = i in self.feasible
-        if self.conflict:
-            reasons: tuple[str, ...] = (scheduling.REASON_TERMS_CONFLICT,)
-        elif self.allowed is not None and node.name not in self.allowed:
-            reasons = (scheduling.REASON_NOT_IN_PREFILTER,)
-        else:
-            reasons = scheduling.filter_reasons(self.view, node, usage, self.state.profile)
+        # filter_reasons, in two halves: the node-only filters' verdict is shared (`_State.node_only`)
+        reasons = self.node_only[i] or scheduling.usage_reasons(self.view, node, usage)
         self.reasons[i] = reasons
         feasible = not reasons
         if was != feasible:
