@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from webhook.apidata import describe
+from webhook.apidata import describe, show
 from webhook.errors import UsageError
 
 
@@ -30,6 +30,33 @@ class _Loader(yaml.SafeLoader):
     would neither compare equal to the JSON the API server sends nor encode back to JSON)."""
 
 
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    """A mapping whose keys are unique: the API server's decoders refuse a duplicate key (as
+    `kubectl apply` does), where PyYAML would keep the last value silently."""
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            first = seen.get(key)
+        except TypeError:  # an unhashable key: construct_mapping reports it
+            break
+        if first is not None:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"mapping key {show(key)} already defined at line {first.start_mark.line + 1}",
+                key_node.start_mark,
+            )
+        seen[key] = key_node
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_Loader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    lambda loader, node: _construct_mapping(loader, node),  # type: ignore[arg-type]
+)
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
@@ -84,15 +111,23 @@ def _parse(text: str, path: str | Path, what: str, error: type[Exception]) -> li
     try:
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except yaml.YAMLError as err:
-        raise error(f"{what} file {path}: not valid YAML or JSON: {_yaml_problem(err)}") from None
+        raise error(f"{what} file {path}: not valid YAML or JSON: {_yaml_problem(err, text)}") from None
 
 
-def _yaml_problem(err: yaml.YAMLError) -> str:
-    """What PyYAML found and where, without its "<unicode string>" in place of the file name."""
-    if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
-        mark = err.problem_mark
+def _yaml_problem(err: yaml.YAMLError, text: str) -> str:
+    """What PyYAML found and where (line and column), without its "<unicode string>" in place of
+    the file name."""
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
         context = f"{err.context} " if err.context else ""
-        return f"line {mark.line + 1}, column {mark.column + 1}: {context}{err.problem}".rstrip()
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        return f"{where}{context}{err.problem or ''}".rstrip()
+    if isinstance(err, yaml.reader.ReaderError):
+        # a character YAML does not allow (a control character, say): PyYAML gives an offset
+        line = text.count("\n", 0, err.position) + 1
+        column = err.position - (text.rfind("\n", 0, err.position) + 1) + 1
+        char = f"U+{err.character:04X}" if isinstance(err.character, int) else repr(err.character)
+        return f"line {line}, column {column}: character {char} is not allowed in YAML ({err.reason})"
     return str(err)
 
 

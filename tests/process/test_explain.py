@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -161,7 +162,7 @@ ERRORS = [
     ),
     (
         ["--pod", str(FIXTURES / "deployment.yaml"), "--nodes", EXPERIMENT_NODES],
-        "kind is 'Deployment'; explain takes a Pod",
+        'kind is "Deployment"; explain takes a Pod',
     ),
     (
         ["--pod", str(FIXTURES / "two-pods.yaml"), "--nodes", EXPERIMENT_NODES],
@@ -181,11 +182,11 @@ ERRORS = [
     ),
     (
         ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-with-a-pod.yaml")],
-        "items[1].kind is 'Pod'; only Node objects belong here",
+        'items[1].kind is "Pod"; only Node objects belong here',
     ),
     (
         ["--pod", TEST_POD, "--nodes", str(FIXTURES / "two-pods.yaml")],
-        "document 1: kind is 'Pod'; only Node objects belong here",
+        'document 1: kind is "Pod"; only Node objects belong here',
     ),
     (
         ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-strings.yaml")],
@@ -194,6 +195,23 @@ ERRORS = [
     (
         ["--pod", str(FIXTURES / "pod-bad-tolerations.yaml"), "--nodes", EXPERIMENT_NODES],
         "pod-bad-tolerations.yaml: spec.tolerations must be a list, got a string; fix the field",
+    ),
+    (
+        ["--pod", str(FIXTURES / "pod-no-apiversion.yaml"), "--nodes", EXPERIMENT_NODES],
+        'pod-no-apiversion.yaml: apiVersion is null and kind "Pod": the API server only takes a Pod as '
+        "apiVersion: v1, kind: Pod",
+    ),
+    (
+        ["--pod", str(FIXTURES / "pod-duplicate-key.yaml"), "--nodes", EXPERIMENT_NODES],
+        'pod-duplicate-key.yaml: not valid YAML or JSON: line 7, column 3: mapping key "labels" already defined at line 6',
+    ),
+    (
+        ["--pod", str(FIXTURES / "pod-negative-cpu.yaml"), "--nodes", EXPERIMENT_NODES],
+        "pod-negative-cpu.yaml: spec.containers[0].resources.requests['cpu'] must be greater than or equal to 0",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-negative-allocatable.yaml")],
+        "nodes-negative-allocatable.yaml: status.allocatable['memory'] must be greater than or equal to 0",
     ),
     (
         ["--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--config", "no/such/policy.yaml"],
@@ -441,7 +459,7 @@ def test_the_full_cluster_example_in_the_docs_is_what_the_command_prints(pods_fi
 
 
 POD_AND_CONFIG_ERRORS = [
-    (["--pods", EXPERIMENT_NODES], "items[0].kind is 'Node'; only Pod objects belong here"),
+    (["--pods", EXPERIMENT_NODES], 'items[0].kind is "Node"; only Pod objects belong here'),
     (
         ["--pods", str(FIXTURES / "pods-bad-quantity.yaml")],
         "items[0].spec.containers[0].resources.requests['cpu'] must be a quantity",
@@ -513,3 +531,22 @@ def test_the_full_cluster_pods_are_valid_kubernetes_objects(name):
     document = yaml.safe_load((FULL / name).read_text())
     for item in document["items"] if document["kind"] == "List" else [document]:
         kubernetes_validate.validate(item, "1.28", strict=True)
+
+
+def test_quantities_with_huge_exponents_are_counted_at_once_not_expanded():
+    # "1e3000000" took over a second and "1e60000000" minutes when expanded into exact fractions.
+    start = time.process_time()
+    document = json.loads(
+        explained(
+            "--pod",
+            TEST_POD,
+            "--nodes",
+            EXPERIMENT_NODES,
+            "--pods",
+            str(FIXTURES / "pods-huge-exponent.yaml"),
+            "-o",
+            "json",
+        )
+    )
+    assert time.process_time() - start < 5
+    assert document["predicted"] == ["fake-node-1"]  # minikube counts a pod of 1e3000000 bytes

@@ -16,7 +16,7 @@ from typing import Any, TextIO, TypeVar
 
 from webhook import cluster, documents, scheduling
 from webhook.affinity import PreferredTerm
-from webhook.apidata import ShapeError
+from webhook.apidata import ShapeError, show
 from webhook.commands.tables import aligned
 from webhook.documents import Place, read_document, read_documents
 from webhook.explain import DEFAULT_NETQOS_WEIGHT, ExplainError, Report, explain
@@ -177,8 +177,15 @@ def load_pod(path: str) -> dict[str, Any]:
     kind = pod.get("kind")
     if kind is not None and kind != "Pod":
         raise ExplainError(
-            f"pod file {path}: kind is {kind!r}; explain takes a Pod (for a workload, copy its "
+            f"pod file {path}: kind is {show(kind)}; explain takes a Pod (for a workload, copy its "
             "spec.template into a Pod manifest: its metadata and spec)"
+        )
+    if pod.get("apiVersion") != "v1" or kind is None:
+        # the API server refuses such a manifest ("Object 'apiVersion' is missing"), so the
+        # scheduler never sees the pod
+        raise ExplainError(
+            f"pod file {path}: apiVersion is {show(pod.get('apiVersion'))} and kind {show(kind)}: the API server "
+            "only takes a Pod as apiVersion: v1, kind: Pod; add both"
         )
     return pod
 
@@ -223,7 +230,7 @@ def _read_objects(objects: Sequence[tuple[str, Any]], source: str, kind: str, re
             where = prefix.rstrip(".: ") or "the document"
             raise ExplainError(f"{source}: {where} is {type(obj).__name__}, not a {kind} object; give {kind} objects")
         if obj.get("kind") not in (None, kind):
-            raise ExplainError(f"{source}: {prefix}kind is {obj.get('kind')!r}; only {kind} objects belong here")
+            raise ExplainError(f"{source}: {prefix}kind is {show(obj.get('kind'))}; only {kind} objects belong here")
         try:
             out.append(read(obj))
         except ShapeError as err:
