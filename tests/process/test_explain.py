@@ -203,7 +203,8 @@ ERRORS = [
     ),
     (
         ["--pod", str(FIXTURES / "pod-duplicate-key.yaml"), "--nodes", EXPERIMENT_NODES],
-        'pod-duplicate-key.yaml: not valid YAML or JSON: line 7, column 3: mapping key "labels" already defined at line 6',
+        "pod-duplicate-key.yaml: not valid YAML or JSON: line 7, column 3: "
+        'mapping key "labels" already defined at line 6',
     ),
     (
         ["--pod", str(FIXTURES / "pod-negative-cpu.yaml"), "--nodes", EXPERIMENT_NODES],
