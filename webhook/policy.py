@@ -17,6 +17,7 @@ from webhook import apidata
 from webhook.affinity import PREFERRED, PreferredTerm, TermIdentity, node_affinity_from_api
 from webhook.apidata import ShapeError
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
+from webhook.scoretable import ScoreTable, SchedulerWeights
 from webhook.selector import LabelSelector
 
 
@@ -35,6 +36,11 @@ class Rule:
     name: str
     pod_selector: LabelSelector
     preferences: tuple[PreferredTerm, ...]
+    # The score table the preferences were compiled from (None: the file wrote the terms).
+    table: ScoreTable | None = None
+    # Other term sets that count as this rule applied: what earlier versions of the webhook
+    # injected for the same table. A pod carrying one in full is left as it is.
+    equivalents: tuple[tuple[PreferredTerm, ...], ...] = ()
     keys: frozenset[str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -44,13 +50,18 @@ class Rule:
 @dataclass(frozen=True)
 class Policy:
     rules: tuple[Rule, ...]
-    # Identities of every term any rule injects: such terms in a pod are ours (or identical to
-    # ours), never the user's explicit choice.
+    weights: SchedulerWeights = SchedulerWeights()  # what score tables were compiled for
+    # Identities of every term any rule injects or recognises: such terms in a pod are ours (or
+    # identical to ours), never the user's explicit choice.
     term_ids: frozenset[TermIdentity] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        ids = frozenset(t.identity for r in self.rules for t in r.preferences)
+        ids = frozenset(t.identity for r in self.rules for t in (*r.preferences, *_flat(r.equivalents)))
         object.__setattr__(self, "term_ids", ids)
+
+
+def _flat(term_sets: tuple[tuple[PreferredTerm, ...], ...]) -> tuple[PreferredTerm, ...]:
+    return tuple(t for terms in term_sets for t in terms)
 
 
 @dataclass(frozen=True)
@@ -93,8 +104,8 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     warnings: list[str] = []
     for rule in selected:
         missing = [t for t in rule.preferences if t.identity not in present]
-        if not missing:
-            continue  # already carried: a re-invocation, or the user wrote our exact terms
+        if not missing or any(all(t.identity in present for t in terms) for terms in rule.equivalents):
+            continue  # already carried: a re-invocation, the user wrote our terms, or an earlier form of them
         clash = sorted(rule.keys & explicit)
         if clash:
             warnings.append(

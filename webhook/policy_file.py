@@ -7,14 +7,25 @@ File format (YAML or JSON):
 
     apiVersion: netqos.io/v1alpha1      # optional; checked when present
     kind: NetQoSPolicy                  # optional; checked when present
+    schedulerWeights:                   # optional: the Score weights nodeScore is compiled for
+      nodeAffinity: 2                   # NodeAffinity's in the scheduler that binds the pods
+      netqos: 1                         # the NetQoS plugin's in the scheduler reproduced
     rules:
     - name: netqos                      # DNS label: a-z, 0-9, '-'
       podSelector:                      # a Kubernetes LabelSelector
         matchLabels: {qos: latency-sensitive}
-      preferences:                      # PreferredSchedulingTerms to append
+      nodeScore:                        # what the NetQoS plugin scored, compiled into terms
+        key: net                        # (webhook.scoretable), or instead:
+        scores:
+        - {value: high, score: 100}     # 0..100
+        - {value: low, score: 0}
+        unlistedScore: 10               # any other value, or no label
+      preferences:                      # PreferredSchedulingTerms to append, as written
       - weight: 90                      # 1..100
         matchExpressions:               # NodeSelectorRequirements
         - {key: net, operator: In, values: [high]}
+
+A rule has `nodeScore` or `preferences`, not both.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ from webhook.apidata import show
 from webhook.documents import document_from_bytes, read_document
 from webhook.errors import UsageError
 from webhook.policy import Policy, Rule
+from webhook.scoretable import MAX_SCORE, ScoreTable, SchedulerWeights, TableError, classic_terms, compile_table
 from webhook.selector import LABEL_SELECTOR_OPERATORS, LabelSelector
 from webhook.validation import is_dns1123_label, is_qualified_name, is_valid_label_value
 
@@ -35,20 +47,23 @@ API_VERSION = "netqos.io/v1alpha1"
 KIND = "NetQoSPolicy"
 BUILTIN_SOURCE = "<built-in default policy>"
 
-# The NetQoS plugin's table as node affinity: 90 + 10 on net=high, 10 on unlabelled or any other
-# value, 0 on net=low; normalised by the best node that is 100 / 10 / 0. deploy/base/policy.yaml
-# holds the same document, and a test keeps them identical.
+# The NetQoS plugin's table, compiled for the default profile's NodeAffinity weight 2 and the
+# plugin's weight 1 into 90 on net In [high], 10 on net NotIn [low] and the constant 100 on
+# net Exists and 100 on net DoesNotExist (docs/scheduling.md, "The translation").
+# deploy/base/policy.yaml holds the same document, and a test keeps them identical.
 DEFAULT_DOCUMENT: dict[str, Any] = {
     "apiVersion": API_VERSION,
     "kind": KIND,
+    "schedulerWeights": {"nodeAffinity": 2, "netqos": 1},
     "rules": [
         {
             "name": "netqos",
             "podSelector": {"matchLabels": {"qos": "latency-sensitive"}},
-            "preferences": [
-                {"weight": 90, "matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]},
-                {"weight": 10, "matchExpressions": [{"key": "net", "operator": "NotIn", "values": ["low"]}]},
-            ],
+            "nodeScore": {
+                "key": "net",
+                "scores": [{"value": "high", "score": 100}, {"value": "low", "score": 0}],
+                "unlistedScore": 10,
+            },
         }
     ],
 }
@@ -111,11 +126,12 @@ class _Checker:
     def policy(self, doc: Any) -> Policy:
         if doc is None:
             self.fail("(document)", doc, "the file is empty; it must hold a mapping with 'rules'")
-        self.fields(doc, "", ("apiVersion", "kind", "rules"), ("rules",))
+        self.fields(doc, "", ("apiVersion", "kind", "schedulerWeights", "rules"), ("rules",))
         if "apiVersion" in doc and doc["apiVersion"] != API_VERSION:
             self.fail("apiVersion", doc["apiVersion"], f"must be {API_VERSION}")
         if "kind" in doc and doc["kind"] != KIND:
             self.fail("kind", doc["kind"], f"must be {KIND}")
+        weights = self.weights(doc.get("schedulerWeights"))
         rules_raw = doc["rules"]
         if not isinstance(rules_raw, list) or not rules_raw:
             self.fail("rules", rules_raw, "must be a non-empty list of rules")
@@ -123,29 +139,86 @@ class _Checker:
         seen: set[str] = set()
         for i, raw in enumerate(rules_raw):
             self.rule = f"rules[{i}]"
-            rule = self.rule_(raw)
+            rule = self.rule_(raw, weights)
             if rule.name in seen:
                 self.fail("name", rule.name, "is used by an earlier rule; rule names must be unique")
             seen.add(rule.name)
             rules.append(rule)
-        return Policy(tuple(rules))
+        return Policy(tuple(rules), weights)
 
-    def rule_(self, raw: Any) -> Rule:
+    def weights(self, raw: Any) -> SchedulerWeights:
+        if raw is None:
+            return SchedulerWeights()
+        path = "schedulerWeights"
+        self.fields(raw, path, ("nodeAffinity", "netqos"))
+        for key in raw:
+            value = raw[key]
+            if type(value) is not int or not 1 <= value <= 100:
+                self.fail(f"{path}.{key}", value, "must be an integer from 1 to 100, as in the KubeSchedulerConfiguration")
+        defaults = SchedulerWeights()
+        return SchedulerWeights(raw.get("nodeAffinity", defaults.node_affinity), raw.get("netqos", defaults.netqos))
+
+    def rule_(self, raw: Any, weights: SchedulerWeights) -> Rule:
         if not isinstance(raw, dict):
             self.fail("(rule)", raw, "must be a mapping with name, podSelector and preferences")
         name = raw.get("name")
         name_errors = is_dns1123_label(name) if isinstance(name, str) else ["must be a string"]
         if not name_errors:
             self.rule = f'{self.rule} "{name}"'  # name the rule in every later message
-        self.fields(raw, "", ("name", "podSelector", "preferences"), ("name", "podSelector", "preferences"))
+        self.fields(raw, "", ("name", "podSelector", "nodeScore", "preferences"), ("name", "podSelector"))
         if name_errors:
             self.fail("name", name, f"must be a DNS-1123 label, as a Kubernetes name: {'; '.join(name_errors)}")
         selector = self.selector(raw["podSelector"], "podSelector")
+        if ("nodeScore" in raw) == ("preferences" in raw):
+            self.fail(
+                "nodeScore",
+                raw.get("nodeScore"),
+                "a rule needs nodeScore (a score table, compiled into terms) or preferences (the terms), exactly one",
+            )
+        if "nodeScore" in raw:
+            table = self.table(raw["nodeScore"], "nodeScore")
+            try:
+                terms = compile_table(table, weights)
+            except TableError as err:
+                path = err.field if err.field.startswith("schedulerWeights") else f"nodeScore.{err.field}"
+                self.fail(path, err.value, err.problem)
+            classic = classic_terms(table)
+            return Rule(str(name), selector, terms, table, () if classic == terms else (classic,))
         prefs = raw["preferences"]
         if not isinstance(prefs, list) or not prefs:
             self.fail("preferences", prefs, "must be a non-empty list of {weight, matchExpressions}")
         terms = tuple(self.term(p, f"preferences[{j}]") for j, p in enumerate(prefs))
         return Rule(str(name), selector, terms)
+
+    def table(self, raw: Any, path: str) -> ScoreTable:
+        self.fields(raw, path, ("key", "scores", "unlistedScore"), ("key", "scores", "unlistedScore"))
+        self.label_key(raw["key"], f"{path}.key")
+        entries = raw["scores"]
+        if not isinstance(entries, list) or not entries:
+            self.fail(f"{path}.scores", entries, "must be a non-empty list of {value, score}")
+        scores: list[tuple[str, int]] = []
+        first: dict[str, int] = {}
+        for i, entry in enumerate(entries):
+            where = f"{path}.scores[{i}]"
+            self.fields(entry, where, ("value", "score"), ("value", "score"))
+            value = entry["value"]
+            self.label_value(value, f"{where}.value")
+            if value in first:
+                self.fail(
+                    f"{where}.value",
+                    value,
+                    f"is listed already at {path}.scores[{first[value]}]; each value has one score",
+                )
+            first[value] = i
+            scores.append((value, self.score(entry["score"], f"{where}.score")))
+        unlisted = self.score(raw["unlistedScore"], f"{path}.unlistedScore")
+        return ScoreTable(raw["key"], tuple(scores), unlisted)
+
+    def score(self, value: Any, path: str) -> int:
+        if type(value) is not int or not 0 <= value <= MAX_SCORE:
+            self.fail(path, value, f"must be an integer from 0 to {MAX_SCORE}, as the NetQoS plugin scored")
+        checked: int = value
+        return checked
 
     def selector(self, raw: Any, path: str) -> LabelSelector:
         self.fields(raw, path, ("matchLabels", "matchExpressions"))

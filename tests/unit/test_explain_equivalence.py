@@ -9,8 +9,9 @@ import itertools
 import pytest
 
 from webhook.explain import explain
-from webhook.policy_file import default_policy
-from webhook.scheduling import Node, Taint
+from tests.fixtures import REPO
+from webhook.policy_file import default_policy, load_policy
+from webhook.scheduling import NODE_AFFINITY, Node, Taint
 
 NET_VALUES = ("high", "low", None, "medium")  # None: the node has no `net` label
 UNTOLERATED = Taint("dedicated", "db", "NoSchedule")
@@ -49,6 +50,7 @@ def pod(labels: dict, annotations: dict | None = None, preferred: list | None = 
 
 LATENCY_SENSITIVE = {"qos": "latency-sensitive"}
 POLICY = default_policy()
+CLASSIC = load_policy(REPO / "deploy/examples/policy-classic.yaml")
 NODE_SETS = node_sets()
 
 
@@ -75,8 +77,26 @@ def test_normalised_node_affinity_ranks_feasible_nodes_as_the_plugin_does(labels
 
 
 @pytest.mark.parametrize("nodes", NODE_SETS, ids=set_id)
-def test_the_plugins_100_10_0_appear_exactly_when_a_net_high_node_is_feasible(nodes):
+def test_weighted_node_affinity_differs_between_nodes_exactly_as_the_plugin_when_a_net_high_node_is_feasible(nodes):
     report = explain(POLICY, pod(LATENCY_SENSITIVE), nodes)
+    feasible = [n for n in report.ranking.nodes if n.feasible]
+    weight = report.ranking.weights[NODE_AFFINITY]
+    # The stock scheduler's NodeAffinity (weight 2) minus the plugin's score (weight 1): one
+    # constant over the feasible nodes means the same differences, so the same totals' order.
+    offsets = {n.affinity_normalized * weight - n.netqos_score for n in feasible}
+    if any(n.net == "high" for n in feasible) or all(n.net == "low" for n in feasible):
+        assert len(offsets) <= 1
+    else:
+        # Without a net=high node the best feasible node (unlabelled or another value) is
+        # normalised against itself: 110 / 100 -> 100 / 90, a lead of 20 over net=low after the
+        # weight, where the plugin's is 10. Same order, a different difference.
+        assert {n.affinity_normalized for n in feasible if n.net != "low"} == {100}
+        assert {n.affinity_normalized for n in feasible if n.net == "low"} <= {90}
+
+
+@pytest.mark.parametrize("nodes", NODE_SETS, ids=set_id)
+def test_the_classic_policy_gives_the_plugins_100_10_0_exactly_when_a_net_high_node_is_feasible(nodes):
+    report = explain(CLASSIC, pod(LATENCY_SENSITIVE), nodes)
     feasible = [n for n in report.ranking.nodes if n.feasible]
     normalised = [n.affinity_normalized for n in feasible]
     plugin = [n.netqos_score for n in feasible]
@@ -104,14 +124,14 @@ NODES_WITH_OTHER_LABELS = [
     for zone in ("a", "b")
     for disk in (True, False)
 ]
-ADDED = {"high": 100, "low": 0, None: 10, "medium": 10}
+ADDED = {"high": 200, "low": 100, None: 110, "medium": 110}  # the table plus the constant 100
 
 
 def raw_scores(report) -> dict[str, int]:
     return {n.name: n.affinity_raw for n in report.ranking.nodes}
 
 
-def test_the_injected_terms_add_100_10_0_to_a_pod_that_has_preferences_on_other_keys():
+def test_the_injected_terms_add_200_110_100_to_a_pod_that_has_preferences_on_other_keys():
     own = explain(POLICY, pod({}, preferred=OWN_TERMS), NODES_WITH_OTHER_LABELS)  # not selected: own terms only
     mutated = explain(POLICY, pod(LATENCY_SENSITIVE, preferred=OWN_TERMS), NODES_WITH_OTHER_LABELS)
     assert mutated.mutation.injected == ("netqos",)
@@ -125,7 +145,7 @@ def test_a_pods_own_preferences_can_outweigh_the_plugins_choice_and_explain_says
     zone_a = [{"weight": 100, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]
     nodes = [Node("high-b", {"net": "high", "zone": "b"}), Node("medium-a", {"net": "medium", "zone": "a"})]
     report = explain(POLICY, pod(LATENCY_SENSITIVE, preferred=zone_a), nodes)
-    assert raw_scores(report) == {"high-b": 100, "medium-a": 110}
+    assert raw_scores(report) == {"high-b": 200, "medium-a": 210}
     assert report.ranking.affinity_choice == ("medium-a",)
     assert report.ranking.netqos_choice == ("high-b",)
     assert not report.choices_match()

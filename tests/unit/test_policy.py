@@ -193,9 +193,10 @@ def test_explicit_node_affinity_on_a_rule_key_wins_with_a_warning(case, affinity
 @pytest.mark.parametrize(
     "case, preferred, added",
     [
-        ("both terms present: nothing to do", NETQOS_TERMS, []),
+        ("every term present: nothing to do", NETQOS_TERMS, []),
+        ("every term present, reordered", NETQOS_TERMS[::-1], []),
         (
-            "both terms present, values and expressions reordered",
+            "the earlier default's two terms, values and expressions reordered: counts as applied",
             [
                 {
                     "weight": 10,
@@ -205,7 +206,8 @@ def test_explicit_node_affinity_on_a_rule_key_wins_with_a_warning(case, affinity
             ],
             [],
         ),
-        ("one of our terms present: the other is added", [NETQOS_TERMS[0]], [NETQOS_TERMS[1]]),
+        ("one of our terms present: the others are added", [NETQOS_TERMS[0]], NETQOS_TERMS[1:]),
+        ("the constant only: the table's terms are added", NETQOS_TERMS[2:], NETQOS_TERMS[:2]),
     ],
 )
 def test_terms_already_carried_are_not_added_again(case, preferred, added):

@@ -2,19 +2,26 @@
 with a message naming the file, the rule, the field and the value."""
 
 import pytest
+import yaml
 
-from tests.fixtures import REPO
-from webhook.policy_file import PolicyError, compile_policy, default_policy, load_policy
+from tests.fixtures import CLASSIC_TERMS, NETQOS_TERMS, REPO
+from webhook.policy_file import DEFAULT_DOCUMENT, PolicyError, compile_policy, default_policy, load_policy
 
 SHIPPED = REPO / "deploy" / "base" / "policy.yaml"
+CLASSIC = REPO / "deploy" / "examples" / "policy-classic.yaml"
 
 
-def test_shipped_policy_file_is_identical_in_effect_to_the_built_in_default():
+def test_shipped_policy_file_is_the_built_in_default_document():
+    assert yaml.safe_load(SHIPPED.read_text()) == DEFAULT_DOCUMENT
     assert load_policy(SHIPPED) == default_policy()
 
 
-def test_no_file_means_the_built_in_default():
-    assert load_policy(None) == default_policy()
+def test_the_default_rule_compiles_the_plugins_table_into_its_terms_and_recognises_the_classic_ones():
+    [rule_] = default_policy().rules
+    assert [t.to_api() for t in rule_.preferences] == NETQOS_TERMS
+    assert [[t.to_api() for t in terms] for terms in rule_.equivalents] == [CLASSIC_TERMS]
+    [classic] = load_policy(CLASSIC).rules
+    assert [t.to_api() for t in classic.preferences] == CLASSIC_TERMS and classic.table is None
 
 
 def rule(**overrides):
@@ -260,3 +267,75 @@ def test_a_loaded_gt_term_matches_the_nodes_go_would_match():
     policy = compile_policy({"rules": [rule(preferences=[term(key="gen", operator="Gt", values=["5"])])]}, "x.yaml")
     preference = policy.rules[0].preferences[0]
     assert [preference.matches({"gen": g}) for g in ("6", "5", "+6", "\u0666")] == [True, False, True, False]
+
+
+def scored(**overrides):
+    table = {"key": "net", "scores": [{"value": "high", "score": 100}, {"value": "low", "score": 0}], "unlistedScore": 10}
+    table.update(overrides)
+    return {"name": "fast", "podSelector": {"matchLabels": {"qos": "latency-sensitive"}}, "nodeScore": table}
+
+
+def test_scheduler_weights_in_the_policy_change_the_compiled_terms():
+    policy = compile_policy({"schedulerWeights": {"nodeAffinity": 5}, "rules": [scored()]}, "x.yaml")
+    assert (policy.weights.node_affinity, policy.weights.netqos) == (5, 1)
+    assert [t.weight for t in policy.rules[0].preferences] == [18, 2, 80, 80]
+    same = compile_policy({"schedulerWeights": {"nodeAffinity": 1, "netqos": 1}, "rules": [scored()]}, "x.yaml")
+    assert [t.to_api() for t in same.rules[0].preferences] == CLASSIC_TERMS
+    assert same.rules[0].equivalents == ()
+
+
+SCORE_TABLE_ERRORS = [
+    ("score above 100", {"rules": [scored(unlistedScore=101)]}, ["nodeScore.unlistedScore", "101", "0 to 100"]),
+    (
+        "negative score",
+        {"rules": [scored(scores=[{"value": "high", "score": -1}])]},
+        ["nodeScore.scores[0].score", "-1", "0 to 100"],
+    ),
+    ("score as a string", {"rules": [scored(unlistedScore="10")]}, ["nodeScore.unlistedScore", "'10'"]),
+    ("invalid label key", {"rules": [scored(key="net work")]}, ['rules[0] "fast"', "nodeScore.key", "'net work'"]),
+    ("invalid label value", {"rules": [scored(scores=[{"value": "fast net", "score": 5}])]}, ["nodeScore.scores[0].value"]),
+    (
+        "duplicate values",
+        {"rules": [scored(scores=[{"value": "high", "score": 100}, {"value": "high", "score": 0}])]},
+        ["nodeScore.scores[1].value", "'high'", "listed already at nodeScore.scores[0]"],
+    ),
+    ("no scores", {"rules": [scored(scores=[])]}, ["nodeScore.scores", "non-empty"]),
+    ("misspelt table field", {"rules": [scored(unlisted=10)]}, ["nodeScore.unlisted", "did you mean 'unlistedScore'"]),
+    (
+        "both nodeScore and preferences",
+        {"rules": [{**scored(), "preferences": [term()]}]},
+        ["nodeScore", "exactly one"],
+    ),
+    (
+        "neither nodeScore nor preferences",
+        {"rules": [{"name": "fast", "podSelector": {}}]},
+        ["nodeScore", "exactly one"],
+    ),
+    (
+        "an inexact score at the weights",
+        {"rules": [scored(unlistedScore=15)]},
+        ["nodeScore.unlistedScore", "15", "steps of its weight 2", "14 or 16"],
+    ),
+    (
+        "weights NodeAffinity cannot carry",
+        {"schedulerWeights": {"nodeAffinity": 1, "netqos": 2}, "rules": [scored()]},
+        ['rules[0] "fast"', "schedulerWeights.nodeAffinity: ", "at least 2"],
+    ),
+    ("weight zero", {"schedulerWeights": {"nodeAffinity": 0}, "rules": [scored()]}, ["schedulerWeights.nodeAffinity", "0"]),
+    ("weight unknown", {"schedulerWeights": {"NodeAffinity": 2}, "rules": [scored()]}, ["did you mean 'nodeAffinity'"]),
+    ("weights not a mapping", {"schedulerWeights": 2, "rules": [scored()]}, ["schedulerWeights", "mapping"]),
+]
+
+
+@pytest.mark.parametrize("case, document, fragments", SCORE_TABLE_ERRORS, ids=[c[0] for c in SCORE_TABLE_ERRORS])
+def test_an_invalid_score_table_or_weight_is_one_error_naming_the_field(case, document, fragments):
+    with pytest.raises(PolicyError) as err:
+        compile_policy(document, "cm/policy.yaml")
+    message = str(err.value)
+    assert message.startswith("policy file cm/policy.yaml: ") and "\n" not in message, case
+    for fragment in fragments:
+        assert fragment in message, f"{case}: {fragment!r} not in {message!r}"
+
+
+def test_no_file_means_the_built_in_default():
+    assert load_policy(None) == default_policy()
