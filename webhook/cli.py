@@ -443,8 +443,9 @@ def _add_explain(sub: Any) -> None:
         "--netqos-weight",
         1,
         100,
-        DEFAULT_NETQOS_WEIGHT,
-        "the NetQoS plugin's weight in the NetQoS scheduler's profile",
+        None,
+        "the NetQoS plugin's weight in the NetQoS scheduler's profile; default: the policy's "
+        f"schedulerWeights.netqos ({DEFAULT_NETQOS_WEIGHT} unless set)",
     )
     p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
     _add_config(p)

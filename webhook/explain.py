@@ -23,7 +23,8 @@ from webhook import admission, apidata, scheduling
 from webhook.affinity import PREFERRED, REQUIRED, PreferredTerm, required_term_problems
 from webhook.apidata import ShapeError
 from webhook.errors import UsageError
-from webhook.policy import Decision, Policy
+from webhook.policy import Decision, Policy, Rule
+from webhook.scoretable import SchedulerWeights
 
 DEFAULT_NETQOS_WEIGHT = 1
 # Owners whose pods PodTopologySpread's system default constraints spread (pkg/scheduler/
@@ -104,7 +105,8 @@ def explain(
         netqos=netqos,
         netqos_weight=netqos_weight,
         not_evaluated=profile.not_evaluated,
-        notes=_notes(after, ranking, nodes, profile, pods_given),
+        notes=_policy_notes(policy, mutation, ranking, netqos, profile, netqos_weight)
+        + _notes(after, ranking, nodes, profile, pods_given),
     )
 
 
@@ -116,6 +118,76 @@ def mutate(policy: Policy, pod: dict[str, Any]) -> Mutation:
     patched = jsonpatch.apply_patch(pod, patch) if patch else pod
     warnings = tuple(result.response["response"].get("warnings") or ())
     return Mutation(patched, result.decision, result.injected, warnings, tuple(patch))
+
+
+def _policy_notes(
+    policy: Policy,
+    mutation: Mutation,
+    ranking: scheduling.Ranking,
+    netqos: scheduling.Ranking,
+    profile: scheduling.Profile,
+    netqos_weight: int,
+) -> tuple[str, ...]:
+    """What the injected terms state, and whether this comparison weighs as they were compiled."""
+    if mutation.decision is not Decision.MUTATED:
+        return ()
+    notes = []
+    weights = policy.weights
+    tabled = [r for r in policy.rules if r.name in mutation.injected and r.table is not None]
+    for rule in tabled:
+        notes.append(_table_note(rule, weights))
+    if tabled and profile.weights.get(scheduling.NODE_AFFINITY) != weights.node_affinity:
+        notes.append(
+            f"the scheduler weighs NodeAffinity {profile.weights.get(scheduling.NODE_AFFINITY, 0)}, the policy's terms "
+            f"were compiled for {weights.node_affinity}: set schedulerWeights.nodeAffinity in the policy to match"
+        )
+    if tabled and netqos_weight != weights.netqos:
+        notes.append(
+            f"the NetQoS plugin is weighed {netqos_weight} here, the policy's terms were compiled for "
+            f"{weights.netqos} (schedulerWeights.netqos)"
+        )
+    offsets = _offsets(ranking, netqos)
+    if len(ranking.feasible) > 1 and offsets:
+        if len(offsets) == 1:
+            notes.append(
+                f"TOTAL - NETQOS TOTAL is {offsets.pop()} on every feasible node: the two schedulers rank them alike"
+            )
+        else:
+            notes.append(
+                f"TOTAL - NETQOS TOTAL ranges from {min(offsets)} to {max(offsets)} over the feasible nodes: "
+                "the stock scheduler's lead between them is not the NetQoS scheduler's "
+                '(docs/scheduling.md, "What stays inexact")'
+            )
+    return tuple(notes)
+
+
+def _table_note(rule: Rule, weights: SchedulerWeights) -> str:
+    table = rule.table
+    assert table is not None  # only rules compiled from a table get here
+    scores = ", ".join(f"{value} {score}" for value, score in table.scores)
+    note = (
+        f"rule {rule.name} states the NetQoS plugin's table ({table.key}: {scores}, any other value or none "
+        f"{table.unlisted}), compiled for NodeAffinity weight {weights.node_affinity} "
+        f"and NetQoS weight {weights.netqos}"
+    )
+    constant = next((t.weight for t in rule.preferences if t.term.expressions[0].operator == "Exists"), 0)
+    if not constant:
+        return note
+    classes = [{table.key: value} for value, _ in table.scores] + [{}]
+    top = max(sum(t.weight for t in rule.preferences if t.matches(labels)) for labels in classes)
+    return (
+        f"{note}: {table.key} Exists and {table.key} DoesNotExist give every node {constant}, so a top-scoring "
+        f"node's raw score is {top} and only the differences count"
+    )
+
+
+def _offsets(ranking: scheduling.Ranking, netqos: scheduling.Ranking) -> set[int]:
+    netqos_totals = {n.name: n.total for n in netqos.nodes}
+    return {
+        n.total - total
+        for n in ranking.feasible
+        if n.total is not None and (total := netqos_totals.get(n.name)) is not None
+    }
 
 
 def _namespace(pod: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from webhook import apidata
 from webhook.affinity import PREFERRED, PreferredTerm, TermIdentity, node_affinity_from_api
 from webhook.apidata import ShapeError
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
-from webhook.scoretable import ScoreTable, SchedulerWeights
+from webhook.scoretable import SchedulerWeights, ScoreTable
 from webhook.selector import LabelSelector
 
 

@@ -39,7 +39,7 @@ from webhook.apidata import show
 from webhook.documents import document_from_bytes, read_document
 from webhook.errors import UsageError
 from webhook.policy import Policy, Rule
-from webhook.scoretable import MAX_SCORE, ScoreTable, SchedulerWeights, TableError, classic_terms, compile_table
+from webhook.scoretable import MAX_SCORE, SchedulerWeights, ScoreTable, TableError, classic_terms, compile_table
 from webhook.selector import LABEL_SELECTOR_OPERATORS, LabelSelector
 from webhook.validation import is_dns1123_label, is_qualified_name, is_valid_label_value
 
@@ -154,7 +154,9 @@ class _Checker:
         for key in raw:
             value = raw[key]
             if type(value) is not int or not 1 <= value <= 100:
-                self.fail(f"{path}.{key}", value, "must be an integer from 1 to 100, as in the KubeSchedulerConfiguration")
+                self.fail(
+                    f"{path}.{key}", value, "must be an integer from 1 to 100, as in the KubeSchedulerConfiguration"
+                )
         defaults = SchedulerWeights()
         return SchedulerWeights(raw.get("nodeAffinity", defaults.node_affinity), raw.get("netqos", defaults.netqos))
 

@@ -155,7 +155,10 @@ def _terms(table: ScoreTable, n: int, d: int) -> tuple[PreferredTerm, ...]:
 def _constant(key: str, weight: int) -> tuple[PreferredTerm, ...]:
     if weight == 0:
         return ()
-    return (PreferredTerm.of(weight, Requirement(key, "Exists")), PreferredTerm.of(weight, Requirement(key, "DoesNotExist")))
+    return (
+        PreferredTerm.of(weight, Requirement(key, "Exists")),
+        PreferredTerm.of(weight, Requirement(key, "DoesNotExist")),
+    )
 
 
 def _steps(table: ScoreTable) -> list[tuple[int, int]]:

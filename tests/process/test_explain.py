@@ -16,7 +16,7 @@ from tests.fixtures import REPO
 from webhook import cli
 from webhook.cluster import ClusterError
 from webhook.commands import explain, typed
-from webhook.policy_file import default_policy
+from webhook.policy_file import DEFAULT_DOCUMENT, default_policy
 from webhook.testing import kubeapi
 
 FIXTURES = REPO / "tests" / "fixtures" / "explain"
@@ -47,10 +47,12 @@ EXPERIMENT_TABLE = """\
 Pod default/qos-demo-pod: mutated by netqos-webhook (rule netqos), preferred node affinity added:
   + weight 90  net In [high]
   + weight 10  net NotIn [low]
+  + weight 100 net Exists
+  + weight 100 net DoesNotExist
 
   NODE          NET    FEASIBLE   NETQOS   AFFINITY RAW   NORMALIZED   TAINT x3   AFFINITY x2   FIT x1   BALANCED x1   IMAGE x1   TOTAL   NETQOS TOTAL (x1)   REASON
-  minikube      low    yes        0        0              0            300        0             97       -             0          397     397
-* fake-node-1   high   yes        100      100            100          300        200           97       -             0          597     497
+  minikube      low    yes        0        100            50           300        100           97       -             0          497     397
+* fake-node-1   high   yes        100      200            100          300        200           97       -             0          597     497
 
 2/2 nodes are available.
 NodeAffinity picks: fake-node-1   NetQoS plugin picked: fake-node-1   (same)
@@ -78,13 +80,14 @@ def test_the_plugins_experiment_as_json_has_the_documented_shape():
                 "feasible": True,
                 "reasons": [],
                 "netqos_score": 0,
-                "affinity_raw": 0,
-                "affinity_normalized": 0,
-                "affinity_weighted": 0,
+                # the constant: net Exists (100) matches; 100 * 100 // 200 = 50, x2
+                "affinity_raw": 100,
+                "affinity_normalized": 50,
+                "affinity_weighted": 100,
                 # 4 CPUs and 8025056Ki free: (4000 - 100) * 100 // 4000 = 97 and
                 # (8217657344 - 200Mi) * 100 // 8217657344 = 97; the best-effort pod skips BalancedAllocation
-                "scores": {"TaintToleration": 100, "NodeAffinity": 0, "NodeResourcesFit": 97, "ImageLocality": 0},
-                "total": 397,
+                "scores": {"TaintToleration": 100, "NodeAffinity": 50, "NodeResourcesFit": 97, "ImageLocality": 0},
+                "total": 497,
                 "netqos_total": 397,
             },
             {
@@ -93,7 +96,7 @@ def test_the_plugins_experiment_as_json_has_the_documented_shape():
                 "feasible": True,
                 "reasons": [],
                 "netqos_score": 100,
-                "affinity_raw": 100,
+                "affinity_raw": 200,
                 "affinity_normalized": 100,
                 "affinity_weighted": 200,
                 # 4 CPUs and 8Gi: 97 and (8589934592 - 209715200) * 100 // 8589934592 = 97
@@ -106,7 +109,7 @@ def test_the_plugins_experiment_as_json_has_the_documented_shape():
         "netqos_choice": ["fake-node-1"],
     }
     assert document["choices_match"] is True and document["scoring_skipped"] is False
-    assert [t["weight"] for t in document["injected_terms"]] == [90, 10]
+    assert [t["weight"] for t in document["injected_terms"]] == [90, 10, 100, 100]
     assert document["weights"] == {
         "TaintToleration": 3,
         "NodeAffinity": 2,
@@ -149,7 +152,7 @@ def test_an_opted_out_pod_is_not_mutated_and_the_choices_part_ways():
 def test_a_list_separate_documents_and_json_read_the_same_nodes(nodes_file):
     out = explained("--pod", TEST_POD, "--nodes", nodes_file, "-o", "json")
     assert [(n["name"], n["net"], n["affinity_weighted"]) for n in json.loads(out)["nodes"]] == [
-        ("minikube", "low", 0),
+        ("minikube", "low", 100),
         ("fake-node-1", "high", 200),
     ]
 
@@ -426,8 +429,10 @@ def test_with_room_on_the_fast_node_it_wins_for_both_schedulers():
     document = json.loads(explained(*FULL_ARGS, "--pods", str(FULL / "pods-fast-node-free.yaml"), "-o", "json"))
     assert document["predicted"] == document["netqos_predicted"] == ["fast-1"]
     totals = {n["name"]: (n["total"], n["netqos_total"]) for n in document["nodes"]}
-    # the affinity leads by 200 - 20, the plugin by (100 - 10) x 1; resources favour the emptier nodes
-    assert totals["fast-1"][0] - totals["std-1"][0] > totals["fast-1"][1] - totals["std-1"][1] > 0
+    # the affinity leads by 200 - 110, the plugin by (100 - 10) x 1: the same lead, as the totals
+    # differ by the constant 100 on every node; resources favour the emptier nodes
+    assert totals["fast-1"][0] - totals["std-1"][0] == totals["fast-1"][1] - totals["std-1"][1] > 0
+    assert {total - netqos for total, netqos in totals.values()} == {100}
 
 
 def test_finished_pods_and_the_explained_pod_itself_are_not_counted(tmp_path):
@@ -447,7 +452,9 @@ def test_run_takes_typed_options():
     assert explain.run(options, default_policy(), stdout=out) == 0
     document = json.loads(out.getvalue())
     assert document["netqos_weight"] == 2
-    assert [n["netqos_total"] - n["total"] for n in document["nodes"]] == [0 - 0, 200 - 200]
+    # at weight 2 the plugin leads by 200, the compiled terms (for weight 1) by 100
+    assert [n["netqos_total"] - n["total"] for n in document["nodes"]] == [0 - 100, 200 - 200]
+    assert any("compiled for 1 (schedulerWeights.netqos)" in note for note in document["notes"])
 
 
 @pytest.mark.parametrize("pods_file", ["pods.yaml", "pods-fast-node-free.yaml"])
@@ -551,3 +558,44 @@ def test_quantities_with_huge_exponents_are_counted_at_once_not_expanded():
     )
     assert time.process_time() - start < 5
     assert document["predicted"] == ["fake-node-1"]  # minikube counts a pod of 1e3000000 bytes
+
+
+def _scheduler_config(tmp_path, node_affinity_weight: int) -> str:
+    path = tmp_path / "scheduler.yaml"
+    score = {"enabled": [{"name": "NodeAffinity", "weight": node_affinity_weight}]}
+    profile = {"schedulerName": "default-scheduler", "plugins": {"score": score}}
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [profile],
+    }
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_a_scheduler_weighing_node_affinity_otherwise_than_the_policy_is_named_and_a_matching_policy_is_exact(
+    tmp_path, capsys
+):
+    args = ("--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--scheduler-config", _scheduler_config(tmp_path, 5))
+    code, out, _ = command(*args, "-o", "json", capsys=capsys)
+    notes = json.loads(out)["notes"]
+    assert code == 0
+    assert "the scheduler weighs NodeAffinity 5, the policy's terms were compiled for 2" in " ".join(notes)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(yaml.safe_dump({**DEFAULT_DOCUMENT, "schedulerWeights": {"nodeAffinity": 5, "netqos": 1}}))
+    code, out, _ = command(*args, "--config", str(policy), "-o", "json", capsys=capsys)
+    document = json.loads(out)
+    assert code == 0 and [t["weight"] for t in document["injected_terms"]] == [18, 2, 80, 80]
+    assert not any("weighs NodeAffinity" in n for n in document["notes"])
+    assert "TOTAL - NETQOS TOTAL is 400 on every feasible node: the two schedulers rank them alike" in document["notes"]
+
+
+def test_the_netqos_weight_defaults_to_the_policys(tmp_path, capsys):
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(yaml.safe_dump({**DEFAULT_DOCUMENT, "schedulerWeights": {"nodeAffinity": 2, "netqos": 2}}))
+    code, out, _ = command(
+        "--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--config", str(policy), "-o", "json", capsys=capsys
+    )
+    document = json.loads(out)
+    assert code == 0 and document["netqos_weight"] == 2
+    assert [t["weight"] for t in document["injected_terms"]] == [90, 10]  # equal weights: no constant

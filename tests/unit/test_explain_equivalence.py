@@ -8,8 +8,8 @@ import itertools
 
 import pytest
 
-from webhook.explain import explain
 from tests.fixtures import REPO
+from webhook.explain import explain
 from webhook.policy_file import default_policy, load_policy
 from webhook.scheduling import NODE_AFFINITY, Node, Taint
 

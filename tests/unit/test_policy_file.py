@@ -270,7 +270,11 @@ def test_a_loaded_gt_term_matches_the_nodes_go_would_match():
 
 
 def scored(**overrides):
-    table = {"key": "net", "scores": [{"value": "high", "score": 100}, {"value": "low", "score": 0}], "unlistedScore": 10}
+    table = {
+        "key": "net",
+        "scores": [{"value": "high", "score": 100}, {"value": "low", "score": 0}],
+        "unlistedScore": 10,
+    }
     table.update(overrides)
     return {"name": "fast", "podSelector": {"matchLabels": {"qos": "latency-sensitive"}}, "nodeScore": table}
 
@@ -293,7 +297,11 @@ SCORE_TABLE_ERRORS = [
     ),
     ("score as a string", {"rules": [scored(unlistedScore="10")]}, ["nodeScore.unlistedScore", "'10'"]),
     ("invalid label key", {"rules": [scored(key="net work")]}, ['rules[0] "fast"', "nodeScore.key", "'net work'"]),
-    ("invalid label value", {"rules": [scored(scores=[{"value": "fast net", "score": 5}])]}, ["nodeScore.scores[0].value"]),
+    (
+        "invalid label value",
+        {"rules": [scored(scores=[{"value": "fast net", "score": 5}])]},
+        ["nodeScore.scores[0].value"],
+    ),
     (
         "duplicate values",
         {"rules": [scored(scores=[{"value": "high", "score": 100}, {"value": "high", "score": 0}])]},
@@ -321,7 +329,11 @@ SCORE_TABLE_ERRORS = [
         {"schedulerWeights": {"nodeAffinity": 1, "netqos": 2}, "rules": [scored()]},
         ['rules[0] "fast"', "schedulerWeights.nodeAffinity: ", "at least 2"],
     ),
-    ("weight zero", {"schedulerWeights": {"nodeAffinity": 0}, "rules": [scored()]}, ["schedulerWeights.nodeAffinity", "0"]),
+    (
+        "weight zero",
+        {"schedulerWeights": {"nodeAffinity": 0}, "rules": [scored()]},
+        ["schedulerWeights.nodeAffinity", "0"],
+    ),
     ("weight unknown", {"schedulerWeights": {"NodeAffinity": 2}, "rules": [scored()]}, ["did you mean 'nodeAffinity'"]),
     ("weights not a mapping", {"schedulerWeights": 2, "rules": [scored()]}, ["schedulerWeights", "mapping"]),
 ]

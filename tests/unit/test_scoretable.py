@@ -10,7 +10,7 @@ import pytest
 
 from webhook.affinity import preferred_score
 from webhook.scheduling import normalize
-from webhook.scoretable import ScoreTable, SchedulerWeights, TableError, classic_terms, compile_table
+from webhook.scoretable import SchedulerWeights, ScoreTable, TableError, classic_terms, compile_table
 
 DEFAULT = ScoreTable("net", (("high", 100), ("low", 0)), 10)
 
@@ -60,9 +60,11 @@ def test_every_compiled_table_reproduces_the_plugins_differences_whenever_a_top_
     try:
         terms = compile_table(table, weights)
     except TableError as err:
-        assert err.field in ("schedulerWeights", "schedulerWeights.nodeAffinity", "unlistedScore") or err.field.startswith(
-            "scores["
-        )
+        assert err.field in (
+            "schedulerWeights",
+            "schedulerWeights.nodeAffinity",
+            "unlistedScore",
+        ) or err.field.startswith("scores[")
         return
     assert all(1 <= t.weight <= 100 for t in terms)
     all_classes = classes(table)

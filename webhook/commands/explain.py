@@ -19,7 +19,7 @@ from webhook.affinity import PreferredTerm
 from webhook.apidata import ShapeError, show
 from webhook.commands.tables import aligned
 from webhook.documents import Place, read_document, read_documents
-from webhook.explain import DEFAULT_NETQOS_WEIGHT, ExplainError, Report, explain
+from webhook.explain import ExplainError, Report, explain
 from webhook.policy import Decision, Policy
 from webhook.policy_file import load_policy
 from webhook.schedconfig import SchedulerConfigError, profile_for
@@ -67,7 +67,7 @@ class ExplainArgs:
     context: str | None = None
     pods: str | None = None  # the pods already on the nodes; live mode lists them when None
     scheduler_config: str | None = None
-    netqos_weight: int = DEFAULT_NETQOS_WEIGHT
+    netqos_weight: int | None = None  # None: the policy's schedulerWeights.netqos
     output: str = "table"
     config: str | None = None  # the policy file; None: the built-in policy
 
@@ -110,7 +110,7 @@ def run(
         pod_source=f"pod file {args.pod}",
         pods=pods,
         profile=profile,
-        netqos_weight=args.netqos_weight,
+        netqos_weight=policy.weights.netqos if args.netqos_weight is None else args.netqos_weight,
         pods_given=args.pods is not None or args.live,
     )
     (stdout or sys.stdout).write(render_json(report) if args.output == "json" else render_table(report))
