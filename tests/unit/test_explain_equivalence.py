@@ -50,7 +50,7 @@ def pod(labels: dict, annotations: dict | None = None, preferred: list | None = 
 
 LATENCY_SENSITIVE = {"qos": "latency-sensitive"}
 POLICY = default_policy()
-CLASSIC = load_policy(REPO / "deploy/examples/policy-classic.yaml")
+CLASSIC = load_policy(REPO / "deploy/examples/policies/classic.yaml")
 NODE_SETS = node_sets()
 
 

@@ -8,7 +8,7 @@ from tests.fixtures import CLASSIC_TERMS, NETQOS_TERMS, REPO
 from webhook.policy_file import DEFAULT_DOCUMENT, PolicyError, compile_policy, default_policy, load_policy
 
 SHIPPED = REPO / "deploy" / "base" / "policy.yaml"
-CLASSIC = REPO / "deploy" / "examples" / "policy-classic.yaml"
+CLASSIC = REPO / "deploy" / "examples" / "policies" / "classic.yaml"
 
 
 def test_shipped_policy_file_is_the_built_in_default_document():
