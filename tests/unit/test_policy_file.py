@@ -295,8 +295,8 @@ SCORE_TABLE_ERRORS = [
         {"rules": [scored(scores=[{"value": "high", "score": -1}])]},
         ["nodeScore.scores[0].score", "-1", "0 to 100"],
     ),
-    ("score as a string", {"rules": [scored(unlistedScore="10")]}, ["nodeScore.unlistedScore", "'10'"]),
-    ("invalid label key", {"rules": [scored(key="net work")]}, ['rules[0] "fast"', "nodeScore.key", "'net work'"]),
+    ("score as a string", {"rules": [scored(unlistedScore="10")]}, ["nodeScore.unlistedScore", '"10"']),
+    ("invalid label key", {"rules": [scored(key="net work")]}, ['rules[0] "fast"', "nodeScore.key", '"net work"']),
     (
         "invalid label value",
         {"rules": [scored(scores=[{"value": "fast net", "score": 5}])]},
@@ -305,7 +305,7 @@ SCORE_TABLE_ERRORS = [
     (
         "duplicate values",
         {"rules": [scored(scores=[{"value": "high", "score": 100}, {"value": "high", "score": 0}])]},
-        ["nodeScore.scores[1].value", "'high'", "listed already at nodeScore.scores[0]"],
+        ["nodeScore.scores[1].value", '"high"', "listed already at nodeScore.scores[0]"],
     ),
     ("no scores", {"rules": [scored(scores=[])]}, ["nodeScore.scores", "non-empty"]),
     ("misspelt table field", {"rules": [scored(unlisted=10)]}, ["nodeScore.unlisted", "did you mean 'unlistedScore'"]),

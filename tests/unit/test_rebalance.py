@@ -357,8 +357,9 @@ def test_the_prediction_is_scheduling_ranks_as_usage_changes(seed: int) -> None:
 
 
 def test_the_prediction_renormalises_when_the_best_feasible_node_fills() -> None:
-    """Once the net=high node is full, NodeAffinity normalises by the unlabelled node's 10: it then
-    scores 100 there (not 10), which outweighs the empty net=low node's free resources."""
+    """Once the net=high node is full, NodeAffinity normalises by the unlabelled node: with the
+    classic terms it then scores 100 there (not 10), which outweighs the empty net=low node's free
+    resources. (The default's constant keeps that lead at 20, which the free resources outweigh.)"""
     nodes = [sized(node("fast", "high"), cpu="1"), sized(node("plain"), cpu="4"), sized(node("slow", "low"), cpu="4")]
     busy = app_pod("busy", "plain", labels={"app": "x"}, resources={"requests": {"cpu": "3", "memory": "1Gi"}})
     cluster = rebalance.Cluster(default_policy(), rebalance.Options(now=NOW))
@@ -367,7 +368,7 @@ def test_the_prediction_renormalises_when_the_best_feasible_node_fills() -> None
     cluster.add_pod(busy)
     state = rebalance._State(cluster, scheduling.DEFAULT_PROFILE)
     view = scheduling.pod_view(app_pod("new", "", resources={"requests": {"cpu": "500m", "memory": "128Mi"}}))
-    view = dataclasses.replace(view, preferred=default_policy().rules[0].preferences)
+    view = dataclasses.replace(view, preferred=default_policy().rules[0].equivalents[0])  # the classic terms
     predictor = rebalance.Predictor(view, state)
     assert predictor.predicted() == ["fast"]
     state._change(state.index["fast"], scheduling.pod_view(busy), remove=False)  # fast is full now
