@@ -815,3 +815,33 @@ def test_set_on_the_command_line_is_checked_too(helm: str) -> None:
         timeout=120,
     )
     assert done.returncode != 0 and "at '/webhook/failurePolicy'" in done.stderr, done.stderr
+
+
+def test_score_table_rules_and_scheduler_weights_reach_the_policy_file(helm: str, tmp: Path) -> None:
+    rules = yaml.safe_load((REPO / "deploy/base/policy.yaml").read_text())["rules"]
+    objs = render(helm, tmp, {"policy": {"rules": rules, "schedulerWeights": {"nodeAffinity": 5}}})
+    text = one(objs, "ConfigMap")["data"]["policy.yaml"]
+    policy = policy_from_bytes(text.encode(), "the chart's ConfigMap")
+    assert yaml.safe_load(text)["schedulerWeights"] == {"nodeAffinity": 5}
+    assert [t.weight for t in policy.rules[0].preferences] == [18, 2, 80, 80]  # compiled for NodeAffinity 5
+
+
+@pytest.mark.parametrize(
+    "case, rule",
+    [
+        (
+            "both nodeScore and preferences",
+            {"preferences": [{"weight": 1, "matchExpressions": [{"key": "a", "operator": "Exists"}]}]},
+        ),
+        ("neither", {"nodeScore": None}),
+        (
+            "a score above 100",
+            {"nodeScore": {"key": "net", "scores": [{"value": "high", "score": 101}], "unlistedScore": 0}},
+        ),
+    ],
+)
+def test_the_values_schema_refuses_a_rule_the_policy_file_would(helm: str, tmp: Path, case: str, rule: dict) -> None:
+    base = yaml.safe_load((REPO / "deploy/base/policy.yaml").read_text())["rules"][0]
+    broken = {k: v for k, v in {**base, **rule}.items() if v is not None}
+    done = run_helm(helm, "template", RELEASE, str(CHART), values={"policy": {"rules": [broken]}}, tmp=tmp)
+    assert done.returncode != 0 and "policy/rules/0" in done.stderr, case

@@ -59,7 +59,9 @@ deploy/base/policy.yaml itself (a symbolic link): one source for the default pol
 */}}
 {{- define "netqos-webhook.policyFile" -}}
 {{- if .Values.policy.rules -}}
-{{- dict "apiVersion" "netqos.io/v1alpha1" "kind" "NetQoSPolicy" "rules" .Values.policy.rules | toYaml -}}
+{{- $policy := dict "apiVersion" "netqos.io/v1alpha1" "kind" "NetQoSPolicy" "rules" .Values.policy.rules -}}
+{{- with .Values.policy.schedulerWeights }}{{ $_ := set $policy "schedulerWeights" . }}{{ end -}}
+{{- $policy | toYaml -}}
 {{- else -}}
 {{- .Files.Get "files/policy.yaml" -}}
 {{- end -}}
