@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from webhook import __version__
 from webhook.commands import typed
+from webhook.commands.manifests import FORMS as MANIFEST_FORMS
 from webhook.commands.review import OUTPUTS as REVIEW_OUTPUTS
 from webhook.errors import EXIT_USAGE, NetqosError
 from webhook.names import (
@@ -466,7 +467,8 @@ def _add_manifests(sub: Any) -> None:
         "manifests",
         "Print the MutatingWebhookConfiguration for a policy: one webhook entry per rule, each with that "
         "rule's podSelector as objectSelector. deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml "
-        "is this output for deploy/base/policy.yaml.",
+        "is this output for deploy/base/policy.yaml. With --as admission-policy: the same mutation as "
+        "MutatingAdmissionPolicies the API server runs itself (Kubernetes 1.36+), no webhook server.",
         "netqos-webhook manifests --config deploy/base/policy.yaml --ca-bundle certs/ca.crt | kubectl apply -f -",
         _manifests,
     )
@@ -489,6 +491,21 @@ def _add_manifests(sub: Any) -> None:
         metavar="FILE",
         help="PEM CA certificate(s) the API server trusts for the webhook (e.g. certs/ca.crt); "
         "without it caBundle is left out, for 'register' or cert-manager to fill in",
+    )
+    p.add_argument(
+        "--as",
+        dest="form",
+        choices=MANIFEST_FORMS,
+        default=MANIFEST_FORMS[0],
+        help="webhook: the MutatingWebhookConfiguration (the default); admission-policy: per rule a "
+        "MutatingAdmissionPolicy and its binding, which the API server runs itself (Kubernetes 1.36+, no "
+        "webhook server; docs/operations.md, 'Webhook or admission policy')",
+    )
+    p.add_argument(
+        "--warnings",
+        action="store_true",
+        help="with --as admission-policy: also a warn-only ValidatingAdmissionPolicy per rule and its binding, "
+        "which carry the webhook's warnings to kubectl",
     )
     p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml", help="output format (default yaml)")
 

@@ -42,7 +42,7 @@ from webhook.names import (
     NAMESPACE_NAME_LABEL,
     WEBHOOK_DOMAIN,
 )
-from webhook.policy import Policy
+from webhook.policy import Policy, Rule
 from webhook.validation import is_dns1123_label
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -92,7 +92,6 @@ def webhook_configuration(
     injector to fill in.
     """
     check_namespace(namespace)
-    excluded = sorted({*ALWAYS_EXCLUDED_NAMESPACES, namespace})
     webhooks = []
     for rule in policy.rules:
         webhooks.append(
@@ -103,20 +102,10 @@ def webhook_configuration(
                 "clientConfig": client_config(namespace, url, ca_bundle),
                 "failurePolicy": "Ignore",
                 "matchPolicy": "Equivalent",
-                "namespaceSelector": {
-                    "matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(excluded)}]
-                },
+                "namespaceSelector": namespace_selector(namespace),
                 "objectSelector": rule.pod_selector.to_api(),
                 "reinvocationPolicy": "IfNeeded",
-                "rules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE"],
-                        "resources": ["pods"],
-                        "scope": "Namespaced",
-                    }
-                ],
+                "rules": [pod_create_rule()],
                 "sideEffects": "None",
                 "timeoutSeconds": TIMEOUT_SECONDS,
             }
@@ -126,6 +115,35 @@ def webhook_configuration(
         "kind": KIND,
         "metadata": {"name": CONFIGURATION_NAME, "labels": dict(LABELS)},
         "webhooks": webhooks,
+    }
+
+
+def pod_create_rule() -> dict[str, Any]:
+    """CREATE of pods (no subresource) in the core group's v1, namespaced."""
+    return {
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE"],
+        "resources": ["pods"],
+        "scope": "Namespaced",
+    }
+
+
+def namespace_selector(namespace: str) -> dict[str, Any]:
+    """Every namespace but kube-system and the webhook's own (by the name label every namespace has)."""
+    excluded = sorted({*ALWAYS_EXCLUDED_NAMESPACES, namespace})
+    return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": excluded}]}
+
+
+def pod_scope(rule: Rule, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+    """A rule's webhook entry's scope as an admission policy's `matchConstraints`: the same
+    resources, matchPolicy, namespaceSelector and objectSelector."""
+    check_namespace(namespace)
+    return {
+        "resourceRules": [pod_create_rule()],
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": namespace_selector(namespace),
+        "objectSelector": rule.pod_selector.to_api(),
     }
 
 
