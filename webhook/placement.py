@@ -70,8 +70,9 @@ def read_nodes(items: Iterable[Mapping[str, Any]]) -> Nodes:
 def high_usage(pods: Iterable[Mapping[str, Any]], high: Sequence[scheduling.Node]) -> dict[str, scheduling.NodeUsage]:
     """Each net=high node's usage by the pods bound to it (NodeInfo.Requested, UsedPorts), folded
     one pod at a time: memory holds one tally per high node, never the pods. What a pod takes
-    depends on its containers, overhead and pod-level resources only, so pods of one template are
-    read once (at most USAGE_TEMPLATES of them are remembered)."""
+    depends on its containers' resources, ports and restart policy, its overhead and pod-level
+    resources only (`usage_key`), so pods that differ elsewhere (images, environment, names) are
+    read once (at most USAGE_TEMPLATES of them are remembered), and then only those fields."""
     tallies = {node.name: scheduling.UsageTally() for node in high}
     views: dict[bytes, scheduling.PodView] = {}
     for pod in pods:
@@ -83,11 +84,11 @@ def high_usage(pods: Iterable[Mapping[str, Any]], high: Sequence[scheduling.Node
             continue
         if tally is None or finished:
             continue
-        key = orjson.dumps([spec.get(f) for f in ("containers", "initContainers", "overhead", "resources")])
+        key = usage_key(spec)
         view = views.get(key)
         if view is None:
             try:
-                view = scheduling.pod_view(pod)
+                view = scheduling.resource_view(pod)
             except ShapeError:
                 continue
             if len(views) < USAGE_TEMPLATES:
@@ -156,6 +157,22 @@ class WhyNotHigh:
             counts.update(why)
         total = len(self.high)
         return tuple(sorted(f"{c}/{total} net=high node(s): {r}" for r, c in counts.items()))
+
+
+def usage_key(spec: Mapping[str, Any]) -> bytes:
+    """The fields of a pod's spec that make what it takes of its node (`scheduling.resource_view`):
+    each container's and init container's resources, ports and restart policy (a sidecar's
+    requests add up), the overhead and the pod-level resources."""
+
+    def taking(containers: Any) -> Any:
+        if not isinstance(containers, list):
+            return containers  # the reader refuses it; the key need only be a key
+        fields = ("resources", "ports", "restartPolicy")
+        return [[c.get(f) for f in fields] if isinstance(c, Mapping) else c for c in containers]
+
+    parts = [taking(spec.get(f)) for f in ("containers", "initContainers")]
+    parts += [spec.get("overhead"), spec.get("resources")]
+    return orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)
 
 
 def filter_key(pod: Mapping[str, Any]) -> bytes:

@@ -345,15 +345,7 @@ def pod_view(pod: Any) -> PodView:
         _toleration(t, f"spec.tolerations[{i}]")
         for i, t in enumerate(apidata.items(spec, "tolerations", "spec.tolerations"))
     )
-    containers = tuple(
-        container_from_api(c, f"spec.containers[{i}]", init=False)
-        for i, c in enumerate(apidata.items(spec, "containers", "spec.containers"))
-    )
-    init_containers = tuple(
-        container_from_api(c, f"spec.initContainers[{i}]", init=True)
-        for i, c in enumerate(apidata.items(spec, "initContainers", "spec.initContainers"))
-    )
-    pod_resources = apidata.obj(spec, "resources", "spec.resources")
+    containers, init_containers, overhead, pod_level_requests = _resource_fields(spec)
     owners = apidata.items(meta, "ownerReferences", "metadata.ownerReferences")
     status = apidata.obj(pod, "status", "status")
     return PodView(
@@ -367,8 +359,8 @@ def pod_view(pod: Any) -> PodView:
         namespace=apidata.text(meta, "namespace", "metadata.namespace") or "default",
         containers=containers,
         init_containers=init_containers,
-        overhead=resource_list(spec, "overhead", "spec.overhead"),
-        pod_level_requests=resource_list(pod_resources, "requests", "spec.resources.requests"),
+        overhead=overhead,
+        pod_level_requests=pod_level_requests,
         scheduler_name=apidata.text(spec, "schedulerName", "spec.schedulerName") or "default-scheduler",
         phase=apidata.text(status, "phase", "status.phase"),
         owner_kinds=tuple(
@@ -394,6 +386,46 @@ def _uses(spec: Mapping[str, Any], affinity: Mapping[str, Any]) -> frozenset[str
     if spec.get("resourceClaims"):
         uses.add("DynamicResources")
     return frozenset(uses)
+
+
+def resource_view(pod: Any) -> PodView:
+    """A pod as what it takes of its node (its requests and host ports: what `UsageTally.add`
+    reads), reading only the fields that make them; ShapeError names a bad field."""
+    expect(pod, dict, "(pod)", "a Pod object")
+    containers, init_containers, overhead, pod_level_requests = _resource_fields(apidata.obj(pod, "spec", "spec"))
+    return PodView(
+        name="",
+        labels={},
+        node_selector={},
+        required=None,
+        preferred=(),
+        tolerations=(),
+        containers=containers,
+        init_containers=init_containers,
+        overhead=overhead,
+        pod_level_requests=pod_level_requests,
+    )
+
+
+def _resource_fields(
+    spec: Mapping[str, Any],
+) -> tuple[tuple[Container, ...], tuple[Container, ...], dict[str, int], dict[str, int]]:
+    """What makes a pod's requests: its containers, init containers, overhead and pod-level requests."""
+    containers = tuple(
+        container_from_api(c, f"spec.containers[{i}]", init=False)
+        for i, c in enumerate(apidata.items(spec, "containers", "spec.containers"))
+    )
+    init_containers = tuple(
+        container_from_api(c, f"spec.initContainers[{i}]", init=True)
+        for i, c in enumerate(apidata.items(spec, "initContainers", "spec.initContainers"))
+    )
+    pod_resources = apidata.obj(spec, "resources", "spec.resources")
+    return (
+        containers,
+        init_containers,
+        resource_list(spec, "overhead", "spec.overhead"),
+        resource_list(pod_resources, "requests", "spec.resources.requests"),
+    )
 
 
 def node_from_api(node: Any) -> Node:

@@ -103,3 +103,37 @@ def test_pods_of_other_templates_with_the_same_spec_share_the_answer_and_others_
     assert {name: a.pop() for name, a in answers.items()} == {
         p["metadata"]["name"]: ranked(p, high, usage) for p in PODS
     }
+
+
+SIDECAR = {"name": "proxy", "image": "proxy:1", "restartPolicy": "Always", "resources": {"requests": {"cpu": "50m"}}}
+INIT = {"name": "setup", "image": "setup:1", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"initContainers": [INIT]},
+        {"initContainers": [SIDECAR, INIT]},
+        {"overhead": {"cpu": "250m", "memory": "120Mi"}},
+        {"resources": {"requests": {"cpu": "2", "memory": "2Gi"}}},
+        {"containers": PORT},
+    ],
+    ids=["containers", "init-container", "sidecar", "overhead", "pod-level-resources", "host-port"],
+)
+def test_the_usage_of_the_high_nodes_is_what_the_scheduling_view_of_each_pod_takes(spec):
+    """Pods that differ in images only share one reading of their resources; the tally is the
+    one of every pod's full scheduling view."""
+    high = [scheduling.node_from_api(n) for n in high_nodes()]
+    pods = []
+    for i in range(6):
+        p = selected(f"on-fast-{i}", node_name="fast-1" if i % 2 else "fast-5", **spec)
+        for container in p["spec"]["containers"]:
+            container["image"] = f"app-{i}:1"
+        pods.append(p)
+    finished = selected("done", node_name="fast-1")
+    finished["status"]["phase"] = "Succeeded"
+    expected = scheduling.usage_by_node(scheduling.pod_view(p) for p in pods)
+    assert placement.high_usage([*pods, finished], high) == {
+        n.name: expected.get(n.name, scheduling.usage_of(())) for n in high
+    }
