@@ -22,6 +22,7 @@ from webhook.testing.patches import PREFERRED, decoded_patch, pod_review
 from webhook.testing.procfs import client_ports
 from webhook.testing.server import metric_value, start_server
 from webhook.testing.volume import MountedVolume
+from webhook.testing.waiting import until
 
 
 def policy_document(tag: str, net: str, zone: str, weights: tuple[int, int, int]) -> dict:
@@ -265,26 +266,33 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
         threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
         for t in threads:
             t.start()
+
+        def answered() -> int:
+            return seen["A"] + seen["B"] + len(failures)
+
+        def serving_only(sha: str) -> bool:
+            exposition = server.metrics()  # netqos_policy_info: 1 for a policy some live worker serves
+            served = {other: metric_value(exposition, "netqos_policy_info", sha256=other) for other in (SHA_A, SHA_B)}
+            return served == {SHA_A: 0, SHA_B: 0, sha: 1}
+
         try:
-            # Versions 0.6 s apart (quicker than a worker's 1 s check, so some are skipped), but the
-            # last valid one stays 1.5 s: every worker must have taken it before the invalid file
-            # lands. (A worker that skipped a valid version and then met an invalid file takes the
-            # version another worker loaded: docs/operations.md, "Policy reload".)
-            for pause, document in (
-                (0.6, POLICY_B),
-                (0.6, INVALID),
-                (0.6, POLICY_A),
-                (0.6, INVALID),
-                (0.6, POLICY_B),
-                (0.6, POLICY_A),
-                (0.6, POLICY_B),
-                (1.5, INVALID),
-            ):
-                time.sleep(pause)
+            until(lambda: answered() >= 20, "reviews under load")
+            # The versions come 0.6 s apart: quicker than a worker's 1 s check, so some are skipped
+            # (the schedule is the input, not a wait). Then every worker serves the last valid one
+            # before the invalid file lands. (A worker that skipped a valid version and then met an
+            # invalid file takes the version another worker loaded: docs/operations.md, "Policy reload".)
+            for document in (POLICY_B, INVALID, POLICY_A, INVALID, POLICY_B, POLICY_A, POLICY_B):
+                time.sleep(0.6)
                 volume.update({"policy.yaml": document if isinstance(document, bytes) else as_bytes(document)})
-            time.sleep(2.5)  # every worker has checked the last (invalid) file by now
-            counts_at_end = dict(seen)
-            time.sleep(1.0)
+            until(lambda: serving_only(SHA_B), "every worker serving policy B")
+            refused = metric_value(server.metrics(), "netqos_policy_reloads_total", result="failure")
+            volume.update({"policy.yaml": INVALID})
+            until(
+                lambda: metric_value(server.metrics(), "netqos_policy_reloads_total", result="failure") >= refused + 2,
+                "both workers refusing the last (invalid) file",
+            )
+            counts_at_end, answered_at_end = dict(seen), answered()
+            until(lambda: answered() >= answered_at_end + 100, "100 more reviews after the invalid file")
         finally:
             stop.set()
             for t in threads:
@@ -323,10 +331,7 @@ def test_after_a_reload_and_the_files_deletion_every_worker_serves_the_last_good
         os.kill(other, signal.SIGSTOP)
         try:
             volume.update({"policy.yaml": as_bytes(POLICY_B)})
-            deadline = time.monotonic() + 15
-            while version(kept) != SHA_B:
-                assert time.monotonic() < deadline, "the worker did not load the changed file"
-                time.sleep(0.1)
+            until(lambda: version(kept) == SHA_B, "the worker loading the changed file", timeout=15, interval=0.1)
             volume.path("policy.yaml").unlink()
         finally:
             os.kill(other, signal.SIGCONT)

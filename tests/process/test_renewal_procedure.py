@@ -29,6 +29,7 @@ from webhook.certs import CertFiles
 from webhook.testing.patches import assert_patch_agrees, decoded_patch, pod_review
 from webhook.testing.server import ServiceConnection, start_server
 from webhook.testing.volume import MountedVolume
+from webhook.testing.waiting import until
 
 pytestmark = pytest.mark.e2e
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {}}
@@ -107,6 +108,11 @@ class Load:
         for t in self._threads:
             t.join(30)
 
+    def more(self, reviews: int, what: str) -> None:
+        """Wait until `reviews` more reviews are answered (the load goes on through a change)."""
+        start = self.answered
+        until(lambda: self.answered >= start + reviews, f"{reviews} reviews answered {what}")
+
     def _client(self) -> None:
         sent = 0
         deadline = time.monotonic() + 60
@@ -152,16 +158,14 @@ def new_connection_serial(port: int, bundle: bytes) -> int:
         conn.close()
 
 
-def wait_for_serial(port: int, bundle: bytes, wanted: int, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_for_serial(port: int, bundle: bytes, wanted: int) -> None:
+    def served() -> bool:
         try:
-            if new_connection_serial(port, bundle) == wanted:
-                return
+            return new_connection_serial(port, bundle) == wanted
         except ssl.SSLCertVerificationError:
-            pass  # still the certificate of a CA the bundle does not hold
-        time.sleep(0.2)
-    raise AssertionError(f"new connections never got serial {wanted}")
+            return False  # still the certificate of a CA the bundle does not hold
+
+    until(served, f"new connections getting serial {wanted}", interval=0.2)
 
 
 @pytest.fixture
@@ -184,12 +188,12 @@ def test_renewal_under_the_same_ca_keeps_the_ca_bundle_and_fails_no_review(insta
     local, cluster, server = installed
     bundle_before, serial_before = cluster.bundle, served_serial(local)
     with Load(server.port, cluster) as load:
-        time.sleep(0.5)
+        load.more(10, "before the renewal")
         netqos("certs", "--out", str(local), "--renew-before", "400")  # README: 30, from a daily job
         assert cluster.apply(local) == ["Secret", "MutatingWebhookConfiguration"]
         assert cluster.bundle == bundle_before, "a renewal never changes the caBundle"
         wait_for_serial(server.port, bundle_before, served_serial(local))
-        time.sleep(0.5)
+        load.more(31, "after the new certificate is served")
     assert served_serial(local) != serial_before
     assert load.failures == [] and load.answered > 30
     for _ in range(4):  # new connections, whichever worker takes them, verify against the old bundle
@@ -208,14 +212,15 @@ def test_a_ca_rollover_with_both_cas_in_the_bundle_fails_no_review(installed, tm
     local, cluster, server = installed
     old_ca = CertFiles(local).ca_cert.read_bytes()
     with Load(server.port, cluster) as load:
-        time.sleep(0.5)
+        load.more(10, "before the new CA")
         netqos("certs", "--out", str(local), replace)
         cluster.apply(local)
         wait_for_serial(server.port, cluster.bundle, served_serial(local))
         if replace == "--new-ca":  # once every pod serves the new certificate: trust the new CA alone
             CertFiles(local).ca_bundle.unlink()
             cluster.apply(local)
-        time.sleep(KUBELET_DELAY + 0.5)
+        cluster.settle()  # the kubelet has put the last Secret's files in the pods
+        load.more(31, "after the last change reached the pods")
     assert bool(load.failures) == failures_expected, load.failures[:3]
     assert load.answered > 30
     assert cluster.bundle == CertFiles(local).ca_cert.read_bytes() != old_ca

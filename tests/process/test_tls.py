@@ -27,6 +27,7 @@ from webhook.testing.certs import make_certs
 from webhook.testing.patches import pod_review
 from webhook.testing.server import metric_value, start_server
 from webhook.testing.volume import MountedVolume
+from webhook.testing.waiting import until
 
 pytestmark = pytest.mark.e2e
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {}}
@@ -261,7 +262,7 @@ def test_certificate_rotation_under_load_fails_no_request(tmp_path):
         for t in threads:
             t.start()
         try:
-            time.sleep(1.0)
+            until(lambda: answered[0] >= 20, "reviews under load")
             # cert-manager's renewal: same CA, new key and certificate, one symlink swap.
             subprocess.run(
                 [sys.executable, "-m", "webhook", "certs", "--out", str(first.directory), "--renew-before", "400"],
@@ -271,7 +272,12 @@ def test_certificate_rotation_under_load_fails_no_request(tmp_path):
             )
             assert serial_of(first.cert) != serial_of(tmp_path / "secret" / "..data" / "tls.crt")
             secret.update(secret_files(first))
-            time.sleep(2.5)
+            until(
+                lambda: metric_value(server.metrics(), "netqos_tls_certificate_reloads_total", result="success") == 2,
+                "both workers reloading the renewed certificate",
+            )
+            reloaded_at = answered[0]
+            until(lambda: answered[0] >= max(reloaded_at + 20, 51), "20 more reviews on the renewed certificate")
         finally:
             stop.set()
             for t in threads:

@@ -10,7 +10,8 @@ Like `kopf.testing` or controller-runtime's `envtest`, it drives the real thing 
 - `webhook.testing.patches`: AdmissionReviews for a pod and the cross-check of a JSON patch with
   Go's implementation (`kubectl patch --local`), the one the API server applies;
 - `webhook.testing.volume`: a directory updated as the kubelet updates a mounted ConfigMap or Secret;
-- `webhook.testing.kubeapi`: a fake Kubernetes API server on loopback, with cluster builders.
+- `webhook.testing.kubeapi`: a fake Kubernetes API server on loopback, with cluster builders;
+- `webhook.testing.waiting`: waiting for an event (a metric, a log line) with a deadline, not a sleep.
 
 No module here imports pytest at import time: scripts use the harness without it.
 """
