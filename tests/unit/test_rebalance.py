@@ -396,3 +396,18 @@ def test_pods_that_differ_only_in_their_labels_share_one_prediction(monkeypatch:
     plan = make_plan([sized(node("fast", "high"), cpu="64"), *CLUSTER[1:]], pods)
     assert [c.action for c in plan.candidates] == ["evict"] * 4
     assert len(made) == 1
+
+
+def test_a_pod_whose_fields_cannot_be_read_is_skipped_with_the_field() -> None:
+    broken = app_pod("broken", "slow", resources={"requests": {"cpu": "lots"}})
+    plan = make_plan(CLUSTER, [broken, *replicas("web-1", 1)])
+    [row] = plan.candidates
+    assert row.action == "skip"
+    assert row.reason.startswith("cannot evaluate the pod's scheduling fields: spec.containers[0].resources.requests")
+
+
+def test_objects_missing_fields_are_left_out_not_a_crash() -> None:
+    bare_node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare"}}  # no spec, no status
+    plan = make_plan([*CLUSTER, bare_node], [{"kind": "Pod"}, {"metadata": {}, "spec": None}, app_pod("a", "bare")])
+    [row] = plan.candidates
+    assert (row.name, row.node, row.net) == ("a", "bare", None)
