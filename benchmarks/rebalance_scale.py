@@ -11,6 +11,7 @@ candidates' ReplicaSets, and plans. Its wall time, CPU time and peak RSS (getrus
 are reported per run, with the candidates, the movable pods and the median.
 
     scripts/bench --rebalance-scale                      5,000 nodes, 150,000 pods, 30,000 selected, 3 runs
+    scripts/bench --rebalance-scale --cluster diverse    the same sizes, every selected pod its own template
     scripts/bench --rebalance-scale --smoke              a few hundred objects: checks the harness
     scripts/bench --rebalance-scale --nodes N --pods P --selected S --repeat R
 """
@@ -53,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=150_000)
     parser.add_argument("--selected", type=int, default=30_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--cluster",
+        choices=("shared", "diverse"),
+        default="shared",
+        help="shared: selected pods from 300 templates; diverse: each selected pod its own template",
+    )
     parser.add_argument("--smoke", action="store_true", help="200 nodes, 2,000 pods, 400 selected, one run")
     parser.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")
     parser.add_argument("--measure", metavar="KUBECONFIG", help=argparse.SUPPRESS)
@@ -63,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.nodes, args.pods, args.selected, args.repeat = 200, 2000, 400, 1
     runs = []
-    with fake_cluster(args.nodes, args.pods, args.selected) as kubeconfig:
+    with fake_cluster(args.nodes, args.pods, args.selected, args.cluster) as kubeconfig:
         for _ in range(args.repeat):
             done = subprocess.run(
                 [sys.executable, "-m", "benchmarks.rebalance_scale", "--measure", kubeconfig],
@@ -75,17 +82,22 @@ def main(argv: list[str] | None = None) -> int:
             )
             runs.append(Run(**json.loads(done.stdout)))
     if args.json:
-        print(json.dumps({"nodes": args.nodes, "pods": args.pods, "runs": [r.__dict__ for r in runs]}))
+        print(
+            json.dumps(
+                {"nodes": args.nodes, "pods": args.pods, "cluster": args.cluster, "runs": [r.__dict__ for r in runs]}
+            )
+        )
     else:
-        print(report(args.nodes, args.pods, args.selected, runs))
+        print(report(args.nodes, args.pods, args.selected, args.cluster, runs))
     return 0
 
 
-def report(nodes: int, pods: int, selected: int, runs: list[Run]) -> str:
+def report(nodes: int, pods: int, selected: int, cluster: str, runs: list[Run]) -> str:
     seconds = [r.seconds for r in runs]
     rss = [r.max_rss_mib for r in runs]
     lines = [
-        f"rebalance (plan) against {nodes:,} nodes, {pods:,} pods ({selected:,} selected), {len(runs)} run(s):",
+        f"rebalance (plan) against {nodes:,} nodes, {pods:,} pods ({selected:,} selected, {cluster} templates), "
+        f"{len(runs)} run(s):",
         "",
         "| run | wall time (s) | CPU time (s) | peak RSS (MiB) | candidates | movable | exit |",
         "| --- | --- | --- | --- | --- | --- | --- |",

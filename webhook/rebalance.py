@@ -508,6 +508,13 @@ class Predictor:
         self.totals_other = [-1] * len(others)
         self.feasible_high = 0
         self.feasible: set[int] = set()  # the nodes counted as feasible
+        # Feasible nodes other than net=high ones whose usage scores are not computed yet: their
+        # totals hold an upper bound (each usage plugin's best score, 100, times its weight).
+        self.lazy: set[int] = set()
+        self.usage_bound = scheduling.MAX_NODE_SCORE * (
+            self.weights.get(scheduling.NODE_RESOURCES_FIT, 0)
+            + (0 if self.skip_balanced else self.weights.get(scheduling.BALANCED_ALLOCATION, 0))
+        )
         for i in range(len(nodes)):
             self._evaluate(i)
         self.maxima = self._maxima()
@@ -547,8 +554,19 @@ class Predictor:
                 self.feasible_high += step
         if not feasible:
             self.feasible.discard(i)
+            self.lazy.discard(i)
             return
         self.feasible.add(i)
+        if i not in self.high:  # scored when it could beat the best net=high node (`choice`)
+            self.lazy.add(i)
+            self.usage_scores[i] = self.usage_bound
+            return
+        self._score_usage(i)
+
+    def _score_usage(self, i: int) -> None:
+        """NodeResourcesFit's and BalancedAllocation's weighted scores of node i, exactly."""
+        self.lazy.discard(i)
+        node, usage = self.state.nodes[i], self.state.usage[i]
         weights, view, profile = self.weights, self.view, self.state.profile
         score = 0
         if scheduling.NODE_RESOURCES_FIT in weights:
@@ -594,6 +612,9 @@ class Predictor:
 
     def predicted(self) -> list[str]:
         """The feasible node(s) with the best total, by name: `scheduling.rank(...).predicted`."""
+        for i in list(self.lazy):
+            self._score_usage(i)
+            self._total(i)
         best = max(max(self.totals_high, default=-1), max(self.totals_other, default=-1))
         if best < 0:
             return []
@@ -605,16 +626,18 @@ class Predictor:
         """The net=high node the replacement is predicted on, or why it is not predicted on one."""
         nodes = self.state.nodes
         best_high = max(self.totals_high, default=-1)
-        best_other = max(self.totals_other, default=-1)
         if best_high < 0:
             return Choice(None, self.why_no_high())
         high = nodes[self.state.high[self.totals_high.index(best_high)]]
+        best_other = self._best_other(best_high)
         if best_other < best_high:
-            against = (
-                f" against {best_other} on {self._describe(nodes[self.others[self.totals_other.index(best_other)]])}"
-                if best_other >= 0
-                else ", the only feasible nodes are net=high"
-            )
+            top = self.others[self.totals_other.index(best_other)] if best_other >= 0 else -1
+            if best_other < 0:
+                against = ", the only feasible nodes are net=high"
+            elif top in self.lazy:
+                against = f", more than any other node can score (at most {best_other})"
+            else:
+                against = f" against {best_other} on {self._describe(nodes[top])}"
             return Choice(
                 high.name,
                 f"kube-scheduler would place the replacement on {high.name} (net=high): total {best_high}{against}",
@@ -631,6 +654,17 @@ class Predictor:
             f"kube-scheduler would place the replacement on {self._describe(other)}: total {best_other} against "
             f"{best_high} on {high.name} (net=high), the best net=high node",
         )
+
+    def _best_other(self, best_high: int) -> int:
+        """The best total over the nodes that are not net=high, exact wherever it could reach
+        `best_high`: the node with the highest bound is scored until the top is exact or below."""
+        while True:
+            best = max(self.totals_other, default=-1)
+            top = self.others[self.totals_other.index(best)] if best >= 0 else -1
+            if best < best_high or top not in self.lazy:
+                return best
+            self._score_usage(top)
+            self._total(top)
 
     def why_no_high(self) -> str:
         """The filter reasons of every net=high node, counted as the scheduler's FitError counts
