@@ -679,12 +679,11 @@ def test_pods_are_listed_with_the_rule_selector_server_side_and_paginated(tls: k
             [
                 "fieldSelector=spec.nodeName%3Dfast-1%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
                 "fieldSelector=spec.nodeName%3Dfast-2%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
-                BOUND,  # every bound pod, for how many pods rebalance would move
             ],
         ),
         (
             [node("fast-1", "high"), node("fast-2", "high"), node("slow-1", "low")],
-            [BOUND, BOUND],
+            [BOUND],
         ),
     ],
     ids=["high nodes at most half: one list per high node", "high nodes more than half: one list of bound pods"],
@@ -699,6 +698,18 @@ def test_pods_on_high_nodes_are_listed_by_node_or_all_bound_pods_at_once(
         assert run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), io.StringIO(), now=NOW) == 0
         unselected = [r for r in api.requests if r.startswith("/api/v1/pods") and "labelSelector" not in r]
     assert [r.split("&")[0].removeprefix("/api/v1/pods?") for r in unselected] == expected
+
+
+def test_every_bound_pod_is_read_for_the_movable_count_only_when_a_pod_could_move(
+    tls: kubeapi.TLS, tmp_path: Path
+) -> None:
+    for scenario, lists in ((high_nodes_full, 0), (high_node_with_room, 1)):
+        cluster = Cluster(tls)
+        scenario(cluster)
+        with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+            run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), io.StringIO(), now=NOW)
+            bound = [r for r in api.requests if r.startswith("/api/v1/pods?") and BOUND in r]
+        assert len(bound) == lists, scenario.__name__
 
 
 def test_pods_on_high_nodes_are_not_read_while_every_selected_pod_is_on_one(tls: kubeapi.TLS, tmp_path: Path) -> None:

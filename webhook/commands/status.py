@@ -19,7 +19,7 @@ from typing import Any, TextIO, TypeVar, cast
 
 import orjson
 
-from webhook import apidata, cluster, rebalance, status
+from webhook import apidata, cluster, placement, rebalance, status
 from webhook.apidata import ShapeError
 from webhook.commands.plan import read_plan
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
@@ -68,10 +68,15 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
 
 
 def _movable(reader: cluster.Reader, view: status.ClusterView, namespace: str | None, report: Report) -> None:
-    """How many pods `rebalance` would move now (its defaults), when a selected pod is off the
-    net=high nodes while there are some: it reads every bound pod, so only then."""
-    if not report.high_nodes or not any(p.node for p in report.not_on_high):
-        report.movable = 0 if report.high_nodes is not None else None
+    """How many pods `rebalance` would move now (its defaults). Its plan reads every bound pod, so
+    only when a bound selected pod off the net=high nodes passes some net=high node's filters now."""
+    if report.high_nodes is None:
+        return
+    could_fit = ((placement.FEASIBLE_NOW,), (placement.FEASIBLE_WITHOUT_USAGE,))
+    if not any(p.node and p.why in could_fit for p in report.not_on_high):
+        # no bound pod off the net=high nodes passes a net=high node's filters now: nothing moves
+        # (planning only takes room away), and every bound pod need not be read to know it
+        report.movable = 0
         return
     options = rebalance.Options(now=view.now, webhook_namespace=view.webhook_namespace)
     try:
