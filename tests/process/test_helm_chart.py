@@ -139,12 +139,16 @@ def test_clusters_older_than_the_oldest_validated_kubernetes_are_refused(helm: s
         assert accepted or "is incompatible with Kubernetes" in done.stderr, done.stderr
 
 
-def test_default_policy_is_deploy_base_policy_itself() -> None:
-    # A symbolic link, so the chart's default cannot drift from the base's: a copy fails here.
+def test_default_policy_alerts_and_rebalance_permissions_are_the_overlays_files_themselves() -> None:
+    # Symbolic links, so the chart cannot drift from deploy/: a copy fails here.
     link = CHART / "files/policy.yaml"
     assert link.is_symlink() and link.resolve() == (REPO / "deploy/base/policy.yaml").resolve()
-    alerts = CHART / "files/alert-rules.yaml"
-    assert alerts.is_symlink() and alerts.resolve() == (REPO / "deploy/overlays/monitoring/rules.yaml").resolve()
+    for name, target in (
+        ("alert-rules.yaml", "deploy/overlays/monitoring/rules.yaml"),
+        ("rebalance-rbac.yaml", "deploy/overlays/rebalance/rbac.yaml"),
+    ):
+        link = CHART / "files" / name
+        assert link.is_symlink() and link.resolve() == (REPO / target).resolve(), name
 
 
 def schema_and_defaults(schema: dict[str, Any], values: Any, path: str) -> Any:
@@ -164,6 +168,9 @@ def test_values_yaml_sets_every_key_the_schema_knows_and_the_readme_names_each()
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     readme = (CHART / "README.md").read_text()
     for path, known, given in schema_and_defaults(schema, values, ""):
+        if not given and path:  # an empty mapping: none of its keys is set by default
+            assert all(key in readme for key in known), f"the chart's README does not name the keys of {path}"
+            continue
         assert known - {"global"} == given, (
             f"{path or 'top level'}: schema {sorted(known)}, values.yaml {sorted(given)}"
         )
