@@ -368,21 +368,23 @@ def _add_review(sub: Any) -> None:
         sub,
         "review",
         "Dry-run the webhook offline over Pods, AdmissionReviews and the pod templates of workloads "
-        f"({', '.join(WORKLOAD_KINDS)}): the same code as POST /mutate. FILE is a YAML or JSON file "
-        "with one or more documents, a directory of them, or - for stdin (e.g. kubectl kustomize DIR | "
-        "netqos-webhook review -); other objects are listed as 'not a pod'.",
-        "kubectl kustomize deploy/examples | netqos-webhook review - --fail-on skipped_explicit,invalid",
+        f"({', '.join(WORKLOAD_KINDS)}): the same code as POST /mutate. Each FILE is a YAML or JSON file "
+        "with one or more documents, a directory of them (not recursive), or - for stdin (e.g. kubectl "
+        "kustomize DIR | netqos-webhook review -); other objects are listed as 'not a pod'.",
+        "kubectl kustomize deploy/base | netqos-webhook review - --fail-on skipped_explicit,invalid\n"
+        "  netqos-webhook review deploy/examples/test-pod.yaml deploy/examples/latency-sensitive-deployment.yaml",
         _review,
     )
-    p.add_argument("file", metavar="FILE|DIR|-", help="manifests to review")
+    p.add_argument("files", nargs="+", metavar="FILE|DIR|-", help="manifests to review")
     p.add_argument(
         "-o",
         "--output",
         choices=REVIEW_OUTPUTS,
         default=None,
-        help="for one object: response (default), the AdmissionReview answer; patch, the decoded JSON patch; "
-        "pod, the mutated pod as YAML; workload, the workload with its mutated template. For several: "
-        "table (default), one row per object; json, one record per object",
+        help="for one object of one file: response (default), the AdmissionReview answer; patch, the decoded "
+        "JSON patch; pod, the mutated pod as YAML; workload, the workload with its mutated template. For "
+        "several (or a directory): table (default), one row per object; json, one record per object; pod "
+        "and workload, a YAML stream (workload: every object, pod templates mutated)",
     )
     _add_config(p)
     p.add_argument(
@@ -407,7 +409,7 @@ def _decisions(text: str) -> frozenset[str]:
 def _review(args: argparse.Namespace) -> int:
     from webhook.commands import review
 
-    return review.run(typed(review.ReviewArgs, args))
+    return review.run(typed(review.ReviewArgs, args, files=tuple(args.files)))
 
 
 # --- explain -----------------------------------------------------------------------------------

@@ -73,13 +73,11 @@ def read_bytes(path: str | Path, what: str, error: type[Exception] = DocumentErr
         raise error(f"{what} file {path}: cannot read it ({err.strerror}); check the path") from None
 
 
-def directory_files(
-    path: str | Path, suffixes: tuple[str, ...], what: str, error: type[Exception] = DocumentError
-) -> list[Path]:
-    """The files of directory `path` with one of `suffixes`, sorted (not recursive)."""
+def directory_entries(path: str | Path, what: str, error: type[Exception] = DocumentError) -> list[Path]:
+    """The entries of directory `path`, sorted (not recursive); the caller decides what to read."""
     try:
         with os.scandir(path) as entries:
-            return sorted(Path(e.path) for e in entries if Path(e.name).suffix in suffixes and e.is_file())
+            return sorted(Path(e.path) for e in entries)
     except OSError as err:
         raise error(f"{what} directory {path}: cannot list it ({err.strerror}); check its permissions") from None
 

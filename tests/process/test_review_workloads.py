@@ -141,9 +141,32 @@ def test_o_workload_of_a_pod_says_to_use_o_pod():
     assert done.returncode == 2 and "use -o pod" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_o_pod_of_several_objects_says_to_use_table_or_json():
+def test_o_pod_of_several_objects_is_a_yaml_stream_of_every_pod_as_mutated():
     done = netqos("review", str(WORKLOADS), "-o", "pod")
-    assert done.returncode == 2 and "holds 10: use -o table or -o json" in done.stderr
+    assert done.returncode == 0, done.stderr
+    pods = [d for d in yaml.safe_load_all(done.stdout) if d]
+    carriers = [o for o in objects(WORKLOADS) if kind_of(o) is not None or o["kind"] == "Pod"]
+    assert len(pods) == len(carriers) and all(p["kind"] == "Pod" for p in pods)
+    mutated = [p for p in pods if p["metadata"].get("annotations", {}).get("netqos.io/injected") == "netqos"]
+    assert len(mutated) == [row[2] for row in EXPECTED].count("mutated")
+    assert all(p["spec"]["affinity"]["nodeAffinity"][PREFERRED][-2:] == NETQOS_TERMS for p in mutated)
+
+
+def test_o_workload_of_several_objects_is_every_object_with_its_template_mutated_for_a_pipeline():
+    done = netqos("review", str(WORKLOADS), "-o", "workload")
+    assert done.returncode == 0, done.stderr
+    out = [d for d in yaml.safe_load_all(done.stdout) if d]
+    given = objects(WORKLOADS)
+    assert [(o["kind"], o["metadata"]["name"]) for o in out] == [(o["kind"], o["metadata"]["name"]) for o in given]
+    deployment = next(o for o in out if o["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][PREFERRED] == NETQOS_TERMS
+    service = next(o for o in out if o["kind"] == "Service")
+    assert service == by_kind("Service")
+
+
+def test_o_response_of_several_objects_names_the_outputs_that_take_them():
+    done = netqos("review", str(WORKLOADS), "-o", "response")
+    assert done.returncode == 2 and "use -o table, -o json, or -o pod / -o workload" in done.stderr
 
 
 # --- several objects: table, json, --fail-on -------------------------------------------------------
@@ -219,6 +242,46 @@ def test_a_directory_is_each_of_its_manifest_files_in_name_order(tmp_path):
     (tmp_path / "notes.txt").write_text("not a manifest")
     done = netqos("review", str(tmp_path))
     assert [row[0].strip() for row in table_rows(done.stdout)] == ["Deployment", "Job"]
+
+
+def test_several_paths_are_reviewed_in_the_order_given(tmp_path):
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(by_kind("Job")))
+    (tmp_path / "web.json").write_text(json.dumps(by_kind("Deployment")))
+    done = netqos("review", str(tmp_path / "web.json"), str(tmp_path / "job.yaml"), str(EXAMPLES / "test-pod.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert [row[0].strip() for row in table_rows(done.stdout)] == ["Deployment", "Job", "Pod"]
+
+
+def test_a_directory_with_one_file_is_listed_as_a_table(tmp_path):
+    (tmp_path / "pod.yaml").write_text((EXAMPLES / "test-pod.yaml").read_text())
+    done = netqos("review", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert [row[0].strip() for row in table_rows(done.stdout)] == ["Pod"]
+
+
+def test_a_subdirectory_is_reported_not_skipped_silently(tmp_path):
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(by_kind("Deployment")))
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "b.yaml").write_text(yaml.safe_dump(by_kind("Job")))
+    done = netqos("review", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert f"Warning: {tmp_path / 'more'}: a subdirectory, not reviewed" in done.stderr
+    assert [row[0].strip() for row in table_rows(done.stdout)] == ["Deployment"]
+
+
+def test_a_broken_link_in_a_directory_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(by_kind("Deployment")))
+    (tmp_path / "b.yaml").symlink_to(tmp_path / "gone.yaml")
+    done = netqos("review", str(tmp_path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"input file {tmp_path / 'b.yaml'}: a broken symbolic link" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+
+
+def test_the_help_example_renders_a_directory_kustomize_can_build():
+    done = netqos("review", "--help")
+    assert "kubectl kustomize deploy/base | netqos-webhook review -" in done.stdout
+    assert (REPO / "deploy" / "base" / "kustomization.yaml").exists()
 
 
 def test_a_list_counts_as_its_items():

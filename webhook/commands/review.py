@@ -1,20 +1,24 @@
 """`netqos-webhook review`: the offline dry run, through the same code as `POST /mutate`.
 
-Input: a file, a directory of .yaml/.yml/.json files, or `-` (a stream such as `kubectl kustomize`
-prints), each holding one or more documents; a `List` (`kubectl get -o yaml`) counts as its items.
+Input: files, directories of .yaml/.yml/.json files (not recursive: a subdirectory is reported and
+skipped) or `-` (a stream such as `kubectl kustomize` prints), each holding one or more documents;
+a `List` (`kubectl get -o yaml`) counts as its items.
 Pods and AdmissionReviews go to `webhook.admission.review` as they are; a workload's pod template
 becomes the Pod its controller would create (`webhook.workloads`) first. Other objects are
 listed as `not a pod`.
 
-Output: for one object, the AdmissionReview response, the patch, the mutated pod or the mutated
-workload; for several (or with `-o table|json`), one row or record per object. `--fail-on`
-turns chosen decisions into exit code 3, for CI.
+Output: for one object of one file, the AdmissionReview response, the patch, the mutated pod or
+the mutated workload; for several (or a directory, or with `-o table|json`), one row or record per
+object; `-o pod` and `-o workload` over several objects print a YAML stream (every pod mutated;
+with `workload`, every object, pod templates mutated, for a pipeline to apply). `--fail-on` turns
+chosen decisions into exit code 3, for CI.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,8 +47,8 @@ ACCEPTED = f"a Pod, an AdmissionReview or a workload ({', '.join(KIND_NAMES)})"
 
 @dataclass(frozen=True)
 class ReviewArgs:
-    file: str  # a file, a directory, or - for stdin
-    output: str | None = None  # None: response for one object, table for several
+    files: tuple[str, ...]  # files, directories, or - for stdin (at most once)
+    output: str | None = None  # None: response for one object of one file, table otherwise
     config: str | None = None
     fail_on: frozenset[str] = frozenset()  # decisions that make the exit code 3
 
@@ -87,14 +91,25 @@ class Reviewed:
 def run(args: ReviewArgs) -> int:
     from webhook.policy_file import load_policy
 
-    items = read_items(args.file)
+    items, notices = read_inputs(args.files)
+    for notice in notices:
+        print(f"Warning: {notice}", file=sys.stderr)
     policy = load_policy(args.config)
-    output = args.output or ("response" if len(items) == 1 else "table")
-    if output in SINGLE_OUTPUTS and len(items) != 1:
-        raise UsageError(f"-o {output} shows one object; {args.file} holds {len(items)}: use -o table or -o json")
-    results = [review_item(policy, item, single=len(items) == 1) for item in items]
-    if output in SINGLE_OUTPUTS:
+    # One object of one named file is "the object": its answer in full. A directory or several
+    # paths are a collection, listed even when they hold a single object.
+    single = len(items) == 1 and len(args.files) == 1 and not _is_dir(args.files[0])
+    output = args.output or ("response" if single else "table")
+    if output in ("response", "patch") and not single:
+        where = " ".join(args.files)
+        raise UsageError(
+            f"-o {output} shows one object of one file; {where} holds {len(items)} object(s): "
+            "use -o table, -o json, or -o pod / -o workload for a YAML stream"
+        )
+    results = [review_item(policy, item, single=single) for item in items]
+    if output in SINGLE_OUTPUTS and single:
         print(_single(results[0], output), end="")
+    elif output in ("pod", "workload"):
+        print(_stream(results, output), end="")
     elif output == "json":
         print(json.dumps([r.record() for r in results], indent=2))
     else:
@@ -106,17 +121,26 @@ def run(args: ReviewArgs) -> int:
     return _verdict(results, args.fail_on)
 
 
-def read_items(path: str) -> list[Item]:
-    """The objects in a file, a directory's files (sorted, not recursive) or stdin (`-`)."""
-    from webhook.documents import directory_files, objects, read_documents
+def read_inputs(paths: Sequence[str]) -> tuple[list[Item], list[str]]:
+    """The objects of every path (a file, a directory's files sorted, or `-` for stdin), in the
+    order given, and notices about what a directory held that is not read (its subdirectories)."""
+    from webhook.documents import objects, read_documents
 
-    if path != "-" and Path(path).is_dir():
-        files = directory_files(path, SUFFIXES, "input")
-        if not files:
-            raise UsageError(f"directory {path} holds no {', '.join(SUFFIXES)} file")
-        sources = [(str(f), read_documents(f, "input")) for f in files]
-    else:
-        sources = [(path, read_documents(path, "input"))]
+    if list(paths).count("-") > 1:
+        raise UsageError("- (stdin) can be given once")
+    sources: list[tuple[str, list[Any]]] = []
+    notices: list[str] = []
+    for path in paths:
+        if _is_dir(path):
+            files, skipped = _directory_files(path)
+            notices += [
+                f"{d}: a subdirectory, not reviewed (review reads a directory's files; name it too)" for d in skipped
+            ]
+            if not files:
+                raise UsageError(f"directory {path} holds no {', '.join(SUFFIXES)} file")
+            sources += [(str(f), read_documents(f, "input")) for f in files]
+        else:
+            sources.append((path, read_documents(path, "input")))
     items: list[Item] = []
     for name, docs in sources:
         for place, obj in objects(docs, functools.partial(_source, name, colon=True), UsageError):
@@ -125,8 +149,31 @@ def read_items(path: str) -> list[Item]:
                 raise UsageError(f"{source}: is a {_type_name(obj)}, not a Kubernetes object; give {ACCEPTED}")
             items.append(Item(source, obj))
     if not items:
-        raise UsageError(f"input {path} holds no object; give {ACCEPTED}")
-    return items
+        raise UsageError(f"input {' '.join(paths)} holds no object; give {ACCEPTED}")
+    return items, notices
+
+
+def _is_dir(path: str) -> bool:
+    return path != "-" and Path(path).is_dir()
+
+
+def _directory_files(path: str) -> tuple[list[Path], list[Path]]:
+    """A directory's files with one of SUFFIXES and its subdirectories, each sorted. A broken
+    link with such a suffix is an error: a file the user put there that cannot be read."""
+    from webhook.documents import directory_entries
+
+    files, subdirectories = [], []
+    for entry in directory_entries(path, "input", UsageError):
+        if entry.is_dir():
+            subdirectories.append(entry)
+        elif entry.suffix in SUFFIXES:
+            if not entry.exists():
+                raise UsageError(
+                    f"input file {entry}: a broken symbolic link (to {os.readlink(entry)}); fix or remove it"
+                )
+            if entry.is_file():
+                files.append(entry)
+    return files, subdirectories
 
 
 def _source(name: str, place: Place, colon: bool = False) -> str:
@@ -155,7 +202,8 @@ def review_item(policy: Policy, item: Item, single: bool = False) -> Reviewed:
         except workloads.NotAWorkload as err:
             raise UsageError(f"{item.source}: {kind} {_text(meta.get('name'))!r}: {err}") from None
     elif single:
-        raise UsageError(f"{item.source}: expected {ACCEPTED}, got kind {kind or None!r}")
+        got = f"kind {json.dumps(kind)}" if kind else "an object without a kind"
+        raise UsageError(f"{item.source}: expected {ACCEPTED}, got {got}")
     else:
         return Reviewed(item, kind or "?", _text(meta.get("namespace")), _text(meta.get("name")), NOT_A_POD)
     try:
@@ -208,6 +256,26 @@ def _single(r: Reviewed, output: str) -> str:
     shown = workloads.with_pod(r.item.obj, kind, pod) if output == "workload" and kind else pod
     text: str = yaml.safe_dump(shown, sort_keys=False)
     return text
+
+
+def _stream(results: Sequence[Reviewed], output: str) -> str:
+    """A YAML stream: with `pod`, the pod of each object that carries one, as mutated; with
+    `workload`, every object, pods and pod templates as mutated, the rest as given, so a pipeline
+    (`kubectl kustomize DIR | netqos-webhook review - -o workload | kubectl apply -f -`) keeps them."""
+    import jsonpatch
+
+    from webhook import workloads
+
+    documents = []
+    for r in results:
+        if r.decision == NOT_A_POD:
+            if output == "workload":
+                documents.append(r.item.obj)
+            continue
+        pod = jsonpatch.apply_patch(r.pod, r.patch)
+        kind = workloads.kind_of(r.item.obj)
+        documents.append(workloads.with_pod(r.item.obj, kind, pod) if output == "workload" and kind else pod)
+    return yaml.safe_dump_all(documents, sort_keys=False) if documents else ""
 
 
 def _verdict(results: Sequence[Reviewed], fail_on: frozenset[str]) -> int:
