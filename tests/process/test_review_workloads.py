@@ -149,7 +149,7 @@ def test_o_pod_of_several_objects_is_a_yaml_stream_of_every_pod_as_mutated():
     assert len(pods) == len(carriers) and all(p["kind"] == "Pod" for p in pods)
     mutated = [p for p in pods if p["metadata"].get("annotations", {}).get("netqos.io/injected") == "netqos"]
     assert len(mutated) == [row[2] for row in EXPECTED].count("mutated")
-    assert all(p["spec"]["affinity"]["nodeAffinity"][PREFERRED][-2:] == NETQOS_TERMS for p in mutated)
+    assert all(p["spec"]["affinity"]["nodeAffinity"][PREFERRED][-len(NETQOS_TERMS) :] == NETQOS_TERMS for p in mutated)
 
 
 def test_o_workload_of_several_objects_is_every_object_with_its_template_mutated_for_a_pipeline():
