@@ -10,19 +10,20 @@ preferred terms: foreign, on `net`, ours in any order and with duplicate values)
 from __future__ import annotations
 
 import copy
-import itertools
 import random
 from collections.abc import Iterator
 from typing import Any
 
 from tests.fixtures import FIXTURES, fixture
 from webhook.affinity import PREFERRED, REQUIRED
+from webhook.policy import Policy
+from webhook.policy_file import default_policy
 
 LABELS = {"qos": "latency-sensitive"}
-OURS = [
-    {"weight": 90, "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]}},
-    {"weight": 10, "preference": {"matchExpressions": [{"key": "net", "operator": "NotIn", "values": ["low"]}]}},
-]
+# The default rule's terms as it compiles them, and the earlier forms that count as applied.
+_DEFAULT_RULE = default_policy().rules[0]
+OURS = [t.to_api() for t in _DEFAULT_RULE.preferences]
+EARLIER = [[t.to_api() for t in form] for form in _DEFAULT_RULE.equivalents]
 
 
 def pod(
@@ -139,11 +140,30 @@ def shapes() -> Iterator[tuple[str, dict[str, Any]]]:
     )
     yield "ours, complete", pod("ours", LABELS, affinity={"nodeAffinity": {PREFERRED: copy.deepcopy(OURS)}})
     yield "ours, reversed", pod("ours-rev", LABELS, affinity={"nodeAffinity": {PREFERRED: copy.deepcopy(OURS[::-1])}})
-    yield "ours, first only", pod("ours-first", LABELS, affinity={"nodeAffinity": {PREFERRED: copy.deepcopy(OURS[:1])}})
-    yield (
-        "ours, second only",
-        pod("ours-second", LABELS, affinity={"nodeAffinity": {PREFERRED: copy.deepcopy(OURS[1:])}}),
-    )
+    for i, t in enumerate(OURS):
+        yield (
+            f"ours, term {i} only",
+            pod(f"ours-{i}", LABELS, affinity={"nodeAffinity": {PREFERRED: [copy.deepcopy(t)]}}),
+        )
+        rest = [copy.deepcopy(u) for j, u in enumerate(OURS) if j != i]
+        yield f"ours, all but term {i}", pod(f"ours-but-{i}", LABELS, affinity={"nodeAffinity": {PREFERRED: rest}})
+    for i, form in enumerate(EARLIER):
+        yield (
+            f"earlier form {i}",
+            pod(f"earlier-{i}", LABELS, affinity={"nodeAffinity": {PREFERRED: copy.deepcopy(form)}}),
+        )
+        yield (
+            f"earlier form {i}, reversed, after a foreign term",
+            pod(
+                f"earlier-rev-{i}",
+                LABELS,
+                affinity={"nodeAffinity": {PREFERRED: [term(3, ("zone", "In", ["a"])), *copy.deepcopy(form[::-1])]}},
+            ),
+        )
+        yield (
+            f"earlier form {i} but one term",
+            pod(f"earlier-part-{i}", LABELS, affinity={"nodeAffinity": {PREFERRED: copy.deepcopy(form[1:])}}),
+        )
     yield (
         "ours with duplicate values",
         pod("ours-dup", LABELS, affinity={"nodeAffinity": {PREFERRED: [term(90, ("net", "In", ["high", "high"]))]}}),
@@ -229,6 +249,8 @@ def shapes() -> Iterator[tuple[str, dict[str, Any]]]:
 
 # Parts for the generated pods.
 _PREFERRED_PARTS = [
+    *OURS,
+    *(t for form in EARLIER for t in form),
     term(5, ("zone", "In", ["a", "b"])),
     term(7, ("disk", "Exists", [])),
     term(90, ("net", "In", ["high"])),
@@ -291,5 +313,7 @@ def every_pod(generated_count: int = 400) -> list[tuple[str, dict[str, Any]]]:
     return [*fixture_pods(), *shapes(), *generated(generated_count)]
 
 
-def permutations(items: list[Any]) -> list[tuple[Any, ...]]:
-    return list(itertools.permutations(items))
+def selected_by(policy: Policy, pod: dict[str, Any]) -> int:
+    """How many of the policy's rules select `pod` (only their order can matter)."""
+    labels = pod["metadata"].get("labels") or {}
+    return sum(rule.pod_selector.matches(labels) for rule in policy.rules)

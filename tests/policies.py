@@ -3,8 +3,11 @@ default does not (several rules on one pod, shared keys, every node-selector ope
 
 from __future__ import annotations
 
+import copy
+
+from tests.fixtures import REPO
 from webhook.policy import Policy
-from webhook.policy_file import compile_policy, default_policy
+from webhook.policy_file import DEFAULT_DOCUMENT, compile_policy, default_policy, load_policy
 
 _NETQOS = {
     "name": "netqos",
@@ -43,7 +46,13 @@ _NET_BATCH = {
 
 
 def policies() -> dict[str, Policy]:
+    # The default rule as the default document writes it (a score table compiled into terms, with
+    # the earlier terms as an equivalent form), beside rules that write their terms.
+    table = copy.deepcopy(DEFAULT_DOCUMENT)
+    table["rules"] += [_GPU, _NET_BATCH]
     return {
         "default": default_policy(),
+        "classic": load_policy(REPO / "deploy" / "examples" / "policies" / "classic.yaml"),
         "three rules": compile_policy({"rules": [_NETQOS, _GPU, _NET_BATCH]}, "<three rules>"),
+        "table and two rules": compile_policy(table, "<table and two rules>"),
     }

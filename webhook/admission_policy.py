@@ -9,9 +9,10 @@ for one rule, decision for decision:
 
 - opted out (`netqos.io/inject: "false"`, exactly): the matchCondition is false, nothing runs;
 - every term of the rule already there (same weight, same requirements as sets, no matchFields,
-  as `PreferredTerm.identity` compares): no patch (idempotent, so a reinvocation changes nothing);
+  as `PreferredTerm.identity` compares), or every term of one of its earlier forms
+  (`Rule.equivalents`): no patch (idempotent, so a reinvocation changes nothing);
 - the pod's own node affinity uses a key of the rule (a required term, or a preferred term that is
-  no rule's term): no patch (explicit wins);
+  no rule's term nor an earlier form of one): no patch (explicit wins);
 - otherwise the missing terms are appended after the pod's own, and `netqos.io/injected` gets the
   rule's name merged in as `policy._merge_names` merges it.
 
@@ -141,9 +142,12 @@ def inexpressible(rule: Rule) -> list[str]:
     """Why `rule`'s preferences cannot be compiled (empty when they can): the CEL compares a pod's
     terms with the rule's by node-label requirements; a term selecting nodes by field is not one
     a policy file can write, and the comparison does not model it."""
+    forms = [("preferences", rule.preferences)]
+    forms += [(f"equivalents[{i}]", terms) for i, terms in enumerate(rule.equivalents)]
     return [
-        f"preferences[{i}] has matchFields, which the admission policy does not compare"
-        for i, term in enumerate(rule.preferences)
+        f"{where}[{i}] has matchFields, which the admission policy does not compare"
+        for where, terms in forms
+        for i, term in enumerate(terms)
         if term.term.fields
     ]
 
@@ -220,6 +224,9 @@ def _pod_variables(policy: Policy, rule: Rule) -> list[tuple[str, str]]:
             + ",\n  ".join(f"variables.preferred.exists(t, {_is_term('t', t)})" for t in rule.preferences)
             + "\n]",
         ),
+        # The rule counts as applied: all its terms are there, or all of an earlier form of them
+        # (Rule.equivalents: what earlier versions of the webhook injected for the same table).
+        ("carried", _carried(rule)),
         # This rule's keys that the pod's own node affinity uses (explicit wins).
         (
             "explicitKeys",
@@ -261,7 +268,7 @@ def rule_cel(policy: Policy, rule: Rule, init: Initialiser = kubernetes_initiali
         + _add(init, ANNOTATIONS_PATH, "{" + f"{cel_string(INJECTED_ANNOTATION)}: {name}" + "}")
         + "])",
     ]
-    applies = "variables.present.exists(p, !p) && size(variables.explicitKeys) == 0"
+    applies = "!variables.carried && size(variables.explicitKeys) == 0"
     mutation = f"!({applies}) ? [] :\n  " + " +\n  ".join(ops)
     opt_out = cel_string(OPT_OUT_ANNOTATION)
     condition = (
@@ -277,7 +284,7 @@ def warning_cel(policy: Policy, rule: Rule) -> WarningCel:
     opt_out = cel_string(OPT_OUT_ANNOTATION)
     value = f"variables.annotations[{opt_out}]"
     not_opted_out = f'!({opt_out} in variables.annotations) || {value} != "false"'
-    clash = f"({not_opted_out}) && variables.present.exists(p, !p) && size(variables.explicitKeys) > 0"
+    clash = f"({not_opted_out}) && !variables.carried && size(variables.explicitKeys) > 0"
     clash_message = (
         f'"netqos-webhook: rule \\"{rule.name}\\" not applied: the pod\'s own node affinity already uses node '
         'label " + variables.explicitKeys.map(k, "\'" + k + "\'").join(", ")'
@@ -341,9 +348,17 @@ def _is_requirement(var: str, canonical: Canonical) -> str:
     return f"({head} && {mine}.all(v, v in {cel_strings(values)}) && {every})"
 
 
+def _carried(rule: Rule) -> str:
+    forms = ["variables.present.all(p, p)"]
+    for terms in rule.equivalents:
+        forms.append("(" + " && ".join(f"variables.preferred.exists(t, {_is_term('t', t)})" for t in terms) + ")")
+    return " ||\n".join(forms)
+
+
 def _any_policy_term(var: str, policy: Policy) -> str:
+    """CEL: `var` is a term some rule injects or recognises (Policy.term_ids)."""
     terms: dict[Any, PreferredTerm] = {}
     for rule in policy.rules:
-        for term in rule.preferences:
+        for term in (*rule.preferences, *(t for form in rule.equivalents for t in form)):
             terms.setdefault(term.identity, term)
     return " ||\n  ".join(_is_term(var, t) for t in terms.values())
