@@ -99,8 +99,8 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
 
     Raises `KubeconfigError` naming the file (or the service account) and what to do.
     """
-    from kubernetes import client  # noqa: PLC0415 - lazy on purpose, see the module doc
-    from kubernetes import config as untyped_config  # noqa: PLC0415
+    from kubernetes import client  # lazy on purpose, see the module doc
+    from kubernetes import config as untyped_config
 
     config: Any = untyped_config  # its loaders carry no annotations
     configuration = client.Configuration()
@@ -182,7 +182,7 @@ _YAML_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
 def _check_shape(source: str) -> None:
     """Each kubeconfig file is a YAML mapping (`apiVersion: v1`, `kind: Config`, ...): the client
     would index into a list or a string and say so in Python's words."""
-    import yaml  # noqa: PLC0415
+    import yaml
 
     for path in (p for p in source.split(os.pathsep) if p):
         try:
@@ -211,7 +211,7 @@ def _check_server(host: str, where: str) -> None:
 def _retries() -> Any:
     """One more try for a connection that failed to open (a refused one; urllib3 would try three
     times more), none for an answer that did not come in time: timeouts must not add up."""
-    from urllib3.util.retry import Retry  # noqa: PLC0415 - the client's transport, as lazy as the client
+    from urllib3.util.retry import Retry  # the client's transport, as lazy as the client
 
     return Retry(total=1, connect=1, read=0, status=0, other=0, redirect=0, raise_on_redirect=False)
 
@@ -294,7 +294,7 @@ class Reader:
     """
 
     def __init__(self, cluster: Cluster, page_size: int = PAGE_SIZE, max_pages: int = MAX_PAGES) -> None:
-        from kubernetes import client  # noqa: PLC0415
+        from kubernetes import client
 
         self.cluster = cluster
         self.page_size = page_size
@@ -375,13 +375,13 @@ class Reader:
 
     def _client(self, name: str) -> Any:
         if name not in self._apis:
-            from kubernetes import client  # noqa: PLC0415
+            from kubernetes import client
 
             self._apis[name] = getattr(client, name)(self._api)
         return self._apis[name]
 
     def _decode(self, data: bytes, what: str) -> dict[str, Any]:
-        import orjson  # noqa: PLC0415 - the server's JSON library; decodes a page in about half json's time
+        import orjson  # the server's JSON library; decodes a page in about half json's time
 
         try:
             decoded = orjson.loads(data)
@@ -406,7 +406,7 @@ class Evictor:
     allows no disruption now. A context manager; it holds one connection pool."""
 
     def __init__(self, cluster: Cluster) -> None:
-        from kubernetes import client  # noqa: PLC0415
+        from kubernetes import client
 
         self.cluster = cluster
         self._api: Any = client.ApiClient(cluster.configuration)
@@ -457,7 +457,7 @@ def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list
 def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:
     """Server-side apply each object (Secrets and MutatingWebhookConfigurations) in order; report
     one line per object. Stops at the first failure with a `ClusterError`."""
-    from kubernetes import client  # noqa: PLC0415
+    from kubernetes import client
 
     with client.ApiClient(cluster.configuration) as api:
         # Every request of this client is a server-side apply. A default header overrides the
@@ -520,8 +520,8 @@ def describe(obj: dict[str, Any]) -> str:
 def _request(cluster: Cluster, action: str, send: Callable[[], Any], forbidden: str, missing: str | None = None) -> Any:
     """`send()`, with every failure a `ClusterError`. `action` completes "refused to ...";
     `forbidden` and `missing` say what to do about a 403 and a 404."""
-    import urllib3  # noqa: PLC0415 - the client's transport, as lazy as the client
-    from kubernetes import client  # noqa: PLC0415
+    import urllib3  # the client's transport, as lazy as the client
+    from kubernetes import client
 
     try:
         return send()

@@ -496,7 +496,7 @@ class ScriptedAPI:
                 self.end_headers()
                 self.wfile.write(data)
 
-            do_GET = do_PATCH = do_POST = do_PUT = do_DELETE = _handle  # noqa: N815 - http.server's names
+            do_GET = do_PATCH = do_POST = do_PUT = do_DELETE = _handle  # http.server's names
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
