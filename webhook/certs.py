@@ -8,9 +8,16 @@ RSA. Files are written atomically (write, then rename) so a running server never
 
 Every CA made here lasts `DEFAULT_CA_DAYS` (10 years) and each server certificate
 `DEFAULT_CERT_DAYS` (1 year), whichever command made the directory, so `renew` re-issues server
-certificates under the same CA, and the caBundle stays, for years. Replacing the CA is a
-rollover (`generate(keep_previous_ca=True)`): `ca-bundle.crt` holds the new CA and the previous one, for the caBundle
-while the servers switch (README, "Renewing certificates").
+certificates under the same CA, and the caBundle stays, for years. A server certificate never
+outlives its CA: one that would is refused (`CertificateRequestError`), never cut short silently.
+Replacing the CA is a rollover (`generate(keep_previous_ca=True)`): `ca-bundle.crt` holds the new
+CA and the previous one, for the caBundle while the servers switch (README, "Renewing certificates").
+
+Inspecting certificates is here too, for `register`, `status` and `certs` alike: the names a
+certificate carries (`san_names`), whether a CA issued it (`issued_by`), whether a key is its key
+(`key_matches`), how long it has left (`days_left`), and why the API server would refuse it
+(`refusal`). The names given for new certificates are checked with apimachinery's rules
+(`check_names`).
 """
 
 from __future__ import annotations
@@ -31,8 +38,12 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from webhook.errors import UsageError
 from webhook.names import DEFAULT_CA_DAYS, DEFAULT_CERT_DAYS, DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
+from webhook.validation import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain_caseless
 
 PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+# A certificate with fewer days left is due: `certs --renew-before 30` renews it; register and
+# status warn about it.
+RENEWAL_DAYS = 30
 _CLOCK_SKEW = dt.timedelta(minutes=5)  # accept clients whose clock runs a little behind
 
 
@@ -63,6 +74,42 @@ class CertFiles:
         return self.ca_cert.exists() or self.ca_key.exists()
 
 
+class CertificateRequestError(UsageError, ValueError):
+    """What was asked for cannot make a usable certificate (a name the API server would never
+    dial, a CA that expires first); the message says which and what to give instead."""
+
+
+def check_names(service: str, namespace: str, hosts: Iterable[str] = ()) -> None:
+    """The Service name (a DNS-1035 label, as the API server validates Service names), the
+    namespace (a DNS-1123 label) and each extra host (an IP address, or a DNS name, `*.` for a
+    wildcard): what else would go into a certificate no client can use."""
+    problems = []
+    for flag, value, errors in (
+        ("--service", service, is_dns1035_label(service)),
+        ("--namespace", namespace, is_dns1123_label(namespace)),
+    ):
+        if errors:
+            problems.append(f"{flag} {value!r} is not a valid name: {'; '.join(errors)}")
+    for host in hosts:
+        errors = _host_errors(host)
+        if errors:
+            problems.append(f"--host {host!r} is neither an IP address nor a DNS name: {'; '.join(errors)}")
+    if problems:
+        raise CertificateRequestError(" and ".join(problems))
+
+
+def _host_errors(host: str) -> list[str]:
+    try:
+        ipaddress.ip_address(host)
+        return []
+    except ValueError:
+        pass
+    name = host.removeprefix("*.")  # a wildcard covers one label; the rest is a DNS name
+    if not host.isascii():
+        return ["only ASCII letters, digits, '-' and '.' (write an internationalized name in its xn-- form)"]
+    return is_dns1123_subdomain_caseless(name)
+
+
 def service_names(service: str, namespace: str) -> list[str]:
     return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
 
@@ -85,6 +132,12 @@ def generate(
     in `ca-bundle.crt` beside the new one. Published as the caBundle, that bundle verifies the
     servers still on the old certificate and those already on the new."""
     files = CertFiles(Path(out))
+    if ca_days <= days:
+        raise CertificateRequestError(
+            f"a CA of {ca_days} days cannot sign a server certificate of {days} days: the CA must outlive "
+            f"it, so that it can be renewed under the same CA; give --ca-days more than --days (default "
+            f"{DEFAULT_CA_DAYS} and {DEFAULT_CERT_DAYS})"
+        )
     previous = _previous_ca(files, now or dt.datetime.now(dt.UTC)) if keep_previous_ca else None
     ca_key = _new_key(key_type)
     # A CA that outlives its server certificate lets `renew` re-issue the latter with the same
@@ -150,8 +203,14 @@ def renew(
             f"{renew_before_days} days: replace it with 'netqos-webhook certs --out {files.directory} --new-ca' "
             "and follow the CA rollover in README (Renewing certificates)"
         )
+    if ca_cert.not_valid_after_utc < now + dt.timedelta(days=days):
+        raise RenewError(
+            f"the CA {files.ca_cert} expires {ca_cert.not_valid_after_utc:%Y-%m-%d}, before a server certificate of "
+            f"{days} days would: give fewer --days, or roll the CA over with 'netqos-webhook certs --out "
+            f"{files.directory} --new-ca' and follow README (Renewing certificates)"
+        )
     current, problem = _current_server_cert(files, ca_cert)
-    names = list(_san_names(current)) if current is not None else []
+    names = san_names(current) if current is not None else []
     wanted = list(hosts)
     missing = [h for h in wanted if h not in names]
     if current is not None and problem is None and not missing:
@@ -183,17 +242,33 @@ def _load_ca(files: CertFiles) -> tuple[x509.Certificate, Any]:
         ca_cert = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
         ca_key = serialization.load_pem_private_key(files.ca_key.read_bytes(), password=None)
     except OSError as err:
-        raise RenewError(
-            f"cannot read {err.filename} ({err.strerror}): renewing needs the CA that signed the current "
-            f"certificate; create one with 'netqos-webhook certs --out {files.directory}'"
-        ) from None
+        raise RenewError(f"cannot read {err.filename} ({err.strerror}): {_without_ca(files)}") from None
     except (ValueError, TypeError) as err:
         raise RenewError(
             f"{files.ca_cert} or {files.ca_key} is not a PEM certificate and unencrypted key: {err}"
         ) from None
-    if _spki(ca_cert.public_key()) != _spki(ca_key.public_key()):
+    if not key_matches(ca_cert, ca_key):
         raise RenewError(f"{files.ca_key} is not the key of {files.ca_cert}")
     return ca_cert, ca_key
+
+
+def _without_ca(files: CertFiles) -> str:
+    """What to do when the CA to renew from is not all there."""
+    if files.ca_cert.exists() and not files.ca_key.exists():
+        return (
+            f"renewing signs with the CA's key, and {files.directory} holds {files.ca_cert.name} without "
+            f"{files.ca_key.name}; copy the key there if you have it, else replace the CA with 'netqos-webhook certs "
+            f"--out {files.directory} --new-ca' (a rollover: ca-bundle.crt keeps the old CA trusted meanwhile)"
+        )
+    if files.has_ca():
+        return (
+            f"renewing needs both {files.ca_cert.name} and {files.ca_key.name}; replace the CA with "
+            f"'netqos-webhook certs --out {files.directory} --new-ca'"
+        )
+    return (
+        "renewing needs the CA that signed the current certificate; create one with "
+        f"'netqos-webhook certs --out {files.directory}'"
+    )
 
 
 def _current_server_cert(files: CertFiles, ca_cert: x509.Certificate) -> tuple[x509.Certificate | None, str | None]:
@@ -204,25 +279,75 @@ def _current_server_cert(files: CertFiles, ca_cert: x509.Certificate) -> tuple[x
         return None, f"no readable {files.cert}"
     except ValueError:
         return None, f"{files.cert} is not a PEM certificate"
-    try:
-        cert.verify_directly_issued_by(ca_cert)
-    except (ValueError, TypeError, InvalidSignature):
+    if not issued_by(cert, ca_cert):
         return cert, f"not issued by {files.ca_cert}"
     try:
         key = serialization.load_pem_private_key(files.key.read_bytes(), password=None)
     except (OSError, ValueError, TypeError):
         return cert, f"no usable key in {files.key}"
-    if _spki(key.public_key()) != _spki(cert.public_key()):
+    if not key_matches(cert, key):
         return cert, f"{files.key} is not the key of {files.cert}"
     return cert, None
 
 
-def _san_names(cert: x509.Certificate) -> list[str]:
+# --- inspecting certificates ---------------------------------------------------------------------
+
+
+def san_names(cert: x509.Certificate) -> list[str]:
+    """The names a certificate is valid for: its subjectAltName's DNS names, then IP addresses."""
     try:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         return []
-    return [str(n.value) for n in san]
+    return [*san.get_values_for_type(x509.DNSName), *(str(ip) for ip in san.get_values_for_type(x509.IPAddress))]
+
+
+def issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
+    """Did `ca` sign `cert` (its issuer name and signature)?"""
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def key_matches(cert: x509.Certificate, key: Any) -> bool:
+    """Is `key` (a private key) the key of `cert`?"""
+    return _spki(key.public_key()) == _spki(cert.public_key())
+
+
+def days_left(cert: x509.Certificate, now: dt.datetime) -> int:
+    """Whole days until `cert` expires (negative once it has)."""
+    return (cert.not_valid_after_utc - now).days
+
+
+def first_certificate(pem: bytes | None) -> x509.Certificate | None:
+    """The first certificate of a PEM bundle; None when there is none."""
+    if not pem:
+        return None
+    try:
+        return x509.load_pem_x509_certificates(pem)[0]
+    except ValueError:
+        return None
+
+
+def refusal(cert: x509.Certificate, bundle: bytes, server_name: str, now: dt.datetime) -> str | None:
+    """Why the API server, trusting the CAs in `bundle` (a caBundle), would refuse `cert` when it
+    dials `server_name`; None when it would accept it."""
+    try:
+        cas = x509.load_pem_x509_certificates(bundle)
+    except ValueError:
+        return "its caBundle holds no PEM certificate"
+    if not any(issued_by(cert, ca) for ca in cas):
+        return "no certificate in its caBundle signed it (a stale caBundle, or a new CA)"
+    if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
+        return "the certificate is not valid now"
+    names = san_names(cert)
+    if not names:
+        return f"it has no subjectAltName (needs {server_name})"
+    if server_name not in names:
+        return f"its subjectAltName does not name {server_name}"
+    return None
 
 
 def _new_key(key_type: str) -> PrivateKey:
@@ -288,6 +413,8 @@ def _server_certificate(
     key: PrivateKey, names: list[str], ca_cert: x509.Certificate, ca_key: Any, days: int
 ) -> x509.Certificate:
     not_before, not_after = _validity(days)
+    if not_after > ca_cert.not_valid_after_utc:  # the callers refuse this first, with a message for people
+        raise CertificateRequestError(f"the server certificate would outlive its CA ({ca_cert.not_valid_after_utc})")
     rsa_key = isinstance(key, rsa.RSAPrivateKey)
     ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
     return (
@@ -298,7 +425,7 @@ def _server_certificate(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(not_before)
-        .not_valid_after(min(not_after, ca_cert.not_valid_after_utc))
+        .not_valid_after(not_after)
         .add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(

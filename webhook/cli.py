@@ -80,8 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # said by the command's own parser, whose --help lists what it takes
+            _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit:
         sys.stdout.flush()  # --help, --version: a closed pipe shows here, not at exit
         raise
@@ -92,6 +95,13 @@ def _run(argv: Sequence[str] | None) -> int:
         return err.exit_code
     sys.stdout.flush()
     return code
+
+
+def _command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of one command (`netqos-webhook COMMAND`)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found: argparse.ArgumentParser = sub.choices[command]
+    return found
 
 
 class _Parser(argparse.ArgumentParser):

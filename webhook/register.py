@@ -12,15 +12,21 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
-from webhook.certs import CertFiles
+from webhook.certs import (
+    RENEWAL_DAYS,
+    CertFiles,
+    days_left,
+    first_certificate,
+    issued_by,
+    key_matches,
+    san_names,
+)
 from webhook.errors import UsageError
 from webhook.manifests import webhook_configuration
 from webhook.names import DEFAULT_SERVICE, LABELS, TLS_SECRET
@@ -37,12 +43,14 @@ class CertificateError(UsageError):
 @dataclass(frozen=True)
 class Certificates:
     """The PEM files register sends: the server's certificate and key, the CA that signed it, and
-    the caBundle: that CA, or during a CA rollover the new and the previous CA (ca-bundle.crt)."""
+    the caBundle: that CA, or during a CA rollover the new and the previous CA (ca-bundle.crt);
+    and what to warn about (a certificate that expires soon)."""
 
     ca_cert: bytes
     cert: bytes
     key: bytes
     ca_bundle: bytes
+    warnings: tuple[str, ...] = ()
 
 
 def server_name(namespace: str, url: str | None) -> str:
@@ -59,13 +67,19 @@ def check_certificates(
 
     Raises `CertificateError` naming the file and what to do when a file is missing or
     unreadable, the key does not belong to the certificate, the CA did not sign it, it has
-    expired, or it does not carry the name the API server will connect to.
+    expired, or it does not carry the name the API server will connect to. What the server
+    certificate lacks is fixed by renewing it under the same CA (the caBundle stays); only a CA
+    that cannot sign any more is replaced.
     """
-    regenerate = _regenerate_hint(files, namespace, url)
+    now = now or dt.datetime.now(dt.UTC)
+    name = server_name(namespace, url)
+    renew, remake = _renew_hint(files, name), _remake_hint(files, namespace, url)
+    can_renew = _signing_ca(files, now) is not None
+    fix = renew if can_renew else remake
     paths = (files.ca_cert, files.cert, files.key)
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        raise CertificateError(f"missing {', '.join(missing)}; {regenerate}")
+        raise CertificateError(f"missing {', '.join(missing)}; {remake if not files.ca_cert.exists() else fix}")
     data = {}
     for path in paths:
         try:
@@ -73,41 +87,71 @@ def check_certificates(
         except OSError as err:
             raise CertificateError(f"cannot read {path}: {err.strerror}") from None
 
-    def load_cert(path: Path) -> Any:
-        try:
-            return x509.load_pem_x509_certificate(data[path])
-        except ValueError:
-            raise CertificateError(f"{path} is not a PEM certificate; {regenerate}") from None
-
-    ca = load_cert(files.ca_cert)
-    cert = load_cert(files.cert)
+    ca = first_certificate(data[files.ca_cert])
+    if ca is None:
+        raise CertificateError(f"{files.ca_cert} is not a PEM certificate; {remake}")
+    cert = first_certificate(data[files.cert])
+    if cert is None:
+        raise CertificateError(f"{files.cert} is not a PEM certificate; {fix}")
     try:
         key = serialization.load_pem_private_key(data[files.key], password=None)
     except (ValueError, TypeError):
-        raise CertificateError(f"{files.key} is not an unencrypted PEM private key; {regenerate}") from None
+        raise CertificateError(f"{files.key} is not an unencrypted PEM private key; {fix}") from None
 
-    if key.public_key().public_bytes(*_SPKI) != cert.public_key().public_bytes(*_SPKI):
-        raise CertificateError(f"{files.key} is not the key of {files.cert}; {regenerate}")
-    try:
-        cert.verify_directly_issued_by(ca)
-    except (ValueError, TypeError, InvalidSignature) as err:  # InvalidSignature has no message
-        reason = str(err) or "the signature does not verify"
+    if not key_matches(cert, key):
+        raise CertificateError(f"{files.key} is not the key of {files.cert}; {fix}")
+    if not issued_by(cert, ca):
         raise CertificateError(
-            f"{files.cert} was not issued by the CA in {files.ca_cert} ({reason}); the API server would "
-            f"reject it; {regenerate}"
-        ) from None
-    now = now or dt.datetime.now(dt.UTC)
-    for path, c in ((files.cert, cert), (files.ca_cert, ca)):
-        if c.not_valid_after_utc <= now:
-            raise CertificateError(f"{path} expired on {c.not_valid_after_utc:%Y-%m-%d %H:%M} UTC; {regenerate}")
-    name = server_name(namespace, url)
-    if name not in _subject_alt_names(cert):
-        names = ", ".join(_subject_alt_names(cert)) or "none"
+            f"{files.cert} was not issued by the CA in {files.ca_cert} (the signature does not verify); the API "
+            f"server would reject it; {fix}"
+        )
+    if ca.not_valid_after_utc <= now:
+        raise CertificateError(f"{files.ca_cert} expired on {ca.not_valid_after_utc:%Y-%m-%d %H:%M} UTC; {remake}")
+    if cert.not_valid_after_utc <= now:
+        raise CertificateError(f"{files.cert} expired on {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC; {fix}")
+    if name not in san_names(cert):
+        names = ", ".join(san_names(cert)) or "none"
         raise CertificateError(
-            f"{files.cert} does not name {name}, the host the API server connects to (its names: {names}); {regenerate}"
+            f"{files.cert} does not name {name}, the host the API server connects to (its names: {names}); {fix}"
         )
     bundle = _ca_bundle(files, ca) if files.ca_bundle.exists() else data[files.ca_cert]
-    return Certificates(ca_cert=data[files.ca_cert], cert=data[files.cert], key=data[files.key], ca_bundle=bundle)
+    return Certificates(
+        ca_cert=data[files.ca_cert],
+        cert=data[files.cert],
+        key=data[files.key],
+        ca_bundle=bundle,
+        warnings=tuple(_expiring(files, ca, cert, now, renew)),
+    )
+
+
+def _expiring(files: CertFiles, ca: Any, cert: Any, now: dt.datetime, renew: str) -> list[str]:
+    """Warnings for a certificate with fewer than RENEWAL_DAYS left: it works today, not for long."""
+    warnings = []
+    left = days_left(cert, now)
+    if left < RENEWAL_DAYS:
+        warnings.append(
+            f"{files.cert} expires on {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC ({left} days left); {renew}"
+        )
+    left = days_left(ca, now)
+    if left < RENEWAL_DAYS:
+        warnings.append(
+            f"the CA {files.ca_cert} expires on {ca.not_valid_after_utc:%Y-%m-%d %H:%M} UTC ({left} days left); "
+            f"roll it over: 'netqos-webhook certs --out {files.directory} --new-ca' (README, Renewing certificates)"
+        )
+    return warnings
+
+
+def _signing_ca(files: CertFiles, now: dt.datetime) -> Any:
+    """The CA certificate in `files` when it can still sign a renewal (its key is there and is
+    its key, it has not expired); None otherwise."""
+    try:
+        ca = first_certificate(files.ca_cert.read_bytes())
+        ca_key = serialization.load_pem_private_key(files.ca_key.read_bytes(), password=None)
+    except (OSError, ValueError, TypeError):
+        return None
+    if ca is None or not key_matches(ca, ca_key) or ca.not_valid_after_utc <= now:
+        return None
+    return ca
 
 
 def _ca_bundle(files: CertFiles, ca: Any) -> bytes:
@@ -129,26 +173,20 @@ def _ca_bundle(files: CertFiles, ca: Any) -> bytes:
     return data
 
 
-def _regenerate_hint(files: CertFiles, namespace: str, url: str | None) -> str:
+def _renew_hint(files: CertFiles, name: str) -> str:
+    """Re-issue the server certificate under the CA that is there: the caBundle stays valid."""
+    command = f"netqos-webhook certs --out {files.directory} --renew-before {RENEWAL_DAYS} --host {name}"
+    return f"renew it under the same CA, so the caBundle stays: '{command}'"
+
+
+def _remake_hint(files: CertFiles, namespace: str, url: str | None) -> str:
+    """A new CA and certificate, for when no usable CA is there to renew from."""
     command = f"netqos-webhook certs --out {files.directory} --namespace {namespace}"
     if url is not None:
         command += f" --host {urlsplit(url).hostname}"
     if files.has_ca():  # `certs` keeps an existing CA unless told: these files are being replaced anyway
         command += " --force"
     return f"make new ones with '{command}'"
-
-
-def _subject_alt_names(cert: Any) -> list[str]:
-    try:
-        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return []
-    names = list(san.get_values_for_type(x509.DNSName))
-    names += [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]
-    return names
-
-
-_SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
 def tls_secret(certs: Certificates, namespace: str) -> dict[str, Any]:

@@ -39,16 +39,16 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypedDict, TypeVar
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
 
 from webhook import apidata, placement
 from webhook.apidata import ShapeError
+from webhook.certs import RENEWAL_DAYS, days_left, first_certificate, refusal
 from webhook.manifests import webhook_configuration
 from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE, NAMESPACE_NAME_LABEL, TLS_SECRET, WEBHOOK_DOMAIN
 from webhook.policy import Decision, Policy, Rule, evaluate
 from webhook.selector import LabelSelector, label_selector_from_api
 
-DAYS_WARNING = 30  # a certificate with fewer days left is a problem
+DAYS_WARNING = RENEWAL_DAYS  # a certificate with fewer days left is a problem
 COVERAGE = {
     Decision.UNCHANGED: "injected",
     Decision.SKIPPED_EXPLICIT: "explicit",
@@ -326,14 +326,14 @@ def _certificates(view: ClusterView, report: Report, entries: Sequence[Mapping[s
         else:
             data = apidata.string_map(secret, "data", "data")
             ca_pem = _b64(data.get("ca.crt"))
-            cert = _first_certificate(_b64(data.get("tls.crt")))
+            cert = first_certificate(_b64(data.get("tls.crt")))
             if cert is None:
                 report.problems.append(f"Secret {TLS_SECRET} in namespace {ns} holds no PEM certificate in tls.crt")
             else:
                 report.certificate = _check_certificate(cert, bundles, f"{DEFAULT_SERVICE}.{ns}.svc", view.now, report)
     if ca_pem is None and bundles and bundles[0][1]:
         ca_pem = _b64(bundles[0][1])
-    ca = _first_certificate(ca_pem)
+    ca = first_certificate(ca_pem)
     if ca is not None:
         report.ca = _validity(ca, view.now)
         if report.ca.days_left < DAYS_WARNING:
@@ -349,7 +349,7 @@ def _check_certificate(
     validity = _validity(cert, now)
     failures = []
     for name, bundle in bundles:
-        why = _verify(cert, _b64(bundle) or b"", server_name, now)
+        why = refusal(cert, _b64(bundle) or b"", server_name, now)
         if why:
             failures.append(f"webhook entry {name}: {why}")
     verifies = bool(bundles) and not failures
@@ -363,36 +363,8 @@ def _check_certificate(
     return dataclasses.replace(validity, verifies_against_ca_bundle=verifies)
 
 
-def _verify(cert: x509.Certificate, bundle: bytes, server_name: str, now: dt.datetime) -> str | None:
-    """Why the API server would refuse `cert` for `server_name` trusting `bundle`, or None."""
-    try:
-        cas = x509.load_pem_x509_certificates(bundle)
-    except ValueError:
-        return "its caBundle holds no PEM certificate"
-    if not any(_signed_by(cert, ca) for ca in cas):
-        return "no certificate in its caBundle signed it (a stale caBundle, or a new CA)"
-    if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
-        return "the certificate is not valid now"
-    try:
-        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return f"it has no subjectAltName (needs {server_name})"
-    if server_name not in names.get_values_for_type(x509.DNSName):
-        return f"its subjectAltName does not name {server_name}"
-    return None
-
-
-def _signed_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
-    try:
-        cert.verify_directly_issued_by(ca)
-    except (ValueError, TypeError, InvalidSignature):
-        return False
-    return True
-
-
 def _validity(cert: x509.Certificate, now: dt.datetime) -> Certificate:
-    after = cert.not_valid_after_utc
-    return Certificate(_rfc3339(after), (after - now).days)
+    return Certificate(_rfc3339(cert.not_valid_after_utc), days_left(cert, now))
 
 
 def _expiry(cert: Certificate) -> str:
@@ -572,15 +544,6 @@ def _b64(value: Any) -> bytes | None:
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        return None
-
-
-def _first_certificate(pem: bytes | None) -> x509.Certificate | None:
-    if not pem:
-        return None
-    try:
-        return x509.load_pem_x509_certificates(pem)[0]
-    except ValueError:
         return None
 
 

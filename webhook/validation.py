@@ -5,8 +5,9 @@ none carries a regex of its own.
 Reproduced from k8s.io/apimachinery v0.36.3, `pkg/api/validate/content/kube.go` (IsLabelKey,
 which `IsQualifiedName` aliases; IsLabelValue, which `validation.IsValidLabelValue` aliases) and
 `pkg/api/validate/content/dns.go` (IsDNS1123Label, IsDNS1123Subdomain,
-IsDNS1123SubdomainCaseless). Each function returns Go's list of error messages, empty when the
-value is valid, so a caller can show the API server's own words.
+IsDNS1123SubdomainCaseless), and `pkg/util/validation/validation.go` (IsDNS1035Label, for Service
+names). Each function returns Go's list of error messages, empty when the value is valid, so a
+caller can show the API server's own words.
 
 Where Python and Go differ, Go wins:
 - Go's regexps are RE2 matches anchored with `^...$`, which match the whole string. Python's
@@ -43,6 +44,13 @@ _DNS1123_LABEL_ERR = (
     "and must start and end with an alphanumeric character"
 )
 DNS1123_LABEL_MAX_LENGTH = 63
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL = re.compile(_DNS1035_LABEL_FMT)
+_DNS1035_LABEL_ERR = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+    "start with an alphabetic character, and end with an alphanumeric character"
+)
+DNS1035_LABEL_MAX_LENGTH = 63
 _DNS1123_SUBDOMAIN_FMT = rf"{_DNS1123_LABEL_FMT}(\.{_DNS1123_LABEL_FMT})*"
 _DNS1123_SUBDOMAIN = re.compile(_DNS1123_SUBDOMAIN_FMT)
 # Go spells the caseless form "(?i)" + the pattern. RE2 folds by Unicode's simple case folding,
@@ -140,6 +148,17 @@ def is_dns1123_label(value: str) -> list[str]:
             errs.append("must not contain dots")
         else:
             errs.append(regex_error(_DNS1123_LABEL_ERR, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """IsDNS1035Label (util/validation): 1-63 of `[-a-z0-9]`, starting with a letter and ending
+    alphanumeric (Service names: ValidateServiceName is NameIsDNS1035Label)."""
+    errs: list[str] = []
+    if go_len(value) > DNS1035_LABEL_MAX_LENGTH:
+        errs.append(max_len_error(DNS1035_LABEL_MAX_LENGTH, "characters"))
+    if not _DNS1035_LABEL.fullmatch(value):
+        errs.append(regex_error(_DNS1035_LABEL_ERR, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return errs
 
 

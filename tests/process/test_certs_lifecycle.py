@@ -50,8 +50,25 @@ def made_by_serve(tmp: Path) -> Path:
 
 
 def made_by_register(tmp: Path) -> Path:
-    """register's pair: generated into --certs before it looks for a cluster (there is none here)."""
-    done = netqos("register", "--certs", str(tmp / "reg"), cwd=tmp)
+    """register's pair: generated into --certs once its kubeconfig is usable, before it sends
+    anything (nothing listens at the kubeconfig's server here)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        server = f"https://127.0.0.1:{closed.getsockname()[1]}"
+    kubeconfig = tmp / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    done = netqos("register", "--certs", str(tmp / "reg"), "--kubeconfig", str(kubeconfig), cwd=tmp)
     assert "generated a CA and a server certificate" in done.stderr, done.stderr
     return tmp / "reg"
 
@@ -147,3 +164,122 @@ def test_a_ca_due_within_the_window_points_at_the_rollover(tmp_path):
     done = netqos("certs", "--out", str(files.directory), "--renew-before", "30")
     assert done.returncode == 2 and f"netqos-webhook certs --out {files.directory} --new-ca" in done.stderr
     assert dt.datetime.now(dt.UTC) < load(files.ca_cert).not_valid_after_utc
+
+
+# --- asking for certificates that could not work: refused, nothing written -------------------------
+
+REFUSED = [
+    # arguments after --out DIR, what the one line says
+    (["--ca-days", "10", "--days", "365"], "a CA of 10 days cannot sign a server certificate of 365 days"),
+    (["--ca-days", "365", "--days", "365"], "give --ca-days more than --days"),
+    (["--service", "Bad_Name"], "--service 'Bad_Name' is not a valid name: a DNS-1035 label must consist of"),
+    (["--service", "1st"], "--service '1st' is not a valid name"),
+    (["--namespace", ""], "--namespace '' is not a valid name: a lowercase RFC 1123 label must consist of"),
+    (["--namespace", "ns\n"], "--namespace 'ns\\n' is not a valid name"),
+    (["--host", "bad host!"], "--host 'bad host!' is neither an IP address nor a DNS name"),
+    (["--host", "h\u00e9.example"], "--host 'h\u00e9.example' is neither an IP address nor a DNS name"),
+    (["--host", "a..b"], "--host 'a..b' is neither an IP address nor a DNS name"),
+]
+
+
+@pytest.mark.parametrize("args, fragment", REFUSED, ids=[" ".join(a) for a, _ in REFUSED])
+def test_a_certificate_that_could_not_work_is_refused_before_anything_is_written(tmp_path, args, fragment):
+    done = netqos("certs", "--out", str(tmp_path / "out"), *args)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert fragment in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_bad_name_is_named_at_once(tmp_path):
+    done = netqos(
+        "certs", "--out", str(tmp_path / "out"), "--host", "bad host!", "--service", "Bad_Name", "--namespace", ""
+    )
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert all(flag in done.stderr for flag in ("--service 'Bad_Name'", "--namespace ''", "--host 'bad host!'"))
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "host.minikube.internal", "Host.Example.COM", "*.example.com"])
+def test_ip_addresses_dns_names_and_wildcards_are_hosts(tmp_path, host):
+    done = netqos("certs", "--out", str(tmp_path / "out"), "--host", host)
+    assert done.returncode == 0, done.stderr
+    names = load(tmp_path / "out" / "tls.crt").extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert host in [str(n.value) for n in names]
+
+
+def test_a_renewal_the_ca_would_not_outlive_is_refused(existing):
+    before = snapshot(existing)
+    done = netqos("certs", "--out", str(existing.directory), "--renew-before", "400", "--days", "3700")
+    assert done.returncode == 2 and "before a server certificate of 3700 days would" in done.stderr, done.stderr
+    assert f"netqos-webhook certs --out {existing.directory} --new-ca" in done.stderr
+    assert snapshot(existing) == before
+
+
+def test_out_naming_a_file_is_not_a_directory(tmp_path):
+    (tmp_path / "file").write_text("mine\n")
+    done = netqos("certs", "--out", str(tmp_path / "file"))
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert f"--out {tmp_path / 'file'} is not a directory" in done.stderr
+    assert (tmp_path / "file").read_text() == "mine\n"
+
+
+def test_a_certificate_and_key_without_a_ca_are_not_replaced_unless_forced(tmp_path):
+    """Files from elsewhere (cert-manager's Secret copied out): certs must not write over them."""
+    elsewhere = CertFiles(made_by_certs(tmp_path / "elsewhere"))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("tls.crt", "tls.key"):
+        (mine / name).write_bytes((elsewhere.directory / name).read_bytes())
+    before = snapshot(CertFiles(mine))
+    done = netqos("certs", "--out", str(mine))
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "holds tls.crt/tls.key but no CA" in done.stderr and "--force" in done.stderr
+    assert snapshot(CertFiles(mine)) == before
+    assert netqos("certs", "--out", str(mine), "--force").returncode == 0
+    assert (mine / "tls.crt").read_bytes() != before["tls.crt"]
+
+
+def test_a_ca_certificate_without_its_key_gets_advice_that_leads_somewhere(existing):
+    existing.ca_key.unlink()
+    refused = netqos("certs", "--out", str(existing.directory))
+    renewing = netqos("certs", "--out", str(existing.directory), "--renew-before", "30")
+    for done in (refused, renewing):
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert "ca.crt without ca.key" in done.stderr
+        assert f"'netqos-webhook certs --out {existing.directory} --new-ca'" in done.stderr
+        assert f"create one with 'netqos-webhook certs --out {existing.directory}'" not in done.stderr
+    assert netqos("certs", "--out", str(existing.directory), "--new-ca").returncode == 0  # the advice works
+
+
+# --- register: the fix that keeps the caBundle, warnings, nothing written without a cluster --------
+
+
+def test_register_suggests_renewing_under_the_same_ca_and_the_suggestion_works(existing):
+    """The certificate lacks the name for namespace `other`; the CA is fine: renew, never a new CA."""
+    ca_before = existing.ca_cert.read_bytes()
+    done = netqos("register", "--certs", str(existing.directory), "--namespace", "other", "--dry-run")
+    assert done.returncode == 2 and "--force" not in done.stderr and "--new-ca" not in done.stderr, done.stderr
+    suggested = done.stderr.split("'")[-2]
+    assert suggested == (
+        f"netqos-webhook certs --out {existing.directory} --renew-before 30 --host netqos-webhook.other.svc"
+    )
+    assert netqos(*suggested.split()[1:]).returncode == 0
+    done = netqos("register", "--certs", str(existing.directory), "--namespace", "other", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert existing.ca_cert.read_bytes() == ca_before, "the caBundle the cluster trusts stays"
+
+
+def test_register_dry_run_warns_about_a_certificate_that_expires_soon(tmp_path):
+    from webhook.certs import generate
+
+    files = generate(tmp_path / "soon", days=1)
+    done = netqos("register", "--certs", str(files.directory), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    (warning,) = [line for line in done.stderr.splitlines() if line.startswith("Warning: ")]
+    assert f"{files.cert} expires on" in warning and "(0 days left)" in warning
+    assert f"'netqos-webhook certs --out {files.directory} --renew-before 30" in warning
+
+
+def test_register_without_a_kubeconfig_writes_no_certificate(tmp_path):
+    done = netqos("register", "--certs", str(tmp_path / "certs"), cwd=tmp_path)
+    assert done.returncode == 2 and "no kubeconfig" in done.stderr, done.stderr
+    assert not (tmp_path / "certs").exists()

@@ -77,6 +77,13 @@ CASES = [
     ("serve --metrics-dir {file_as_dir}", "", 2, "--metrics-dir {file_as_dir}: cannot create it (Not a directory)"),
     ("serve --config no/such.yaml", "", 2, "policy file no/such.yaml: cannot read it"),
     ("serve --certfile {not_pem} --keyfile {not_pem}", "", 2, "re-create them with 'netqos-webhook certs'"),
+    ("serve --certfile {certs}/tls.key --keyfile {certs}/tls.crt", "", 2, "the two are swapped"),
+    ("serve --certfile {certs}/tls.crt --keyfile {certs}/ca.crt", "", 2, "/ca.crt holds no PEM private key"),
+    ("serve --certfile {certs}/tls.key --keyfile {certs}/tls.key", "", 2, "/tls.key holds no PEM certificate"),
+    ("serve --bogus", "", 2, "unrecognized arguments: --bogus (see 'netqos-webhook serve --help')"),
+    ("certs --out x extra", "", 2, "unrecognized arguments: extra (see 'netqos-webhook certs --help')"),
+    ("certs --out {not_pem}", "", 2, "--out {not_pem} is not a directory"),
+    ("certs --out x --ca-days 10 --days 365", "", 2, "a CA of 10 days cannot sign a server certificate of 365"),
     ("serve --certfile {certs}/tls.crt --keyfile {certs}/tls.key --client-ca missing.crt", "", 2, "missing.crt"),
     # review
     ("review no/such/pod.yaml", "", 2, "input file no/such/pod.yaml: cannot read it"),

@@ -9,6 +9,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
+from tests.fixtures import REPO
 from webhook.certs import generate
 
 
@@ -81,3 +82,18 @@ def test_validity_is_the_requested_number_of_days(files):
     cert = load(files.cert)
     days = (cert.not_valid_after_utc - cert.not_valid_before_utc).days
     assert days == 30  # 30 days plus the 5 minutes of clock-skew allowance
+
+
+def test_certificates_are_inspected_in_one_place():
+    """Names, issuer and key pair are read by webhook.certs alone (san_names, issued_by,
+    key_matches, refusal), for register, status and certs; the test harness only builds."""
+    package = REPO / "webhook"
+    inspections = ("verify_directly_issued_by", "get_extension_for_class", "SubjectPublicKeyInfo", "DNSName")
+    found = sorted(
+        f"{path.relative_to(package)}: {word}"
+        for path in package.rglob("*.py")
+        if path.name != "certs.py" and "testing" not in path.parts
+        for word in inspections
+        if word in path.read_text()
+    )
+    assert found == []

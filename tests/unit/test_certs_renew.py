@@ -85,7 +85,7 @@ def test_a_new_host_is_added_by_renewing(certs, capsys):
     "setup, message",
     [
         (lambda d: None, "renewing needs the CA"),
-        (lambda d: generate(d, days=10, ca_days=10), "itself expires"),
+        (lambda d: generate(d, days=10, ca_days=20), "itself expires"),
     ],
     ids=["no CA", "CA expiring within the window"],
 )

@@ -108,3 +108,29 @@ def test_every_message_is_gos_word_for_word(recorded):
 def test_the_recorded_go_answers_cover_every_rule_case():
     recorded = {r["value"] for r in GO_RESULTS}
     assert {value for _, value, _ in RULES} <= recorded
+
+
+# IsDNS1035Label (pkg/util/validation/validation.go), Service names: a DNS-1123 label that starts
+# with a letter. Its message, word for word from the Go source.
+DNS1035_ERROR = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1035 = [
+    ("a name", "netqos-webhook", []),
+    ("one letter", "a", []),
+    ("63 bytes", A63, []),
+    ("64 bytes", "a" * 64, ["must be no more than 63 characters"]),
+    ("starts with a digit", "1abc", [DNS1035_ERROR]),
+    ("upper case", "Bad_Name", [DNS1035_ERROR]),
+    ("empty", "", [DNS1035_ERROR]),
+    ("dash at the end", "a-", [DNS1035_ERROR]),
+    ("a dot", "a.b", [DNS1035_ERROR]),
+    ("trailing newline", "svc\n", [DNS1035_ERROR]),
+]
+
+
+@pytest.mark.parametrize("case, value, errors", DNS1035, ids=[c[0] for c in DNS1035])
+def test_a_dns1035_label_is_a_dns1123_label_starting_with_a_letter(case, value, errors):
+    assert validation.is_dns1035_label(value) == errors

@@ -30,15 +30,24 @@ class CertsArgs:
 
 
 def run(args: CertsArgs) -> int:
-    from webhook.certs import CertFiles
+    from webhook.certs import CertFiles, check_names
 
     files = CertFiles(args.out)
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} is not a directory; give a directory (it is made when missing)")
+    check_names(args.service, args.namespace, args.hosts)
     if args.renew_before is not None:
         if args.force or args.new_ca:
             raise UsageError("--renew-before keeps the CA; it does not go with --force or --new-ca")
         return _renew(args, files)
     if files.has_ca() and not (args.force or args.new_ca):
         raise UsageError(_refusal(files))
+    if (files.cert.exists() or files.key.exists()) and not files.has_ca() and not args.force:
+        raise UsageError(
+            f"{files.directory} holds {files.cert.name}/{files.key.name} but no CA ({files.ca_cert.name}, "
+            f"{files.ca_key.name}): a certificate made elsewhere (cert-manager, a copied Secret), which a new CA "
+            "and certificate would replace; write into another directory, or add --force to replace them"
+        )
     try:
         from webhook.certs import generate
 
@@ -78,6 +87,21 @@ def _renew(args: CertsArgs, files: CertFiles) -> int:
 def _refusal(files: CertFiles) -> str:
     from cryptography import x509
 
+    replace = (
+        "add --new-ca (a rollover: ca-bundle.crt keeps the old CA trusted during the switch) or --force (the old "
+        "CA is no longer trusted at once)"
+    )
+    if not files.ca_key.exists():
+        return (
+            f"{files.directory} holds {files.ca_cert.name} without {files.ca_key.name}, a CA that cannot sign: copy "
+            f"its key there to renew under it ('netqos-webhook certs --out {files.directory} --renew-before 30'), "
+            f"or replace it with 'netqos-webhook certs --out {files.directory} --new-ca' (a rollover: ca-bundle.crt "
+            "keeps the old CA trusted during the switch) or --force"
+        )
+    if not files.ca_cert.exists():
+        return (
+            f"{files.directory} holds {files.ca_key.name} without {files.ca_cert.name}: to replace that CA, {replace}"
+        )
     try:
         until = x509.load_pem_x509_certificate(files.ca_cert.read_bytes()).not_valid_after_utc
         what = f"a CA ({files.ca_cert}, valid until {until:%Y-%m-%d})"
@@ -86,8 +110,5 @@ def _refusal(files: CertFiles) -> str:
         what, expired = f"a CA ({files.ca_cert} or {files.ca_key})", False
     renew = f"'netqos-webhook certs --out {files.directory} --renew-before 30'"
     instead = "" if expired else f"to renew the server certificate under it, run {renew}; "
-    return (
-        f"{files.directory} already holds {what}, which the webhook's caBundle may trust: {instead}"
-        "to replace the CA, add --new-ca (a rollover: ca-bundle.crt keeps the old CA trusted during the "
-        "switch) or --force (the old CA is no longer trusted at once)"
-    )
+    held = f"{files.directory} already holds {what}, which the webhook's caBundle may trust"
+    return f"{held}: {instead}to replace the CA, {replace}"

@@ -48,6 +48,8 @@ def run(args: RegisterArgs) -> int:
             raise RuntimeFailure(f"cannot write certificates into {files.directory}: {err.strerror}") from None
         print(f"generated a CA and a server certificate in {files.directory}/", file=sys.stderr)
     certs = check_certificates(files, args.namespace, args.url)
+    for warning in certs.warnings:  # --dry-run included: it is how a pipeline checks before it applies
+        print(f"Warning: {warning}", file=sys.stderr)
     objs = objects(policy, certs, args.namespace, args.url)
     if cluster is None:  # --dry-run
         print(yaml.safe_dump_all(objs, sort_keys=False), end="")

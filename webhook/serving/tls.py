@@ -24,6 +24,7 @@ two (a key that does not match yet) leaves the live context without a usable key
 from __future__ import annotations
 
 import logging
+import re
 import ssl
 import time
 from collections.abc import Callable
@@ -93,11 +94,45 @@ def check_files(files: TLSFiles) -> str | None:
 def _reason(files: TLSFiles, err: Exception) -> str:
     if isinstance(err, OSError) and err.filename:
         return f"cannot read {err.filename}: {err.strerror}"
+    misplaced = _misplaced_pem(files)
+    if misplaced:
+        return misplaced
     what = ", ".join(str(p) for p in files.paths())
     detail = getattr(err, "reason", None) or str(err)
     if "KEY_VALUES_MISMATCH" in str(err) or detail == "KEY_VALUES_MISMATCH":
         return f"{files.keyfile} is not the key of {files.certfile}"
     return f"unusable TLS files ({what}): {detail}"
+
+
+_PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
+
+
+def _pem_blocks(path: Path) -> set[str]:
+    """The kinds of PEM blocks in `path` (CERTIFICATE, PRIVATE KEY, EC PRIVATE KEY...)."""
+    try:
+        return {m.decode() for m in _PEM_BLOCK.findall(path.read_bytes())}
+    except OSError:
+        return set()
+
+
+def _misplaced_pem(files: TLSFiles) -> str | None:
+    """What OpenSSL calls "PEM lib", said in terms of the files: swapped, or the wrong kind."""
+    cert, key = _pem_blocks(files.certfile), _pem_blocks(files.keyfile)
+    keys = {b for b in cert | key if b.endswith("PRIVATE KEY")}
+    if "CERTIFICATE" not in cert and "CERTIFICATE" in key and cert & keys:
+        return (
+            f"--certfile {files.certfile} holds a private key and --keyfile {files.keyfile} a certificate: "
+            "the two are swapped"
+        )
+    if "CERTIFICATE" not in cert:
+        return f"--certfile {files.certfile} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+    if "ENCRYPTED PRIVATE KEY" in key:
+        return f"--keyfile {files.keyfile} is encrypted; the server needs an unencrypted private key"
+    if not key & keys and not cert & keys:
+        return f"--keyfile {files.keyfile} holds no PEM private key (-----BEGIN PRIVATE KEY-----)"
+    if files.client_ca is not None and "CERTIFICATE" not in _pem_blocks(files.client_ca):
+        return f"--client-ca {files.client_ca} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+    return None
 
 
 class CertificateRotator:
