@@ -280,6 +280,21 @@ _READ = {
         True,
         "mutatingwebhookconfigurations",
     ),
+    # GA in Kubernetes 1.36 (admissionregistration.k8s.io/v1); the client has them from v36.
+    "MutatingAdmissionPolicy": (
+        "AdmissionregistrationV1Api",
+        "read_mutating_admission_policy",
+        "list_mutating_admission_policy",
+        True,
+        "mutatingadmissionpolicies",
+    ),
+    "MutatingAdmissionPolicyBinding": (
+        "AdmissionregistrationV1Api",
+        "read_mutating_admission_policy_binding",
+        "list_mutating_admission_policy_binding",
+        True,
+        "mutatingadmissionpolicybindings",
+    ),
 }
 # Namespaced kinds listed across every namespace when no namespace is given.
 _LIST_ALL = {"Pod": "list_pod_for_all_namespaces"}

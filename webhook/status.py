@@ -8,6 +8,10 @@ wires the two; nothing here does I/O):
    failurePolicy, timeout and namespaceSelector `webhook.manifests` ships; the Service has ready
    endpoints; the Deployment has ready replicas; the serving certificate verifies against every
    entry's caBundle for `netqos-webhook.<ns>.svc`, and it and the CA have 30 days or more left.
+   Or, instead or beside it, the admission policies `manifests --as admission-policy` makes:
+   a MutatingAdmissionPolicy `<rule>.netqos.io` per rule, bound, and the same as the generator
+   makes for the policy in force. A rule carried out by a bound policy needs no webhook entry;
+   without a webhook configuration, its Service, Deployment and certificate are not checked.
 2. Coverage: each selected pod in an admitted namespace is classified by `webhook.policy.evaluate`,
    the decision `/mutate` makes, never a second copy of the rules: terms already there
    (`injected`), the pod's own affinity uses the rule's keys (`explicit`), `opted_out`, or the
@@ -41,6 +45,7 @@ from typing import Any, TypeAlias, TypedDict, TypeVar
 from cryptography import x509
 
 from webhook import apidata, placement
+from webhook.admission_policy import MUTATING_KIND, mutating_policy
 from webhook.apidata import ShapeError
 from webhook.certs import RENEWAL_DAYS, days_left, first_certificate, refusal
 from webhook.manifests import webhook_configuration
@@ -120,6 +125,9 @@ class ClusterView:
     pods_on_nodes: PodsOnNodes
     now: dt.datetime
     policy_problem: str | None = None  # the cluster's policy could not be used
+    # MutatingAdmissionPolicies and their bindings (every one in the cluster; ours are picked here)
+    admission_policies: Sequence[Mapping[str, Any]] | Unknown = ()
+    admission_policy_bindings: Sequence[Mapping[str, Any]] | Unknown = ()
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,16 @@ class Entry:
     object_selector_matches_policy: bool
     failure_policy: str
     timeout_seconds: int
+
+
+@dataclass(frozen=True)
+class AdmissionPolicyEntry:
+    """One MutatingAdmissionPolicy `<rule>.netqos.io`."""
+
+    name: str
+    rule: str
+    bound: bool  # a MutatingAdmissionPolicyBinding names it: the API server runs it
+    matches_policy: bool  # its spec is what the generator makes for the policy in force
 
 
 @dataclass(frozen=True)
@@ -158,8 +176,10 @@ class OffHigh:
 
 @dataclass
 class Report:
+    installation: str = "none"  # webhook | admission policy | webhook and admission policy | none
     configuration: str | None = None
     entries: list[Entry] = field(default_factory=list)
+    admission_policies: list[AdmissionPolicyEntry] = field(default_factory=list)
     ready_endpoints: int | None = None
     deployment: dict[str, int] | None = None
     certificate: Certificate | None = None
@@ -189,11 +209,20 @@ def analyse(view: ClusterView) -> Report:
     if view.policy_problem:
         report.problems.append(view.policy_problem)
     shipped = webhook_configuration(view.policy, namespace=view.webhook_namespace)["webhooks"]
-    entries = _registration(view, report, {w["name"]: w for w in shipped})
-    _endpoints(view, report)
-    _deployment(view, report)
-    _certificates(view, report, entries)
-    _workloads(view, report, entries, shipped)
+    policies = _admission_policies(view, report)
+    entries = _registration(view, report, {w["name"]: w for w in shipped}, policies)
+    webhook = report.configuration is not None
+    report.installation = {
+        (True, True): "webhook and admission policy",
+        (True, False): "webhook",
+        (False, True): "admission policy",
+        (False, False): "none",
+    }[(webhook, bool(report.admission_policies))]
+    if webhook or not policies:  # the webhook is installed, or nothing carries the policy out
+        _endpoints(view, report)
+        _deployment(view, report)
+        _certificates(view, report, entries)
+    _workloads(view, report, entries, shipped, policies)
     return report
 
 
@@ -201,13 +230,83 @@ def _unknown(report: Report, value: Unknown) -> None:
     report.unknown.append(f"cannot read {value.what} (forbidden by RBAC)")
 
 
-def _registration(view: ClusterView, report: Report, shipped: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Check the entries; return ours (those named `*.netqos.io`)."""
+def _admission_policies(view: ClusterView, report: Report) -> dict[str, Mapping[str, Any]]:
+    """Check our MutatingAdmissionPolicies (`<rule>.netqos.io`) and their bindings; return the
+    bound ones by rule: the rules the API server carries out itself."""
+    listed, bindings = view.admission_policies, view.admission_policy_bindings
+    for value in (listed, bindings):
+        if isinstance(value, Unknown):
+            _unknown(report, value)
+    if isinstance(listed, Unknown):
+        return {}
+    bound_names = set()
+    if not isinstance(bindings, Unknown):
+        for binding in bindings:
+            spec = apidata.obj(binding, "spec", "spec")
+            bound_names.add(apidata.text(spec, "policyName", "spec.policyName"))
+    rules = {r.name: r for r in view.policy.rules}
+    fix = (
+        "apply what netqos-webhook manifests --as admission-policy --config FILE prints for the policy in force "
+        f"(policy: {view.policy_source})"
+    )
+    bound: dict[str, Mapping[str, Any]] = {}
+    for obj in listed:
+        name = apidata.text(apidata.obj(obj, "metadata", "metadata"), "name", "metadata.name")
+        if not name.endswith(f".{WEBHOOK_DOMAIN}"):
+            continue
+        rule_name = name.removesuffix(f".{WEBHOOK_DOMAIN}")
+        rule = rules.get(rule_name)
+        is_bound = isinstance(bindings, Unknown) or name in bound_names
+        matches = rule is not None and _same_spec(obj, mutating_policy(view.policy, rule, view.webhook_namespace))
+        report.admission_policies.append(AdmissionPolicyEntry(name, rule_name, is_bound, matches))
+        if rule is None:
+            report.problems.append(f"{MUTATING_KIND} {name} belongs to no rule of the policy in force; {fix}")
+            continue
+        if not is_bound:
+            report.problems.append(
+                f"{MUTATING_KIND} {name} has no binding: the API server does not run it, so pods rule {rule_name} "
+                f"selects do not get the preference from it; {fix} (its MutatingAdmissionPolicyBinding)"
+            )
+            continue
+        if not matches:
+            report.problems.append(
+                f"{MUTATING_KIND} {name} differs from what the generator makes for rule {rule_name}: the API server "
+                f"mutates pods otherwise than the webhook would; {fix}"
+            )
+        bound[rule_name] = obj
+    return bound
+
+
+def _same_spec(have: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
+    """The fields the generator writes are as it writes them (selectors order-insensitive); fields
+    the API server defaults are not compared."""
+    spec, wanted = apidata.obj(have, "spec", "spec"), want["spec"]
+    for key, value in wanted.items():
+        if key == "matchConstraints":
+            constraints = apidata.obj(spec, key, f"spec.{key}")
+            for sub, sub_value in value.items():
+                if sub.endswith("Selector"):
+                    if _canonical(constraints.get(sub)) != _canonical(sub_value):
+                        return False
+                elif constraints.get(sub) != sub_value:
+                    return False
+        elif spec.get(key) != value:
+            return False
+    return True
+
+
+def _registration(
+    view: ClusterView, report: Report, shipped: Mapping[str, Any], policies: Mapping[str, Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """Check the entries; return ours (those named `*.netqos.io`). A rule a bound admission
+    policy carries out needs no entry."""
     config = view.configuration
     if isinstance(config, Unknown):
         _unknown(report, config)
         return []
     if config is None:
+        if policies:
+            return []
         report.problems.append(
             f"MutatingWebhookConfiguration {CONFIGURATION_NAME} does not exist: the API server calls no webhook, "
             "so no pod gets the preference; install it (kubectl apply -k deploy/base, then netqos-webhook register)"
@@ -222,7 +321,7 @@ def _registration(view: ClusterView, report: Report, shipped: Mapping[str, Any])
     fix = f"re-register for the policy in force: netqos-webhook register --config FILE (policy: {view.policy_source})"
     for webhook in ours:
         report.entries.append(_check_entry(webhook, rules, shipped, fix, report.problems))
-    present = {e.rule for e in report.entries}
+    present = {e.rule for e in report.entries} | set(policies)
     for rule_name in rules:
         if rule_name not in present:
             report.problems.append(
@@ -374,7 +473,11 @@ def _expiry(cert: Certificate) -> str:
 
 
 def _workloads(
-    view: ClusterView, report: Report, entries: Sequence[Mapping[str, Any]], shipped: Sequence[Mapping[str, Any]]
+    view: ClusterView,
+    report: Report,
+    entries: Sequence[Mapping[str, Any]],
+    shipped: Sequence[Mapping[str, Any]],
+    policies: Mapping[str, Mapping[str, Any]],
 ) -> None:
     nodes = None
     if isinstance(view.nodes, Unknown):
@@ -385,7 +488,7 @@ def _workloads(
     if isinstance(view.pods, Unknown):
         _unknown(report, view.pods)
         return
-    admits = _namespace_admission(view, entries, shipped, report)
+    admits = _namespace_admission(view, entries, shipped, policies, report)
     for pod in view.pods:
         meta = apidata.obj(pod, "metadata", "metadata")
         namespace = apidata.text(meta, "namespace", "metadata.namespace")
@@ -450,11 +553,18 @@ class _Placement:
 
 
 def _namespace_admission(
-    view: ClusterView, entries: Sequence[Mapping[str, Any]], shipped: Sequence[Mapping[str, Any]], report: Report
+    view: ClusterView,
+    entries: Sequence[Mapping[str, Any]],
+    shipped: Sequence[Mapping[str, Any]],
+    policies: Mapping[str, Mapping[str, Any]],
+    report: Report,
 ) -> Callable[[Rule, str], bool]:
-    """rule, namespace -> whether the API server would call the webhook there: the rule's
-    registered entry's namespaceSelector (the shipped one when there is no entry)."""
+    """rule, namespace -> whether the API server would mutate the rule's pods there: the rule's
+    registered entry's namespaceSelector, else its bound admission policy's, else the shipped one."""
     by_name = {w["name"]: w for w in shipped}
+    for rule_name, obj in policies.items():
+        constraints = apidata.obj(apidata.obj(obj, "spec", "spec"), "matchConstraints", "spec.matchConstraints")
+        by_name[f"{rule_name}.{WEBHOOK_DOMAIN}"] = constraints
     by_name.update({w["name"]: w for w in entries})
     selectors: dict[str, LabelSelector] = {}
     for rule in view.policy.rules:

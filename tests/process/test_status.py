@@ -22,9 +22,11 @@ import pytest
 import yaml
 
 from tests.fixtures import FIXTURES, NETQOS_TERMS, REPO
+from webhook.admission_policy import admission_policies as generate_admission_policies
 from webhook.affinity import Requirement
 from webhook.cli import main
 from webhook.commands.status import StatusArgs, label_selector, run
+from webhook.policy_file import load_policy
 from webhook.selector import LabelSelector
 from webhook.testing import kubeapi
 from webhook.testing.kubeapi import Snapshot, issue_tls, node, pod, workload
@@ -61,6 +63,7 @@ class Cluster:
         self.ready = 2
         self.secret_tls: kubeapi.TLS | None = tls
         self.forbidden: set[str] = set()
+        self.admission_policies: list[dict[str, Any]] = []  # manifests --as admission-policy
         self.nodes = [node("fast-1", "high"), node("fast-2", "high"), node("slow-1", "low"), node("plain-1")]
         self.workloads = [
             workload("Deployment", "shop", "web"),
@@ -76,7 +79,7 @@ class Cluster:
 
     def snapshot(self) -> Snapshot:
         objs = kubeapi.installation(self.configuration, self.deployment, self.policy, self.secret_tls, NS, self.ready)
-        objs += [kubeapi.namespace("shop"), *self.nodes, *self.workloads, *self.pods]
+        objs += [kubeapi.namespace("shop"), *self.nodes, *self.workloads, *self.pods, *self.admission_policies]
         snapshot = Snapshot().add_all(objs)
         snapshot.forbidden |= self.forbidden
         return snapshot
@@ -88,6 +91,36 @@ def fresh_install(c: Cluster) -> None:
 
 def webhook_missing(c: Cluster) -> None:
     c.configuration = None
+
+
+def admission_policies(c: Cluster) -> None:
+    """What `manifests --as admission-policy` prints for the shipped policy, applied."""
+    policy = load_policy(REPO / "deploy/base/policy.yaml")
+    c.admission_policies = [
+        {**o, "metadata": {**o["metadata"], "uid": f"uid-{i}"}}
+        for i, o in enumerate(generate_admission_policies(policy, warnings=True))
+    ]
+
+
+def admission_policy_instead_of_webhook(c: Cluster) -> None:
+    admission_policies(c)
+    c.configuration = None
+
+
+def admission_policy_beside_webhook(c: Cluster) -> None:
+    admission_policies(c)
+
+
+def admission_policy_without_binding(c: Cluster) -> None:
+    admission_policy_instead_of_webhook(c)
+    c.admission_policies = [o for o in c.admission_policies if o["kind"] != "MutatingAdmissionPolicyBinding"]
+
+
+def admission_policy_for_another_policy(c: Cluster) -> None:
+    admission_policy_instead_of_webhook(c)
+    (mutating,) = (o for o in c.admission_policies if o["kind"] == "MutatingAdmissionPolicy")
+    mutating["spec"]["reinvocationPolicy"] = "Never"
+    mutating["spec"]["matchConstraints"]["objectSelector"] = {"matchLabels": {"qos": "other"}}
 
 
 def stale_ca_bundle(c: Cluster) -> None:
@@ -263,6 +296,7 @@ ENTRY = {
 CERT = {"not_after": "2034-01-01T00:00:00Z", "days_left": 2771, "verifies_against_ca_bundle": True}
 POLICY_SOURCE = "ConfigMap netqos-system/netqos-webhook-policy-7bk2 key policy.yaml"
 FRESH = {
+    "installation": "webhook",
     "webhook": {
         "configuration": "netqos-webhook",
         "entries": [ENTRY],
@@ -271,6 +305,7 @@ FRESH = {
         "certificate": CERT,
         "ca": {"not_after": "2036-01-01T00:00:00Z", "days_left": 3501},
     },
+    "admission_policies": [],
     "policy": {"source": POLICY_SOURCE, "rules": ["netqos"]},
     "pods": {"selected": 2, "injected": 2, "explicit": 0, "opted_out": 0, "missing": 0},
     "placement": {"high": 2, "other": 0, "unlabelled": 0, "low": 0, "pending": 0, "movable": 0},
@@ -309,11 +344,67 @@ def off_high(name: str, node_: str, net: str | None, why: list[str], ns: str = "
     return {"namespace": ns, "name": name, "node": node_, "net": net, "why": why}
 
 
+POLICY_ENTRY = {"name": "netqos.netqos.io", "rule": "netqos", "bound": True, "matches_policy": True}
+NO_WEBHOOK = {
+    "configuration": None,
+    "entries": [],
+    "ready_endpoints": None,
+    "deployment": None,
+    "certificate": None,
+    "ca": None,
+}
+POLICY_FIX = (
+    "apply what netqos-webhook manifests --as admission-policy --config FILE prints for the policy in force "
+    f"(policy: {POLICY_SOURCE})"
+)
+
 SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
     (fresh_install, FRESH, 0),
     (
+        admission_policy_instead_of_webhook,
+        expect(installation="admission policy", webhook=NO_WEBHOOK, admission_policies=[POLICY_ENTRY]),
+        0,
+    ),
+    (
+        admission_policy_beside_webhook,
+        expect(installation="webhook and admission policy", admission_policies=[POLICY_ENTRY]),
+        0,
+    ),
+    (
+        admission_policy_without_binding,
+        expect(
+            installation="admission policy",
+            webhook__configuration=None,
+            webhook__entries=[],
+            webhook__certificate={**CERT, "verifies_against_ca_bundle": False},
+            admission_policies=[{**POLICY_ENTRY, "bound": False}],
+            problems=[
+                "MutatingAdmissionPolicy netqos.netqos.io has no binding: the API server does not run it, so pods "
+                f"rule netqos selects do not get the preference from it; {POLICY_FIX} (its "
+                "MutatingAdmissionPolicyBinding)",
+                "MutatingWebhookConfiguration netqos-webhook does not exist: the API server calls no webhook, so no "
+                "pod gets the preference; install it (kubectl apply -k deploy/base, then netqos-webhook register)",
+            ],
+        ),
+        3,
+    ),
+    (
+        admission_policy_for_another_policy,
+        expect(
+            installation="admission policy",
+            webhook=NO_WEBHOOK,
+            admission_policies=[{**POLICY_ENTRY, "matches_policy": False}],
+            problems=[
+                "MutatingAdmissionPolicy netqos.netqos.io differs from what the generator makes for rule netqos: the "
+                f"API server mutates pods otherwise than the webhook would; {POLICY_FIX}"
+            ],
+        ),
+        3,
+    ),
+    (
         webhook_missing,
         expect(
+            installation="none",
             webhook__configuration=None,
             webhook__entries=[],
             webhook__certificate={**CERT, "verifies_against_ca_bundle": False},

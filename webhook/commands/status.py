@@ -109,6 +109,8 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
         pods_on_nodes=lambda high, nodes: _pods_on_nodes(reader, high, nodes),
         now=now,
         policy_problem=problem,
+        admission_policies=_admission_listed(reader, "MutatingAdmissionPolicy"),
+        admission_policy_bindings=_admission_listed(reader, "MutatingAdmissionPolicyBinding"),
     )
 
 
@@ -246,6 +248,17 @@ def _listed(
         return status.Unknown(f"the {kind}s{where}")
 
 
+def _admission_listed(reader: cluster.Reader, kind: str) -> list[dict[str, Any]] | status.Unknown:
+    """Every object of an admission policy kind; none where the API server predates the v1 API
+    (Kubernetes before 1.36 answers 404), Unknown where the client does (kubernetes < 36)."""
+    try:
+        return _listed(reader, kind, None)
+    except cluster.NotFound:
+        return []
+    except AttributeError:
+        return status.Unknown(f"the {kind}s (this kubernetes client predates their v1 API: upgrade it)")
+
+
 def _lazy(reader: cluster.Reader, what: str, items: Callable[[], Iterable[dict[str, Any]]]) -> Any:
     """`items()` as an iterator whose first page is read now, so a 403 becomes Unknown here and
     the rest streams into the analysis page by page."""
@@ -282,6 +295,7 @@ def to_json(report: Report) -> dict[str, Any]:
         return out
 
     return {
+        "installation": report.installation,
         "webhook": {
             "configuration": report.configuration,
             "entries": [dataclasses.asdict(e) for e in report.entries],
@@ -290,6 +304,7 @@ def to_json(report: Report) -> dict[str, Any]:
             "certificate": cert(report.certificate, True),
             "ca": cert(report.ca, False),
         },
+        "admission_policies": [dataclasses.asdict(e) for e in report.admission_policies],
         "policy": {"source": report.policy_source, "rules": report.rules},
         "pods": {k: report.pods[k] for k in ("selected", "injected", "explicit", "opted_out", "missing")},
         "placement": {**{k: report.placement[k] for k in NET_CLASSES}, "movable": report.movable},
@@ -313,7 +328,7 @@ def render_json(report: Report) -> str:
 
 def render_table(report: Report, limit: int = 20) -> str:
     """For people: registration first, then counts, then the pods to act on (lists cut at `limit`)."""
-    lines = ["WEBHOOK"]
+    lines = [f"INSTALLATION {report.installation}", "WEBHOOK"]
     lines.append(f"  configuration     {report.configuration or 'MISSING'}")
     for e in report.entries:
         flags = [
@@ -332,6 +347,9 @@ def render_table(report: Report, limit: int = 20) -> str:
         lines.append(f"  certificate       until {c.not_after} ({c.days_left} days), {verifies}")
     if report.ca is not None:
         lines.append(f"  CA                until {report.ca.not_after} ({report.ca.days_left} days)")
+    for a in report.admission_policies:
+        flags = ["bound" if a.bound else "NOT BOUND", "= policy" if a.matches_policy else "DRIFTED"]
+        lines.append(f"  admission policy  {a.name} rule {a.rule}: {', '.join(flags)}")
     lines.append(f"  policy            {report.policy_source}: rules {', '.join(report.rules) or '-'}")
     lines.append("")
     p = report.pods

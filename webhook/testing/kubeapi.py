@@ -61,6 +61,10 @@ KINDS = {
     "endpointslices": ("discovery.k8s.io/v1", "EndpointSlice"),
     "poddisruptionbudgets": ("policy/v1", "PodDisruptionBudget"),
     "mutatingwebhookconfigurations": ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+    "mutatingadmissionpolicies": ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy"),
+    "mutatingadmissionpolicybindings": ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding"),
+    "validatingadmissionpolicies": ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+    "validatingadmissionpolicybindings": ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
 }
 RESOURCES = {kind: resource for resource, (_, kind) in KINDS.items()}
 FIELDS = ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase")
