@@ -23,6 +23,7 @@ from webhook.commands import typed
 from webhook.commands.manifests import FORMS as MANIFEST_FORMS
 from webhook.commands.review import OUTPUTS as REVIEW_OUTPUTS
 from webhook.errors import EXIT_USAGE, NetqosError
+from webhook.manifests import NOT_CALLED
 from webhook.names import (
     CONFIG_ENV,
     DEFAULT_BIND,
@@ -60,7 +61,7 @@ MAX_BODY_BYTES = 64 * 2**20
 MAX_BODY_BUDGET_BYTES = 2**30
 MAX_CERT_DAYS = 36500
 
-DECISIONS = tuple(d.value for d in Decision)
+DECISIONS = (*(d.value for d in Decision), NOT_CALLED)
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_CLOSED_STDOUT = 128 + signal.SIGPIPE
 
@@ -154,6 +155,16 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         default=os.environ.get(CONFIG_ENV) or None,
         help=f"policy file (YAML); default: ${CONFIG_ENV}, else the built-in NetQoS rule",
+    )
+
+
+def _add_webhook_namespace(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--webhook-namespace",
+        metavar="NS",
+        default=DEFAULT_NAMESPACE,
+        help=f"the namespace the webhook runs in (default {DEFAULT_NAMESPACE}): the registration excludes it and "
+        "kube-system, so a pod created there is reported as not_called (the API server never calls the webhook)",
     )
 
 
@@ -397,6 +408,7 @@ def _add_review(sub: Any) -> None:
         "and workload, a YAML stream (workload: every object, pod templates mutated)",
     )
     _add_config(p)
+    _add_webhook_namespace(p)
     p.add_argument(
         "--fail-on",
         type=_decisions,
@@ -462,6 +474,7 @@ def _add_explain(sub: Any) -> None:
     )
     p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
     _add_config(p)
+    _add_webhook_namespace(p)
 
 
 def _explain(args: argparse.Namespace) -> int:

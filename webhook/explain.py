@@ -23,6 +23,8 @@ from webhook import admission, apidata, scheduling
 from webhook.affinity import PREFERRED, REQUIRED, PreferredTerm, required_term_problems
 from webhook.apidata import ShapeError
 from webhook.errors import UsageError
+from webhook.manifests import NOT_CALLED, not_called_reason
+from webhook.names import DEFAULT_NAMESPACE
 from webhook.policy import Decision, Policy, Rule
 from webhook.scoretable import SchedulerWeights
 
@@ -46,6 +48,11 @@ class Mutation:
     injected: tuple[str, ...]  # rule names
     warnings: tuple[str, ...]
     patch: tuple[dict[str, Any], ...]
+    not_called: str | None = None  # why the API server never calls the webhook for this pod
+
+    @property
+    def decision_name(self) -> str:
+        return NOT_CALLED if self.not_called else self.decision.value
 
 
 @dataclass(frozen=True)
@@ -77,10 +84,14 @@ def explain(
     profile: scheduling.Profile = scheduling.DEFAULT_PROFILE,
     netqos_weight: int = DEFAULT_NETQOS_WEIGHT,
     pods_given: bool = True,
+    webhook_namespace: str = DEFAULT_NAMESPACE,
 ) -> Report:
     """The stock scheduler's view of the mutated pod, and the NetQoS scheduler's of the pod as
-    written, on `nodes` with `pods` already running (those bound to a node and not finished)."""
-    mutation = mutate(policy, pod)
+    written, on `nodes` with `pods` already running (those bound to a node and not finished).
+    A pod in a namespace the registration excludes (the webhook running in `webhook_namespace`)
+    is never sent to the webhook: it is scheduled as written."""
+    reason = not_called_reason(_namespace(pod), webhook_namespace)
+    mutation = mutate(policy, pod) if reason is None else Mutation(pod, Decision.UNCHANGED, (), (), (), reason)
     try:
         before = scheduling.pod_view(pod)
         after = scheduling.pod_view(mutation.pod)

@@ -131,8 +131,29 @@ def pod_create_rule() -> dict[str, Any]:
 
 def namespace_selector(namespace: str) -> dict[str, Any]:
     """Every namespace but kube-system and the webhook's own (by the name label every namespace has)."""
-    excluded = sorted({*ALWAYS_EXCLUDED_NAMESPACES, namespace})
+    excluded = list(excluded_namespaces(namespace))
     return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": excluded}]}
+
+
+def excluded_namespaces(namespace: str = DEFAULT_NAMESPACE) -> tuple[str, ...]:
+    """The namespaces every entry's namespaceSelector excludes when the webhook runs in `namespace`."""
+    return tuple(sorted({*ALWAYS_EXCLUDED_NAMESPACES, namespace}))
+
+
+# The outcome for a pod in a namespace the registration excludes: the API server never calls the
+# webhook for it (review and explain report it as a decision, beside the policy's own).
+NOT_CALLED = "not_called"
+
+
+def not_called_reason(pod_namespace: str, webhook_namespace: str = DEFAULT_NAMESPACE) -> str | None:
+    """Why the API server would not call the webhook for a pod created in `pod_namespace`, or None."""
+    excluded = excluded_namespaces(webhook_namespace)
+    if pod_namespace not in excluded:
+        return None
+    return (
+        f"the webhook is not called: namespace {pod_namespace} is excluded by the registration's "
+        f"namespaceSelector ({NAMESPACE_NAME_LABEL} NotIn {', '.join(excluded)})"
+    )
 
 
 def pod_scope(rule: Rule, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:

@@ -599,3 +599,14 @@ def test_the_netqos_weight_defaults_to_the_policys(tmp_path, capsys):
     document = json.loads(out)
     assert code == 0 and document["netqos_weight"] == 2
     assert [t["weight"] for t in document["injected_terms"]] == [90, 10]  # equal weights: no constant
+
+
+def test_a_pod_in_an_excluded_namespace_is_explained_as_written_because_the_webhook_is_not_called(tmp_path):
+    pod = yaml.safe_load(Path(TEST_POD).read_text())
+    pod["metadata"]["namespace"] = "kube-system"
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(pod))
+    document = json.loads(explained("--pod", str(path), "--nodes", EXPERIMENT_NODES, "-o", "json"))
+    assert (document["decision"], document["mutated"], document["injected_terms"]) == ("not_called", False, [])
+    table = explained("--pod", str(path), "--nodes", EXPERIMENT_NODES)
+    assert "not mutated: the webhook is not called: namespace kube-system is excluded" in table.splitlines()[0]

@@ -312,3 +312,37 @@ def test_a_kustomize_stream_with_the_examples_and_every_workload_kind_is_summari
     assert ("Pod", "default/qos-demo-pod", "mutated", "netqos", "0") in rows
     assert rows[-len(EXPECTED) :] == EXPECTED
     assert [row[0] for row in rows if row[2] == "not a pod"][:3] == ["Namespace", "ServiceAccount", "ConfigMap"]
+
+
+# --- namespaces the registration excludes ----------------------------------------------------------
+
+
+def pod_in(namespace: str) -> str:
+    pod = yaml.safe_load((EXAMPLES / "test-pod.yaml").read_text())
+    pod["metadata"]["namespace"] = namespace
+    return yaml.safe_dump(pod)
+
+
+@pytest.mark.parametrize(
+    "namespace, args, decision",
+    [
+        ("kube-system", [], "not_called"),
+        ("netqos-system", [], "not_called"),
+        ("netqos-system", ["--webhook-namespace", "webhooks"], "mutated"),
+        ("webhooks", ["--webhook-namespace", "webhooks"], "not_called"),
+        ("default", [], "mutated"),
+    ],
+)
+def test_a_pod_in_an_excluded_namespace_is_not_called_not_mutated(namespace, args, decision):
+    done = netqos("review", "-", "-o", "json", *args, stdin=pod_in(namespace))
+    assert done.returncode == 0, done.stderr
+    (record,) = json.loads(done.stdout)
+    assert record["decision"] == decision
+    if decision == "not_called":
+        assert record["patch"] == [] and record["rules"] == []
+        assert f"namespace {namespace} is excluded by the registration's namespaceSelector" in record["warnings"][0]
+
+
+def test_fail_on_can_name_not_called():
+    done = netqos("review", "-", "--fail-on", "not_called", stdin=pod_in("kube-system"))
+    assert done.returncode == 3 and "decided not_called (--fail-on)" in done.stderr

@@ -20,6 +20,8 @@ from webhook.apidata import ShapeError, show
 from webhook.commands.tables import aligned
 from webhook.documents import Place, read_document, read_documents
 from webhook.explain import ExplainError, Report, explain
+from webhook.manifests import check_namespace
+from webhook.names import DEFAULT_NAMESPACE
 from webhook.policy import Decision, Policy
 from webhook.policy_file import load_policy
 from webhook.schedconfig import SchedulerConfigError, profile_for
@@ -70,6 +72,7 @@ class ExplainArgs:
     netqos_weight: int | None = None  # None: the policy's schedulerWeights.netqos
     output: str = "table"
     config: str | None = None  # the policy file; None: the built-in policy
+    webhook_namespace: str = DEFAULT_NAMESPACE  # excluded by the registration, as kube-system is
 
     @property
     def live(self) -> bool:
@@ -97,6 +100,7 @@ def run(
         raise ExplainError("the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one")
     if args.nodes is None and not args.live:
         raise ExplainError("give the nodes: --nodes FILE, or --kubeconfig FILE and/or --context NAME for a cluster's")
+    check_namespace(args.webhook_namespace)
     if policy is None:
         policy = load_policy(args.config)
     pod = load_pod(args.pod)
@@ -112,6 +116,7 @@ def run(
         profile=profile,
         netqos_weight=policy.weights.netqos if args.netqos_weight is None else args.netqos_weight,
         pods_given=args.pods is not None or args.live,
+        webhook_namespace=args.webhook_namespace,
     )
     (stdout or sys.stdout).write(render_json(report) if args.output == "json" else render_table(report))
     return 0
@@ -271,7 +276,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "pod": report.pod_name,
         "namespace": report.namespace,
         "mutated": report.mutation.decision is Decision.MUTATED,
-        "decision": report.mutation.decision.value,
+        "decision": report.mutation.decision_name,
         "injected_rules": list(report.mutation.injected),
         "injected_terms": list(report.added_terms_api),
         "warnings": list(report.mutation.warnings),
@@ -366,6 +371,8 @@ def _pod_line(report: Report) -> str:
 
     m = report.mutation
     pod = f"Pod {report.namespace}/{report.pod_name}"
+    if m.not_called:
+        return f"{pod}: not mutated: {m.not_called}"
     if m.decision is Decision.MUTATED:
         rules = f"rule{'s' if len(m.injected) > 1 else ''} {', '.join(m.injected)}"
         return f"{pod}: mutated by netqos-webhook ({rules}), preferred node affinity added:"

@@ -29,6 +29,8 @@ import yaml
 
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, UsageError
+from webhook.manifests import NOT_CALLED, check_namespace, not_called_reason
+from webhook.names import DEFAULT_NAMESPACE
 from webhook.workloads import KIND_NAMES
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ class ReviewArgs:
     output: str | None = None  # None: response for one object of one file, table otherwise
     config: str | None = None
     fail_on: frozenset[str] = frozenset()  # decisions that make the exit code 3
+    webhook_namespace: str = DEFAULT_NAMESPACE  # excluded by the registration, as kube-system is
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,8 @@ def run(args: ReviewArgs) -> int:
             f"-o {output} shows one object of one file; {where} holds {len(items)} object(s): "
             "use -o table, -o json, or -o pod / -o workload for a YAML stream"
         )
-    results = [review_item(policy, item, single=single) for item in items]
+    check_namespace(args.webhook_namespace)
+    results = [review_item(policy, item, single=single, webhook_namespace=args.webhook_namespace) for item in items]
     if output in SINGLE_OUTPUTS and single:
         print(_single(results[0], output), end="")
     elif output in ("pod", "workload"):
@@ -182,9 +186,12 @@ def _source(name: str, place: Place, colon: bool = False) -> str:
     return f"input file {name}{document}{items}" + (": " if colon else "")
 
 
-def review_item(policy: Policy, item: Item, single: bool = False) -> Reviewed:
+def review_item(
+    policy: Policy, item: Item, single: bool = False, webhook_namespace: str = DEFAULT_NAMESPACE
+) -> Reviewed:
     """One object through the /mutate path. With `single`, an object that carries no pod is an
-    error (the user asked about it alone); in a stream it is listed as `not a pod`."""
+    error (the user asked about it alone); in a stream it is listed as `not a pod`. A pod in a
+    namespace the registration excludes is `not_called`: the API server never sends it to us."""
     from webhook import workloads
     from webhook.admission import BadReview, create_review, review, wire_patch
 
@@ -212,11 +219,25 @@ def review_item(policy: Policy, item: Item, single: bool = False) -> Reviewed:
         raise UsageError(f"{item.source}: {err}") from None
     request = document["request"]
     answer = result.response["response"]
+    not_called = not_called_reason(result.namespace or "default", webhook_namespace)
     if kind == "AdmissionReview":
         pod_kind = request.get("kind", {}).get("kind") if isinstance(request.get("kind"), dict) else None
         kind, name = _text(pod_kind) or "AdmissionReview", result.name
     else:  # a Pod made by a controller has only a generateName: result.name falls back to it
         name = result.name if kind == "Pod" else _text(meta.get("name"))
+    if not_called:
+        return Reviewed(
+            item,
+            kind,
+            result.namespace,
+            name,
+            NOT_CALLED,
+            (),
+            (not_called,),
+            [],
+            result.response,
+            request.get("object"),
+        )
     return Reviewed(
         item,
         kind,
