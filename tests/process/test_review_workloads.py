@@ -307,7 +307,7 @@ def test_a_kustomize_stream_with_the_examples_and_every_workload_kind_is_summari
     rows = [tuple(c.strip() for c in row) for row in table_rows(done.stdout)]
     kinds = {row[0]: row for row in rows}
     assert kinds["MutatingWebhookConfiguration"][2] == "not a pod"
-    assert ("Deployment", "netqos-system/netqos-webhook", "not_selected", "-", "0") in rows
+    assert ("Deployment", "netqos-system/netqos-webhook", "not_called", "-", "1") in rows
     assert ("Deployment", "default/latency-demo", "mutated", "netqos", "0") in rows
     assert ("Pod", "default/qos-demo-pod", "mutated", "netqos", "0") in rows
     assert rows[-len(EXPECTED) :] == EXPECTED
