@@ -1,0 +1,394 @@
+"""`explain` against the real kube-scheduler: random clusters on the real control plane of
+`scripts/cluster` (webhook.testing.controlplane), a pod created through the webhook and bound by
+the real scheduler, and `netqos-webhook explain --kubeconfig` asked beforehand where it goes.
+
+    python -m benchmarks.explain_real [--clusters N] [--seed S] [--max-nodes M] [--json]
+    scripts/fidelity-real --clusters 100          (the same, with the environment set up)
+
+For each cluster a seeded generator draws 2 to M nodes (Node objects whose status it writes:
+`net` high / low / another value / no label, allocatable CPU, memory and pod slots, NoSchedule and
+PreferNoSchedule taints, images already pulled with their sizes) and pods already bound to them
+with their requests (some with none, counted by the scheduler's non-zero defaults; some nodes
+full), then one pod: latency-sensitive or ordinary, random requests, tolerations and image. Then:
+
+1. `explain --pod FILE --kubeconfig K -o json` reads the cluster: `predicted` (the stock
+   scheduler, the pod after the webhook) and `netqos_predicted` (the NetQoS profile, the pod as
+   written), each the set of best-total nodes (ties kept);
+2. the pod is created through the API server, which calls the registered `netqos-webhook serve`;
+   the real scheduler (default profile) binds it: the node must be in `predicted`;
+3. it is deleted, and the same pod is created again with `schedulerName: netqos-scheduler` and the
+   opt-out annotation (so the webhook leaves it as written, and the NetQoS plugin scores it): the
+   node the `netqos-scheduler` profile binds it to must be in `netqos_predicted`.
+
+Nodes get names unique to their cluster, so the scheduler's cache never mixes two clusters. Every
+miss is printed with explain's ranking. Results: docs/scheduling.md ("explain against the real
+scheduler").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
+from webhook.testing import controlplane
+from webhook.testing.controlplane import NETQOS_SCHEDULER, Cluster
+from webhook.testing.server import Server, start_server
+
+REPO = Path(__file__).resolve().parents[1]
+NAMESPACE = "explain-real"
+GI = 1024**3
+MB = 1000**2
+IMAGES = tuple(f"registry.example.com/app-{i}:1.{i}" for i in range(8))
+NET_CLASSES = ("high", "low", "other", "unlabelled")
+CPU_SIZES = (2, 4, 8, 16)  # cores
+MEMORY_SIZES = (4, 8, 16, 32, 64)  # GiB
+REQUEST_CPU = (0, 100, 250, 500, 1000, 2000)  # millicores; 0: no cpu request
+REQUEST_MEMORY = (0, 128, 512, 1024, 2048, 4096)  # MiB; 0: no memory request
+PREFER_NO_SCHEDULE = {"key": "example.com/maintenance", "value": "soon", "effect": "PreferNoSchedule"}
+NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class Case:
+    index: int
+    nodes: list[dict[str, Any]]
+    bound: list[dict[str, Any]]
+    pod: dict[str, Any]
+
+
+@dataclass
+class Result:
+    index: int
+    nodes: int
+    latency_sensitive: bool
+    bound: str  # the node the default profile bound the mutated pod to
+    predicted: list[str]
+    netqos_bound: str  # the node the netqos-scheduler profile bound the pod as written to
+    netqos_predicted: list[str]
+    explain: dict[str, Any] = field(repr=False)
+
+    @property
+    def agrees(self) -> bool:
+        return self.bound in self.predicted
+
+    @property
+    def netqos_agrees(self) -> bool:
+        return self.netqos_bound in self.netqos_predicted
+
+
+# --- the random clusters ---------------------------------------------------------------------------
+
+
+def generate(rng: random.Random, index: int, max_nodes: int) -> Case:
+    count = rng.randint(2, max_nodes)
+    shares = [rng.random() ** 2 for _ in NET_CLASSES]  # squared: often one class dominates
+    prefer_tainted, hard_tainted = rng.choice((0.0, 0.1, 0.3)), rng.choice((0.0, 0.05, 0.2))
+    nodes, bound = [], []
+    for i in range(count):
+        name = f"c{index}-node-{i:02}"
+        labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+        klass = rng.choices(NET_CLASSES, shares)[0]
+        if klass != "unlabelled":
+            labels["net"] = klass if klass != "other" else rng.choice(("medium", "10g"))
+        taints = []
+        if rng.random() < prefer_tainted:
+            taints.append(PREFER_NO_SCHEDULE)
+        if rng.random() < hard_tainted:
+            taints.append(NO_SCHEDULE)
+        cpu, memory, slots = rng.choice(CPU_SIZES), rng.choice(MEMORY_SIZES), rng.choice((110, 110, 110, 8))
+        images = [{"names": [image], "sizeBytes": rng.randint(20, 900) * MB} for image in IMAGES if rng.random() < 0.2]
+        allocatable = {"cpu": str(cpu), "memory": f"{memory}Gi", "pods": str(slots)}
+        nodes.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"taints": taints} if taints else {},
+                "status": {
+                    "allocatable": allocatable,
+                    "capacity": allocatable,
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                    "images": images,
+                },
+            }
+        )
+        bound += _load(rng, name, cpu * 1000, memory * 1024, slots)
+    return Case(index, nodes, bound, _pod(rng))
+
+
+def _load(rng: random.Random, node: str, cpu: int, memory: int, slots: int) -> list[dict[str, Any]]:
+    """Pods already on `node`: up to about its size, a few over (a full node)."""
+    count = rng.randint(0, min(slots, 5))
+    if rng.random() < 0.05:
+        count = slots if slots <= 8 else count
+    target = rng.random() * 1.1
+    pods = []
+    for i in range(count):
+        requests = {}
+        if rng.random() < 0.8:
+            requests["cpu"] = f"{int(target * cpu / max(count, 1))}m"
+        if rng.random() < 0.8:
+            requests["memory"] = f"{int(target * memory / max(count, 1))}Mi"
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"{node}-running-{i}", "labels": {"app": "existing"}},
+                "spec": {
+                    "nodeName": node,
+                    "containers": [
+                        {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": requests}}
+                    ],
+                    "tolerations": [{"operator": "Exists"}],
+                },
+            }
+        )
+    return pods
+
+
+def _pod(rng: random.Random) -> dict[str, Any]:
+    labels = {"app": "web"}
+    if rng.random() < 0.7:
+        labels["qos"] = "latency-sensitive"
+    requests = {}
+    cpu, memory = rng.choice(REQUEST_CPU), rng.choice(REQUEST_MEMORY)
+    if cpu:
+        requests["cpu"] = f"{cpu}m"
+    if memory:
+        requests["memory"] = f"{memory}Mi"
+    container: dict[str, Any] = {"name": "app", "image": rng.choice(IMAGES), "resources": {"requests": requests}}
+    spec: dict[str, Any] = {"containers": [container]}
+    if rng.random() < 0.2:
+        spec["tolerations"] = [{"key": "example.com/maintenance", "operator": "Exists"}]
+    if rng.random() < 0.1:
+        spec.setdefault("tolerations", []).append({"key": "dedicated", "operator": "Equal", "value": "gpu"})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "probe", "namespace": NAMESPACE, "labels": labels},
+        "spec": spec,
+    }
+
+
+# --- one case on the real cluster ------------------------------------------------------------------
+
+
+def run_case(cluster: Cluster, case: Case, workdir: Path) -> Result:
+    """Set the cluster up as `case` says, ask explain, then let the real scheduler bind the pod."""
+    _reset(cluster)
+    for node in case.nodes:
+        cluster.create(node)
+    for pod in case.bound:
+        cluster.create(pod, NAMESPACE)
+    _settle(cluster, len(case.nodes), len(case.bound))
+    path = workdir / f"pod-{case.index}.yaml"
+    path.write_text(yaml.safe_dump(case.pod))
+    explained = _explain(cluster, path)
+
+    created = cluster.create(case.pod, NAMESPACE)
+    assert created["metadata"].get("annotations", {}).get(INJECTED_ANNOTATION) or not _selected(case.pod), (
+        "the webhook did not mutate the latency-sensitive pod: is it registered?"
+    )
+    bound = cluster.wait_bound(NAMESPACE, "probe")
+    _delete_pod(cluster, "probe")
+
+    written = json.loads(json.dumps(case.pod))
+    written["metadata"]["name"] = "probe-netqos"
+    written["metadata"]["annotations"] = {OPT_OUT_ANNOTATION: "false"}  # the pod as written
+    written["spec"]["schedulerName"] = NETQOS_SCHEDULER
+    cluster.create(written, NAMESPACE)
+    netqos_bound = cluster.wait_bound(NAMESPACE, "probe-netqos")
+    return Result(
+        case.index,
+        len(case.nodes),
+        _selected(case.pod),
+        bound,
+        list(explained["predicted"]),
+        netqos_bound,
+        list(explained["netqos_predicted"]),
+        explained,
+    )
+
+
+def _selected(pod: dict[str, Any]) -> bool:
+    return bool(pod["metadata"]["labels"].get("qos") == "latency-sensitive")
+
+
+def _reset(cluster: Cluster) -> None:
+    cluster.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods", {"gracePeriodSeconds": 0})
+    cluster.delete_nodes()
+    if cluster.get(f"/api/v1/namespaces/{NAMESPACE}") is None:
+        cluster.create_namespace(NAMESPACE)
+
+
+def _settle(cluster: Cluster, nodes: int, pods: int, timeout: float = 30) -> None:
+    """Until the API server lists exactly the case's nodes and pods, then a moment for the
+    scheduler's informers, which receive the same events."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        have_nodes = len((cluster.get("/api/v1/nodes") or {}).get("items", []))
+        have_pods = len((cluster.get(f"/api/v1/namespaces/{NAMESPACE}/pods") or {}).get("items", []))
+        if (have_nodes, have_pods) == (nodes, pods):
+            time.sleep(0.5)
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the cluster did not settle to {nodes} nodes and {pods} pods within {timeout:.0f} s")
+
+
+def _delete_pod(cluster: Cluster, name: str, timeout: float = 30) -> None:
+    cluster.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}", {"gracePeriodSeconds": 0})
+    deadline = time.monotonic() + timeout
+    while cluster.pod(NAMESPACE, name) is not None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pod {name} still there {timeout:.0f} s after its deletion")
+        time.sleep(0.05)
+    time.sleep(0.2)  # the scheduler's cache drops it from the same watch
+
+
+def _explain(cluster: Cluster, path: Path) -> dict[str, Any]:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "webhook",
+            "explain",
+            "--pod",
+            str(path),
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"explain exited {result.returncode}: {result.stderr}")
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+# --- the run ---------------------------------------------------------------------------------------
+
+
+@contextmanager
+def environment(workdir: Path) -> Iterator[Cluster]:
+    """The cluster named by $NETQOS_CLUSTER_DIR, or one of our own; with a webhook registered."""
+    with ExitStack() as stack:
+        named = os.environ.get(controlplane.CLUSTER_DIR_ENV)
+        if named and (Path(named) / controlplane.STATE_FILE).exists():
+            cluster = controlplane.attach(Path(named))
+        else:
+            built = controlplane.build()
+            cluster = stack.enter_context(controlplane.running(workdir / "cluster", built.bin_dir))
+        server = stack.enter_context(start_server(workdir / "webhook"))
+        register(cluster, server)
+        try:
+            yield cluster
+        finally:
+            _reset(cluster)
+            cluster.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}")
+
+
+def register(cluster: Cluster, server: Server) -> None:
+    url = f"https://127.0.0.1:{server.port}/mutate"
+    subprocess.run(
+        [sys.executable, "-m", "webhook", "register", "--url", url, "--certs", str(server.certs.directory)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, **cluster.env()},
+        cwd=REPO,
+    )
+    cluster.wait_webhook(active=True)
+
+
+def describe_miss(result: Result, which: str) -> str:
+    """A miss, with explain's ranking (its totals under both profiles) beside the bound node."""
+    bound, predicted = (
+        (result.bound, result.predicted) if which == "stock" else (result.netqos_bound, result.netqos_predicted)
+    )
+    lines = [
+        f"cluster {result.index} ({result.nodes} nodes): {which} bound {bound}, "
+        f"explain predicted {', '.join(predicted)}",
+        f"  {'NODE':<16} {'NET':<10} {'FEASIBLE':<8} {'TOTAL':>6} {'NETQOS TOTAL':>12}  REASONS",
+    ]
+    for node in sorted(result.explain["nodes"], key=lambda n: -(n["total"] or 0)):
+        lines.append(
+            f"  {node['name']:<16} {str(node['net']):<10} {str(node['feasible']):<8} {str(node['total']):>6} "
+            f"{str(node['netqos_total']):>12}  {'; '.join(node['reasons'])}"
+        )
+    return "\n".join(lines)
+
+
+def run(
+    cluster: Cluster, clusters: int, seed: int, max_nodes: int, workdir: Path, out: Any = sys.stderr
+) -> list[Result]:
+    rng = random.Random(seed)
+    results = []
+    for index in range(clusters):
+        result = run_case(cluster, generate(rng, index, max_nodes), workdir)
+        results.append(result)
+        for which, ok in (("stock", result.agrees), ("netqos", result.netqos_agrees)):
+            if not ok:
+                print(describe_miss(result, which), file=out, flush=True)
+    return results
+
+
+def summary(results: Sequence[Result], seconds: float) -> dict[str, Any]:
+    return {
+        "clusters": len(results),
+        "nodes_min": min(r.nodes for r in results),
+        "nodes_max": max(r.nodes for r in results),
+        "latency_sensitive": sum(r.latency_sensitive for r in results),
+        "stock_agree": sum(r.agrees for r in results),
+        "netqos_agree": sum(r.netqos_agrees for r in results),
+        "seconds": round(seconds, 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/fidelity-real", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-nodes", type=int, default=60)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="explain-real-") as tmp, environment(Path(tmp)) as cluster:
+        results = run(cluster, args.clusters, args.seed, args.max_nodes, Path(tmp))
+    total = summary(results, time.monotonic() - started)
+    if args.json:
+        print(json.dumps(total, indent=2))
+    else:
+        n = total["clusters"]
+        print(
+            "| clusters | nodes | latency-sensitive pods | stock: bound node in explain's prediction "
+            "| netqos-scheduler: bound node in explain's NetQoS prediction | time |"
+        )
+        print("|---:|---:|---:|---:|---:|---:|")
+        print(
+            f"| {n} | {total['nodes_min']}-{total['nodes_max']} | {total['latency_sensitive']} | "
+            f"{total['stock_agree']}/{n} | {total['netqos_agree']}/{n} | {total['seconds']} s |"
+        )
+    return 0 if total["stock_agree"] == total["netqos_agree"] == total["clusters"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""End-to-end tests against a real control plane built from its Go modules (etcd, kube-apiserver,
+kube-controller-manager, and kube-scheduler with the NetQoS plugin as a second profile), started by
+`webhook.testing.controlplane` as `scripts/cluster up` starts it. The real API server calls a real
+`netqos-webhook serve` registered by `netqos-webhook register --url`; the real scheduler binds.
+
+One cluster serves the whole session. With $NETQOS_CLUSTER_DIR naming a running cluster
+(`eval "$(scripts/cluster env)"`), the tests use it and leave it running; otherwise they build
+the binaries when the cache lacks them (minutes, once) and start a cluster of their own.
+Without a Go toolchain they skip, saying so, except under CI (CI=true), where that fails.
+
+Each test gets its own namespace; tests that need nodes use the `nodes` fixture, which removes
+every node before and after (nodes are cluster-wide, so such tests do not share them).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fixtures import REPO
+from webhook.names import CONFIGURATION_NAME
+from webhook.testing import controlplane
+from webhook.testing.controlplane import Cluster
+from webhook.testing.server import Server, start_server
+
+HERE = Path(__file__).parent
+WEBHOOK_CONFIGURATION = f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{CONFIGURATION_NAME}"
+_names = itertools.count(1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.controlplane)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    named = os.environ.get(controlplane.CLUSTER_DIR_ENV)
+    if named and (Path(named) / controlplane.STATE_FILE).exists():
+        existing = controlplane.attach(Path(named))
+        broken = {k: v for k, v in existing.healthy().items() if v != "ok"}
+        assert not broken, f"the cluster in {named} is not healthy: {broken}; run 'scripts/cluster down' and 'up'"
+        yield existing
+        return
+    go = controlplane.find_go()
+    if go is None:
+        reason = "no Go toolchain to build the control plane (install Go 1.26+, or set GO=/path/to/go)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{reason}; CI must run the end-to-end tests")
+        pytest.skip(reason)
+    built = controlplane.build(go)
+    with controlplane.running(tmp_path_factory.mktemp("cluster"), built.bin_dir) as running:
+        yield running
+
+
+def cli(cluster: Cluster, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`netqos-webhook ARGS` as a user runs it, with the cluster's kubeconfig in the environment."""
+    result = subprocess.run(
+        [sys.executable, "-m", "webhook", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **cluster.env()},
+        cwd=REPO,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"netqos-webhook {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
+    return result
+
+
+def register(cluster: Cluster, server: Server, certs: Path | None = None) -> None:
+    """`netqos-webhook register --url` for a server on loopback (only the webhook configuration,
+    its caBundle from `certs`, by default the server's certificate directory)."""
+    url = f"https://127.0.0.1:{server.port}/mutate"
+    cli(cluster, "register", "--url", url, "--certs", str(certs or server.certs.directory))
+    cluster.wait_webhook(active=True)
+
+
+@pytest.fixture(scope="session")
+def webhook(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`netqos-webhook serve` on loopback (the default policy), registered with the cluster."""
+    with start_server(tmp_path_factory.mktemp("webhook")) as server:
+        register(cluster, server)
+        yield server
+        cluster.request("DELETE", WEBHOOK_CONFIGURATION)
+
+
+@pytest.fixture
+def registered(cluster: Cluster, webhook: Server) -> Iterator[Server]:
+    """The session's webhook, registered again if a test changed the registration."""
+    if cluster.get(WEBHOOK_CONFIGURATION) is None:
+        register(cluster, webhook)
+    yield webhook
+    register(cluster, webhook)  # whatever the test did to the registration, the next finds it in place
+
+
+@pytest.fixture
+def unregistered(cluster: Cluster, webhook: Server) -> Iterator[None]:
+    """No webhook configuration while the test runs; the session's is restored afterwards."""
+    cluster.request("DELETE", WEBHOOK_CONFIGURATION)
+    cluster.wait_webhook(active=False)
+    yield
+    register(cluster, webhook)
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = f"e2e-{next(_names)}-{request.node.name[:30].lower().replace('_', '-').strip('-')}"
+    name = "".join(c for c in name if c.isalnum() or c == "-").rstrip("-")
+    cluster.create_namespace(name)
+    yield name
+    cluster.delete_namespace(name)
+
+
+@pytest.fixture
+def nodes(cluster: Cluster) -> Iterator[None]:
+    cluster.delete_nodes()
+    yield
+    cluster.delete_nodes()
+
+
+def manifest(path: str) -> Any:
+    return yaml.safe_load((REPO / path).read_text())
+
+
+def experiment_nodes(cluster: Cluster) -> None:
+    """The two nodes of the NetQoS scheduler plugin's experiment, from deploy/examples/nodes.yaml:
+    `minikube` (net=low) and `fake-node-1` (net=high, tainted unreachable as no kubelet reports)."""
+    for node in manifest("deploy/examples/nodes.yaml")["items"]:
+        node["metadata"].pop("creationTimestamp", None)
+        cluster.create(node)
+
+
+def node_affinity(pod: dict[str, Any]) -> list[Any]:
+    """The pod's preferred node-affinity terms ([] when it has none)."""
+    affinity = (pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}
+    terms: list[Any] = affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    return terms
