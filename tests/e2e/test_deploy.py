@@ -10,7 +10,7 @@ import shutil
 import pytest
 import yaml
 
-from tests.e2e.conftest import cli
+from tests.e2e.conftest import WEBHOOK_CONFIGURATION, cli, register
 from tests.fixtures import REPO
 from webhook.names import DEFAULT_NAMESPACE
 
@@ -35,10 +35,12 @@ def targets() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def tree(cluster, tmp_path_factory):
+def tree(cluster, webhook, tmp_path_factory):
     """A copy of deploy/ with what the overlays need: the dev overlay's certificate, and a
     kustomization that adds each component to the base. The webhook's namespace
-    exists (a dry run does not create it, and namespaced objects need it)."""
+    exists (a dry run does not create it, and namespaced objects need it). No webhook
+    configuration does, as on a cluster the base is first applied to (the session's, registered
+    with a URL, is put back afterwards)."""
     root = tmp_path_factory.mktemp("deploy") / "deploy"
     shutil.copytree(REPO / "deploy", root)
     cli(cluster, "certs", "--out", str(root / "overlays/dev/certs"), "--host", "host.minikube.internal")
@@ -47,8 +49,10 @@ def tree(cluster, tmp_path_factory):
             (root / target).mkdir()
             (root / target / "kustomization.yaml").write_text(WITH_COMPONENT.format(name=target.removeprefix("with-")))
     cluster.create_namespace(DEFAULT_NAMESPACE)
+    cluster.request("DELETE", WEBHOOK_CONFIGURATION)
     yield root
     cluster.delete_namespace(DEFAULT_NAMESPACE)
+    register(cluster, webhook)
 
 
 def served(cluster, obj: dict) -> bool:

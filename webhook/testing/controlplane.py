@@ -457,19 +457,33 @@ class Cluster:
             f"the scheduler's log:\n{self.log_tail('netqos-scheduler', 15)}"
         )
 
-    def create_namespace(self, name: str, timeout: float = 30) -> None:
-        """A namespace, once its default service account exists (pods cannot be created before)."""
-        self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    def create_namespace(self, name: str, timeout: float = 60) -> None:
+        """A namespace, once its default service account exists (pods cannot be created before).
+        One of the same name still being deleted is waited for."""
         deadline = time.monotonic() + timeout
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        while (status := self.request("POST", "/api/v1/namespaces", namespace))[0] == 409:
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"namespace {name} exists (or is being deleted) after {timeout:.0f} s")
+            time.sleep(0.2)
+        if status[0] != 201:
+            raise ControlPlaneError(f"creating namespace {name}: {status}")
         while self.get(f"/api/v1/namespaces/{name}/serviceaccounts/default") is None:
             if time.monotonic() > deadline:
                 raise ControlPlaneError(f"namespace {name}: no default service account within {timeout:.0f} s")
             time.sleep(0.1)
 
-    def delete_namespace(self, name: str) -> None:
-        """Delete its pods at once (no kubelet will ever confirm a graceful deletion), then it."""
-        self.request("DELETE", f"/api/v1/namespaces/{name}/pods", {"gracePeriodSeconds": 0})
+    def delete_namespace(self, name: str, timeout: float = 60) -> None:
+        """Delete it and wait until it is gone. Its pods are deleted at once, again and again while
+        the namespace controller works (no kubelet will ever confirm a graceful deletion, and
+        controllers may recreate pods until their owners are gone)."""
         self.request("DELETE", f"/api/v1/namespaces/{name}")
+        deadline = time.monotonic() + timeout
+        while self.get(f"/api/v1/namespaces/{name}") is not None:
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"namespace {name} still there {timeout:.0f} s after its deletion")
+            self.request("DELETE", f"/api/v1/namespaces/{name}/pods", {"gracePeriodSeconds": 0})
+            time.sleep(0.2)
 
     def wait_webhook(self, active: bool, timeout: float = 30) -> None:
         """Until the API server has seen the webhook configuration change (registered or removed):
@@ -487,9 +501,8 @@ class Cluster:
             if status == 201 and (INJECTED_ANNOTATION in (body["metadata"].get("annotations") or {})) == active:
                 return
             time.sleep(0.1)
-        raise ControlPlaneError(
-            f"the API server did not {'call' if active else 'stop calling'} the webhook within {timeout:.0f} s"
-        )
+        change = "call" if active else "stop calling"
+        raise ControlPlaneError(f"the API server did not {change} the webhook within {timeout:.0f} s")
 
     def delete_nodes(self) -> None:
         self.request("DELETE", "/api/v1/nodes")
