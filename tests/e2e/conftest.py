@@ -14,6 +14,7 @@ every node before and after (nodes are cluster-wide, so such tests do not share 
 
 from __future__ import annotations
 
+import base64
 import itertools
 import os
 import subprocess
@@ -95,13 +96,23 @@ def webhook(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
         cluster.request("DELETE", WEBHOOK_CONFIGURATION)
 
 
+def registered_to(cluster: Cluster, server: Server) -> bool:
+    """Does the webhook configuration send every call to `server`, trusting its CA?"""
+    config = cluster.get(WEBHOOK_CONFIGURATION)
+    url = f"https://127.0.0.1:{server.port}/mutate"
+    bundle = base64.b64encode(server.certs.ca_cert.read_bytes()).decode()
+    clients = [w.get("clientConfig", {}) for w in (config or {}).get("webhooks", [])]
+    return bool(clients) and all(c.get("url") == url and c.get("caBundle") == bundle for c in clients)
+
+
 @pytest.fixture
 def registered(cluster: Cluster, webhook: Server) -> Iterator[Server]:
     """The session's webhook, registered again if a test changed the registration."""
-    if cluster.get(WEBHOOK_CONFIGURATION) is None:
+    if not registered_to(cluster, webhook):
         register(cluster, webhook)
     yield webhook
-    register(cluster, webhook)  # whatever the test did to the registration, the next finds it in place
+    if not registered_to(cluster, webhook):  # whatever the test did, the next finds it in place
+        register(cluster, webhook)
 
 
 @pytest.fixture
