@@ -36,6 +36,7 @@ class Run:
     exit_code: int
     candidates: int
     movable: int
+    server_cpu_seconds: float = 0.0  # the fake API server's CPU time during the run
 
 
 def measure(kubeconfig: str) -> Run:
@@ -70,17 +71,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.nodes, args.pods, args.selected, args.repeat = 200, 2000, 400, 1
     runs = []
-    with fake_cluster(args.nodes, args.pods, args.selected, args.cluster) as kubeconfig:
+    with fake_cluster(args.nodes, args.pods, args.selected, args.cluster) as fake:
         for _ in range(args.repeat):
+            server_before = fake.cpu_seconds()
             done = subprocess.run(
-                [sys.executable, "-m", "benchmarks.rebalance_scale", "--measure", kubeconfig],
+                [sys.executable, "-m", "benchmarks.rebalance_scale", "--measure", fake.kubeconfig],
                 cwd=REPO,
                 capture_output=True,
                 text=True,
                 timeout=900,
                 check=True,
             )
-            runs.append(Run(**json.loads(done.stdout)))
+            measured = json.loads(done.stdout) | {"server_cpu_seconds": fake.cpu_seconds() - server_before}
+            runs.append(Run(**measured))
     if args.json:
         print(
             json.dumps(
@@ -99,11 +102,12 @@ def report(nodes: int, pods: int, selected: int, cluster: str, runs: list[Run]) 
         f"rebalance (plan) against {nodes:,} nodes, {pods:,} pods ({selected:,} selected, {cluster} templates), "
         f"{len(runs)} run(s):",
         "",
-        "| run | wall time (s) | CPU time (s) | peak RSS (MiB) | candidates | movable | exit |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| run | wall time (s) | CPU time (s) | fake server CPU (s) | peak RSS (MiB) | candidates | movable | exit |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     lines += [
-        f"| {i + 1} | {r.seconds:.1f} | {r.cpu_seconds:.1f} | {r.max_rss_mib:.0f} | {r.candidates} | {r.movable} "
+        f"| {i + 1} | {r.seconds:.1f} | {r.cpu_seconds:.1f} | {r.server_cpu_seconds:.1f} | {r.max_rss_mib:.0f} "
+        f"| {r.candidates} | {r.movable} "
         f"| {r.exit_code} |"
         for i, r in enumerate(runs)
     ]
@@ -111,7 +115,9 @@ def report(nodes: int, pods: int, selected: int, cluster: str, runs: list[Run]) 
         "",
         f"median {statistics.median(seconds):.1f} s (min {min(seconds):.1f}, max {max(seconds):.1f}; "
         f"target < {TARGET_SECONDS:.0f} s), CPU median {statistics.median(r.cpu_seconds for r in runs):.1f} s, "
-        f"peak RSS median {statistics.median(rss):.0f} MiB (max {max(rss):.0f}; target < {TARGET_RSS_MIB:.0f} MiB)",
+        f"peak RSS median {statistics.median(rss):.0f} MiB (max {max(rss):.0f}; target < {TARGET_RSS_MIB:.0f} MiB); "
+        f"its CPU and the fake server's together (about an idle machine's wall time: the two take turns) "
+        f"median {statistics.median(r.cpu_seconds + r.server_cpu_seconds for r in runs):.1f} s",
     ]
     return "\n".join(lines)
 

@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import json
 import multiprocessing
+import os
 import statistics
 import subprocess
 import sys
@@ -167,10 +168,21 @@ def measure(kubeconfig: str, tree: Path = REPO) -> Run:
     )
 
 
+@dataclass(frozen=True)
+class FakeCluster:
+    kubeconfig: str
+    pid: int  # the fake API server's process
+
+    def cpu_seconds(self) -> float:
+        """User + system time the fake API server has used so far (Linux /proc)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
-def fake_cluster(nodes: int, pods: int, selected: int, cluster: str = "shared") -> Iterator[str]:
+def fake_cluster(nodes: int, pods: int, selected: int, cluster: str = "shared") -> Iterator[FakeCluster]:
     """The fake API server holding `build(...)`, in a process of its own (its memory is not
-    counted), until the block ends; yields its kubeconfig."""
+    counted), until the block ends."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     with tempfile.TemporaryDirectory() as directory:
@@ -182,7 +194,8 @@ def fake_cluster(nodes: int, pods: int, selected: int, cluster: str = "shared") 
                 raise SystemExit("the fake API server did not start within 900 s")
             kubeconfig = receive.recv()
             print(f"fake API server ready in {time.perf_counter() - built:.1f} s", file=sys.stderr)
-            yield kubeconfig
+            assert server.pid is not None
+            yield FakeCluster(kubeconfig, server.pid)
         finally:
             server.terminate()
             server.join(30)
@@ -215,11 +228,19 @@ def main(argv: list[str] | None = None) -> int:
         args.nodes, args.pods, args.selected, args.repeat = 200, 2000, 400, 1
     runs = []
     trees = [REPO] + ([args.baseline.resolve()] if args.baseline else [])
-    with fake_cluster(args.nodes, args.pods, args.selected, args.cluster) as kubeconfig:
+    with fake_cluster(args.nodes, args.pods, args.selected, args.cluster) as fake:
         for _ in range(args.repeat):
             for tree in trees:
                 done = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.status_scale", "--measure", kubeconfig, "--tree", str(tree)],
+                    [
+                        sys.executable,
+                        "-m",
+                        "benchmarks.status_scale",
+                        "--measure",
+                        fake.kubeconfig,
+                        "--tree",
+                        str(tree),
+                    ],
                     cwd=REPO,
                     capture_output=True,
                     text=True,
