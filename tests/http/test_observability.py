@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -12,24 +13,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures import fixture
 from webhook.serving import logs
+from webhook.testing import pods
 from webhook.testing.patches import pod_review
 from webhook.testing.server import metric_value
 
 LS = {"qos": "latency-sensitive"}
-
-
-def pod(labels=None, annotations=None, name="p", **meta):
-    metadata = {"name": name, **meta}
-    if labels is not None:
-        metadata["labels"] = labels
-    if annotations is not None:
-        metadata["annotations"] = annotations
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": {"containers": [{"name": "c", "image": "i"}]},
-    }
+pod = functools.partial(pods.pod, containers=[{"name": "c", "image": "i"}])
 
 
 def scrape(client) -> str:
@@ -169,7 +158,7 @@ def review_lines(stream, fmt):
 
 def test_one_json_line_per_review_with_the_fields_an_operator_needs(client, log_stream):
     logs.configure("json", "info", stream=log_stream)
-    replica = pod(LS, name=None, generateName="web-7d9f-")
+    replica = pod(LS, meta={"generateName": "web-7d9f-"})
     del replica["metadata"]["name"]
     client.post("/mutate", json=pod_review(replica, uid="u-json", name="", namespace="shop", dryRun=True))
     records = [r for r in review_lines(log_stream, "json") if r.get("message") == "review"]

@@ -8,15 +8,9 @@ from tests.fixtures import NETQOS_TERMS, with_netqos
 from webhook.admission import review
 from webhook.policy_file import default_policy
 from webhook.testing.patches import PREFERRED, assert_patch_agrees, decoded_patch, pod_review
+from webhook.testing.pods import pod
 
 SELECTED = {"qos": "latency-sensitive"}
-
-
-def pod(labels: dict[str, str], inject: str | None) -> dict:
-    meta: dict = {"name": "p", "labels": labels}
-    if inject is not None:
-        meta["annotations"] = {"netqos.io/inject": inject}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [{"name": "c"}]}}
 
 
 @pytest.mark.parametrize(
@@ -33,7 +27,7 @@ def pod(labels: dict[str, str], inject: str | None) -> dict:
     ],
 )
 def test_only_false_opts_out_and_other_values_are_warned_about(tmp_path, labels, inject, decision, warned):
-    before = pod(labels, inject)
+    before = pod(labels, None if inject is None else {"netqos.io/inject": inject}, containers=[{"name": "c"}])
     result = review(default_policy(), pod_review(before))
     warnings = result.response["response"].get("warnings", [])
     assert result.decision.value == decision
@@ -50,6 +44,6 @@ def test_only_false_opts_out_and_other_values_are_warned_about(tmp_path, labels,
 
 
 def test_an_unknown_value_does_not_turn_an_unchanged_pod_into_a_skipped_one():
-    already = with_netqos(pod(SELECTED, "yes"))
+    already = with_netqos(pod(SELECTED, {"netqos.io/inject": "yes"}, containers=[{"name": "c"}]))
     result = review(default_policy(), pod_review(already))
     assert result.decision.value == "unchanged" and len(result.response["response"]["warnings"]) == 1

@@ -19,10 +19,13 @@ from webhook.serving import filewatch
 from webhook.serving.reload import LastGood, PolicySnapshot, PolicyWatcher, load_snapshot
 from webhook.testing.clock import ManualClock
 from webhook.testing.patches import PREFERRED, decoded_patch, pod_review
+from webhook.testing.pods import pod
 from webhook.testing.procfs import client_ports
 from webhook.testing.server import metric_value, start_server
 from webhook.testing.volume import MountedVolume
 from webhook.testing.waiting import until
+
+LATENCY_POD = pod({"qos": "latency-sensitive"}, containers=[{"name": "c", "image": "i"}])
 
 
 def policy_document(tag: str, net: str, zone: str, weights: tuple[int, int, int]) -> dict:
@@ -82,15 +85,6 @@ def injected_terms(document: dict) -> list[dict]:
         for rule in document["rules"]
         for p in rule["preferences"]
     ]
-
-
-def latency_pod():
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}},
-        "spec": {"containers": [{"name": "c", "image": "i"}]},
-    }
 
 
 def terms_of(patch: list[dict]) -> list[dict]:
@@ -250,7 +244,7 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
                     conn = server.connect()
                 try:
                     terms = terms_of(
-                        decoded_patch(server.review(pod_review(latency_pod(), uid=f"{index}-{sent}"), conn=conn))
+                        decoded_patch(server.review(pod_review(LATENCY_POD, uid=f"{index}-{sent}"), conn=conn))
                     )
                 except Exception as err:  # every failure is the test's finding
                     failures.append(repr(err))

@@ -12,6 +12,8 @@ from tests.fixtures import REPO
 from webhook.explain import explain
 from webhook.policy_file import default_policy, load_policy
 from webhook.scheduling import NODE_AFFINITY, Node, Taint
+from webhook.testing.pods import PAUSE
+from webhook.testing.pods import pod as testing_pod
 
 NET_VALUES = ("high", "low", None, "medium")  # None: the node has no `net` label
 UNTOLERATED = Taint("dedicated", "db", "NoSchedule")
@@ -37,15 +39,7 @@ def set_id(nodes: tuple[Node, ...]) -> str:
 
 
 def pod(labels: dict, annotations: dict | None = None, preferred: list | None = None) -> dict:
-    spec: dict = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}
-    if preferred:
-        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p", "labels": labels, "annotations": annotations or {}},
-        "spec": spec,
-    }
+    return testing_pod(labels, annotations or {}, containers=[PAUSE], preferred=preferred or None)
 
 
 LATENCY_SENSITIVE = {"qos": "latency-sensitive"}

@@ -17,25 +17,15 @@ from webhook.affinity import PREFERRED, REQUIRED
 from webhook.explain import explain
 from webhook.policy_file import default_policy
 from webhook.scheduling import Node
+from webhook.testing.pods import PAUSE
+from webhook.testing.pods import pod as testing_pod
 
 NODES = (Node("fast", {"net": "high", "zone": "a"}), Node("slow", {"net": "low", "zone": "b"}))
 
 
-def pod(preferred: list | None = None, required: list | None = None) -> dict:
-    affinity: dict = {}
-    if preferred:
-        affinity[PREFERRED] = preferred
-    if required:
-        affinity[REQUIRED] = {"nodeSelectorTerms": required}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "default", "labels": {"qos": "latency-sensitive"}},
-        "spec": {
-            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
-            "affinity": {"nodeAffinity": affinity},
-        },
-    }
+def pod(**terms: list) -> dict:
+    """A latency-sensitive pod with these node affinity terms (preferred=, required=)."""
+    return testing_pod({"qos": "latency-sensitive"}, namespace="default", containers=[PAUSE], **terms)
 
 
 def preferred(key: str, operator: str, values: list[str] | None = None) -> dict:

@@ -8,24 +8,7 @@ from tests.fixtures import NETQOS_TERMS, with_netqos
 from webhook.policy import Decision, evaluate
 from webhook.policy_file import compile_policy, default_policy
 from webhook.testing.patches import PREFERRED
-
-
-def pod(labels=None, annotations=None, affinity=None, **spec):
-    meta = {"name": "p"}
-    if labels is not None:
-        meta["labels"] = labels
-    if annotations is not None:
-        meta["annotations"] = annotations
-    out = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"containers": [{"name": "c", "image": "i"}], **spec},
-    }
-    if affinity is not None:
-        out["spec"]["affinity"] = affinity
-    return out
-
+from webhook.testing.pods import pod
 
 LS = {"qos": "latency-sensitive"}
 OTHER_PREFERRED = {

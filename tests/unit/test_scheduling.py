@@ -29,6 +29,7 @@ from webhook.scheduling import (
     pod_view,
     rank,
 )
+from webhook.testing.pods import pod
 
 
 def req(key: str, op: str, *values: str) -> Requirement:
@@ -176,10 +177,6 @@ def test_only_no_schedule_and_no_execute_taints_filter_and_the_first_untolerated
 # --- filtering --------------------------------------------------------------------------------
 
 
-def pod(spec: dict | None = None, labels: dict | None = None) -> dict:
-    return {"metadata": {"name": "p", "labels": labels or {}}, "spec": spec or {}}
-
-
 def required(*terms: dict) -> dict:
     return {
         "affinity": {
@@ -235,14 +232,14 @@ FILTERS = [
 
 @pytest.mark.parametrize("spec, node, expected", FILTERS)
 def test_a_node_is_filtered_with_the_first_rejecting_plugins_reason(spec, node, expected):
-    (result,) = rank(pod_view(pod(spec)), [node]).nodes
+    (result,) = rank(pod_view(pod(**spec)), [node]).nodes
     assert result.reason == expected
     assert result.feasible is (expected is None)
 
 
 def test_required_terms_naming_nodes_leave_the_others_to_prefilter():
     spec = required({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]})
-    ranking = rank(pod_view(pod(spec)), [Node("n1", {}), Node("n2", {}), Node("n3", {}, (DEDICATED,))])
+    ranking = rank(pod_view(pod(**spec)), [Node("n1", {}), Node("n2", {}), Node("n3", {}, (DEDICATED,))])
     assert [n.reason for n in ranking.nodes] == [REASON_NOT_IN_PREFILTER, None, REASON_NOT_IN_PREFILTER]
     assert ranking.filter_message() == "1/3 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
 
@@ -252,7 +249,7 @@ def test_required_terms_naming_disjoint_nodes_conflict_in_prefilter():
         return {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
 
     both = {"matchFields": name_in("n1")["matchFields"] + name_in("n2")["matchFields"]}  # one term: ANDed
-    ranking = rank(pod_view(pod(required(both))), [Node("n1", {}), Node("n2", {})])
+    ranking = rank(pod_view(pod(**required(both))), [Node("n1", {}), Node("n2", {})])
     assert [n.reason for n in ranking.nodes] == [REASON_TERMS_CONFLICT] * 2
     assert ranking.filter_message() == "0/2 nodes are available: pod affinity terms conflict."
 
@@ -263,7 +260,7 @@ def test_the_fit_error_groups_reasons_with_counts_sorted_as_strings():
         Node("b", {"zone": "c"}),
         Node("c", {"zone": "a"}, (Taint("k", "v", "NoSchedule"),)),
     ]
-    ranking = rank(pod_view(pod({"nodeSelector": {"zone": "a"}})), nodes)
+    ranking = rank(pod_view(pod(nodeSelector={"zone": "a"})), nodes)
     assert ranking.filter_message() == (
         "0/3 nodes are available: 1 node(s) had untolerated taint {k: v}, "
         "2 node(s) didn't match Pod's node affinity/selector."
@@ -273,7 +270,7 @@ def test_the_fit_error_groups_reasons_with_counts_sorted_as_strings():
 
 def test_the_fit_error_sorts_counts_as_text_like_go_does():
     nodes = [Node(f"n{i}", {}, (DEDICATED,)) for i in range(10)] + [Node("x", {}), Node("y", {})]
-    ranking = rank(pod_view(pod({"nodeSelector": {"zone": "a"}})), nodes)
+    ranking = rank(pod_view(pod(nodeSelector={"zone": "a"})), nodes)
     assert ranking.filter_message() == (
         "0/12 nodes are available: 10 node(s) had untolerated taint {dedicated: gpu}, "
         "2 node(s) didn't match Pod's node affinity/selector."
@@ -334,7 +331,7 @@ def test_infeasible_nodes_are_not_normalised_and_do_not_set_the_max():
         }
     }
     nodes = [Node("high", {"net": "high"}, (DEDICATED,)), Node("plain", {}), Node("low", {"net": "low"})]
-    ranking = rank(pod_view(pod(spec, {"qos": "latency-sensitive"})), nodes)
+    ranking = rank(pod_view(pod({"qos": "latency-sensitive"}, **spec)), nodes)
     assert [(n.affinity_raw, n.affinity_normalized, n.affinity_weighted) for n in ranking.nodes] == [
         (100, None, None),
         (10, 100, 200),  # the best feasible node sets the max
@@ -399,4 +396,4 @@ def test_preferred_weights_outside_1_to_100_are_refused_with_the_field():
         ValueError,
         match=r"preferredDuringSchedulingIgnoredDuringExecution\[0\]\.weight must be an integer from 1 to 100",
     ):
-        pod_view(pod(spec))
+        pod_view(pod(**spec))

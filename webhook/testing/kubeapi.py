@@ -43,6 +43,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from webhook.testing import pods
+
 TOKEN = "netqos-test-token"
 # resource (plural, as in the URL) -> (apiVersion, kind)
 KINDS = {
@@ -641,13 +643,8 @@ def pod(
     phase: str | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    """A pod as the API server returns it; `preferred` is its preferred node affinity."""
-    body: dict[str, Any] = {"containers": [{"name": "app", "image": "registry.example/app:1"}], **spec}
-    if preferred is not None:
-        affinity = body.setdefault("affinity", {}).setdefault("nodeAffinity", {})
-        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
-    if node_name:
-        body["nodeName"] = node_name
+    """A pod as the API server returns it (`webhook.testing.pods.pod` and what the API server
+    adds: uid, creationTimestamp, status); `preferred` is its preferred node affinity."""
     meta = _meta(
         name,
         ns,
@@ -658,11 +655,13 @@ def pod(
     meta["creationTimestamp"] = created
     status: dict[str, Any] = {"phase": phase or ("Running" if node_name else "Pending")}
     if node_name:  # bound when created, ready when running, as the kubelet reports it
+        spec["nodeName"] = node_name
         status["conditions"] = [
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": created},
             {"type": "Ready", "status": "True" if status["phase"] == "Running" else "False"},
         ]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": status}
+    containers = spec.pop("containers", [{"name": "app", "image": "registry.example/app:1"}])
+    return pods.pod(name=None, meta=meta, containers=containers, preferred=preferred, status=status, **spec)
 
 
 def workload(kind: str, ns: str, name: str, owner: tuple[str, str] | None = None) -> dict[str, Any]:
