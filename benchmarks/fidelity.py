@@ -1,66 +1,94 @@
 """Fidelity: how often the stock kube-scheduler, fed the affinity the webhook injects, puts a pod
-where the NetQoS scheduler would have put it. Measured on random clusters.
+where the NetQoS scheduler would have put it. Measured on random clusters, for the default policy
+and the classic terms side by side.
 
-    python -m benchmarks.fidelity [--clusters N] [--seed S] [--netqos-weight W] [--json]
+    python -m benchmarks.fidelity [--clusters N] [--seed S] [--netqos-weight W]
+                                  [--sampled-clusters M] [--json]
 
 A seeded generator draws each cluster: 2-100 nodes; `net` high / low / another value / no label
-in shares drawn per cluster; allocatable CPU, memory and pod slots; pods already running with
-their requests (some without requests, counted by the scheduler's non-zero defaults), so some
-nodes are full; PreferNoSchedule and NoSchedule taints; images already pulled. Then one pod,
-latency-sensitive or ordinary, with random requests, tolerations and image. Both predictions
-come from `webhook.scheduling.rank`, the code behind `explain`: the stock scheduler's (default
-profile, the pod after the policy) and the NetQoS scheduler's (the same profile plus the NetQoS
-plugin at weight W, the pod as written). The pod goes through `policy.evaluate`, the decision
-`/mutate` sends as its patch.
+in shares drawn per cluster; a zone and, on some nodes, a `disk=ssd` label; allocatable CPU,
+memory and pod slots; pods already running with their requests (some without requests, counted
+by the scheduler's non-zero defaults), so some nodes are full; PreferNoSchedule and NoSchedule
+taints; images already pulled. Then one pod, latency-sensitive (70%) or ordinary, with random
+requests, tolerations and image; a quarter of the pods prefer a zone and/or an SSD node of their
+own (preferred node affinity on other keys, weights 10-100). Every prediction comes from
+`webhook.scheduling.rank`, the code behind `explain`: the stock scheduler's (default profile, the
+pod after `policy.evaluate`, once per policy) and the NetQoS scheduler's (the same profile plus
+the NetQoS plugin at weight W, the pod as written).
 
-Agreement on the node: the two sets of best-total nodes are equal (ties kept). Agreement on the
-class: the sets of `net` classes of those nodes are equal. Every disagreement is put down to one
-cause (`cause`). Results are in docs/scheduling.md, "How often the two agree".
+Agreement: the two sets of best-total nodes are equal (ties kept). Pods are counted by kind:
+latency-sensitive without preferences of their own, with a feasible net=high node or without
+one; latency-sensitive with preferences of their own; ordinary. Every disagreement is put down
+to one cause (`cause`).
+
+The sampled part (`--sampled-clusters`): clusters of 100-5,000 nodes (log-uniform), where
+kube-scheduler filters only until it has found numFeasibleNodesToFind feasible nodes, walking
+the node list from a start index that each cycle moves on by the nodes it processed
+(`scheduling.Sampling`). Each cluster schedules a few latency-sensitive pods in turn with each
+scheduler, percentageOfNodesToScore unset (adaptive) and 100; the table gives how often the pod
+lands on a net=high node. Results are in docs/scheduling.md, "How often the two agree".
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.policy import evaluate
-from webhook.policy_file import default_policy
+from webhook.affinity import preferred_score
+from webhook.policy import Policy, evaluate
+from webhook.policy_file import default_policy, load_policy
 from webhook.resources import CPU, MEMORY, NON_ZERO_DEFAULTS, PODS
 from webhook.scheduling import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
     IMAGE_LOCALITY,
-    NETQOS,
     NETQOS_NODE_LABEL,
     NODE_AFFINITY,
     NODE_RESOURCES_FIT,
     TAINT_TOLERATION,
     Node,
     NodeUsage,
+    PodView,
     Profile,
     Ranking,
+    Sampling,
     Taint,
+    default_normalize,
     pod_view,
     rank,
 )
 
+CLASSIC_FILE = "deploy/examples/policies/classic.yaml"
 GI = 1024**3
 MB = 1000**2
 IMAGES = tuple(f"registry.example.com/app-{i}:1.{i}" for i in range(8))
 NET_CLASSES = ("high", "low", "other", "unlabelled")
+ZONES = ("a", "b", "c")
+ZONE_KEY = "topology.kubernetes.io/zone"
 CPU_SIZES = (2000, 4000, 8000, 16000)  # millicores
 MEMORY_SIZES = (4 * GI, 8 * GI, 16 * GI, 32 * GI, 64 * GI)
 REQUEST_CPU = (0, 100, 250, 500, 1000, 2000)  # 0: the container names no cpu request
 REQUEST_MEMORY = (0, 128 * 2**20, 512 * 2**20, GI, 2 * GI, 4 * GI)
+OWN_WEIGHTS = (10, 30, 50, 100)
 PREFER_NO_SCHEDULE = Taint("example.com/maintenance", "soon", "PreferNoSchedule")
 NO_SCHEDULE = Taint("dedicated", "gpu", "NoSchedule")
+SAMPLED_SIZES = (100, 5000)
+PODS_PER_SAMPLED_CLUSTER = 3
+PERCENTAGES = (0, 100)  # percentageOfNodesToScore: 0 is unset (adaptive)
+
+HIGH_FEASIBLE = "latency-sensitive, no own preferences, a net=high node feasible"
+NO_HIGH = "latency-sensitive, no own preferences, no net=high node feasible"
+OWN = "latency-sensitive with preferred node affinity of its own"
+ORDINARY = "ordinary (not selected)"
+KINDS = (HIGH_FEASIBLE, NO_HIGH, OWN, ORDINARY)
 
 
 @dataclass(frozen=True)
@@ -72,10 +100,9 @@ class Case:
 
 @dataclass(frozen=True)
 class Outcome:
-    latency_sensitive: bool
-    agree_node: bool
-    agree_class: bool
-    cause: str  # "" when the nodes agree
+    kind: str
+    agree: dict[str, bool]  # policy name -> same best nodes as the NetQoS scheduler
+    causes: dict[str, str]  # policy name -> cause of a disagreement
 
 
 def net_class(labels: dict[str, str] | Any) -> str:
@@ -85,18 +112,24 @@ def net_class(labels: dict[str, str] | Any) -> str:
     return net if net in ("high", "low") else "other"
 
 
-def generate(rng: random.Random) -> Case:
-    """One random cluster and pod."""
-    count = rng.randint(2, 100)
+def generate(rng: random.Random, count: int | None = None, own_share: float = 0.25) -> Case:
+    """One random cluster (2-100 nodes unless `count`) and pod."""
+    nodes, usage = _nodes(rng, rng.randint(2, 100) if count is None else count)
+    return Case(nodes, usage, _pod(rng, own_share))
+
+
+def _nodes(rng: random.Random, count: int) -> tuple[tuple[Node, ...], dict[str, NodeUsage]]:
     shares = [rng.random() ** 2 for _ in NET_CLASSES]  # squared: often one class dominates
     prefer_tainted, hard_tainted = rng.choice((0.0, 0.1, 0.3)), rng.choice((0.0, 0.05, 0.2))
     nodes, usage = [], {}
     for i in range(count):
-        name = f"node-{i:03}"
+        name = f"node-{i:04}"
         klass = rng.choices(NET_CLASSES, shares)[0]
-        labels = {"kubernetes.io/hostname": name}
+        labels = {"kubernetes.io/hostname": name, ZONE_KEY: rng.choice(ZONES)}
         if klass != "unlabelled":
             labels[NETQOS_NODE_LABEL] = klass if klass != "other" else rng.choice(("medium", "10g"))
+        if rng.random() < 0.5:
+            labels["disk"] = "ssd"
         taints = []
         if rng.random() < prefer_tainted:
             taints.append(PREFER_NO_SCHEDULE)
@@ -107,8 +140,7 @@ def generate(rng: random.Random) -> Case:
         images = {image: rng.randint(20, 900) * MB for image in IMAGES if rng.random() < 0.2}
         nodes.append(Node(name, labels, tuple(taints), False, {CPU: cpu, MEMORY: memory, PODS: slots}, images))
         usage[name] = _load(rng, cpu, memory, slots)
-    pod = _pod(rng)
-    return Case(tuple(nodes), usage, pod)
+    return tuple(nodes), usage
 
 
 def _load(rng: random.Random, cpu: int, memory: int, slots: int) -> NodeUsage:
@@ -127,9 +159,9 @@ def _load(rng: random.Random, cpu: int, memory: int, slots: int) -> NodeUsage:
     return NodeUsage(requested, non_zero, pods)
 
 
-def _pod(rng: random.Random) -> dict[str, Any]:
+def _pod(rng: random.Random, own_share: float, latency_sensitive: float = 0.7) -> dict[str, Any]:
     labels = {"app": "web"}
-    if rng.random() < 0.7:
+    if rng.random() < latency_sensitive:
         labels["qos"] = "latency-sensitive"
     requests = {}
     cpu, memory = rng.choice(REQUEST_CPU), rng.choice(REQUEST_MEMORY)
@@ -143,116 +175,275 @@ def _pod(rng: random.Random) -> dict[str, Any]:
         spec["tolerations"] = [{"key": "example.com/maintenance", "operator": "Exists"}]
     if rng.random() < 0.1:
         spec.setdefault("tolerations", []).append({"key": "dedicated", "operator": "Equal", "value": "gpu"})
+    if rng.random() < own_share:
+        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": _own_terms(rng)}}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": labels}, "spec": spec}
 
 
-def compare(case: Case, profile: Profile, netqos_profile: Profile) -> Outcome:
-    """Both predictions for one case, and the cause of a disagreement."""
-    policy = DEFAULT_POLICY
-    before = pod_view(case.pod)
-    after = pod_view(evaluate(policy, case.pod).pod)
-    stock = rank(after, case.nodes, case.usage, profile)
-    netqos = rank(before, case.nodes, case.usage, netqos_profile)
-    labels = {n.name: n.labels for n in case.nodes}
-    w, q = set(stock.predicted), set(netqos.predicted)
-    agree_node = w == q
-    agree_class = {net_class(labels[n]) for n in w} == {net_class(labels[n]) for n in q}
-    latency = before.labels.get("qos") == "latency-sensitive"
-    return Outcome(latency, agree_node, agree_class, "" if agree_node else cause(stock, netqos, labels))
+def _own_terms(rng: random.Random) -> list[dict[str, Any]]:
+    """A zone preference, an SSD preference, or both, at weights from 10 to 100."""
+    zone = {"key": ZONE_KEY, "operator": "In", "values": [rng.choice(ZONES)]}
+    ssd = {"key": "disk", "operator": "In", "values": ["ssd"]}
+    picked = rng.choice(([zone], [ssd], [zone, ssd]))
+    return [{"weight": rng.choice(OWN_WEIGHTS), "preference": {"matchExpressions": [e]}} for e in picked]
 
 
-def cause(stock: Ranking, netqos: Ranking, labels: dict[str, Any]) -> str:
-    """Why the stock scheduler's best node(s) differ from the NetQoS scheduler's."""
-    w, q = set(stock.predicted), set(netqos.predicted)
-    if w & q:
-        return "tie: the predicted sets overlap (a random pick among equals may still agree)"
-    a = min(w)
-    b = min(q)
-    by_name = {n.name: n for n in stock.nodes}
-    nq = {n.name: n for n in netqos.nodes}
-    affinity_lead = _weighted(by_name[a], NODE_AFFINITY, stock) - _weighted(by_name[b], NODE_AFFINITY, stock)
-    plugin_lead = _weighted(nq[a], NETQOS, netqos) - _weighted(nq[b], NETQOS, netqos)
-    if affinity_lead <= 0 or plugin_lead < 0:
-        return "the pod's own preferences decide, not the injected terms"
-    others = {
-        group: sum(_weighted(nq[b], p, netqos) - _weighted(nq[a], p, netqos) for p in plugins)
-        for group, plugins in (
-            ("resource scores (NodeResourcesFit, BalancedAllocation)", (NODE_RESOURCES_FIT, BALANCED_ALLOCATION)),
-            ("a PreferNoSchedule taint (TaintToleration)", (TAINT_TOLERATION,)),
-            ("image locality", (IMAGE_LOCALITY,)),
-        )
-    }
-    top = max(others, key=lambda g: others[g])
-    high_feasible = any(net_class(labels[n.name]) == "high" for n in stock.feasible)
-    if not high_feasible:
-        return (
-            f"no feasible net=high node, so NodeAffinity normalises the next class up to 100 (x2): "
-            f"{top} outweighed the plugin's lead but not the affinity's"
-        )
-    if plugin_lead == 0:
-        return f"{top} decided between nodes the plugin scores alike, the affinity did not"
-    return f"{top} outweighed the plugin's lead but not the affinity's"
-
-
-def _weighted(node: Any, plugin: str, ranking: Ranking) -> int:
-    score: int = node.scores.get(plugin, 0) * ranking.weights.get(plugin, 0)
-    return score
-
-
-DEFAULT_POLICY = default_policy()
+def kind_of(before: PodView, netqos: Ranking, labels: dict[str, Any]) -> str:
+    if before.labels.get("qos") != "latency-sensitive":
+        return ORDINARY
+    if before.preferred:
+        return OWN
+    return HIGH_FEASIBLE if any(net_class(labels[n.name]) == "high" for n in netqos.feasible) else NO_HIGH
 
 
 @dataclass(frozen=True)
+class Prediction:
+    """One scheduler's weighted NodeAffinity and NetQoS scores and totals, per feasible node."""
+
+    affinity: dict[str, int]
+    netqos: dict[str, int]
+    totals: dict[str, int]
+
+    @property
+    def predicted(self) -> set[str]:
+        best = max(self.totals.values(), default=None)
+        return {name for name, total in self.totals.items() if total == best}
+
+
+def compare(case: Case, policies: dict[str, Policy], profile: Profile, netqos_weight: int) -> Outcome:
+    """Every policy's prediction for one case against the NetQoS scheduler's, with causes.
+
+    One `rank` of the pod as written gives every node's filter result and scores; the pod after a
+    policy differs only in its preferred terms, which filter nothing and change only NodeAffinity,
+    so each prediction re-normalises that one column (`predict`); the NetQoS scheduler's adds the
+    plugin's column. tests/tools/test_fidelity.py checks both against a full `rank`.
+    """
+    before = pod_view(case.pod)
+    base = rank(before, case.nodes, case.usage, profile)
+    labels = {n.name: n.labels for n in case.nodes}
+    netqos = predict(base, labels, before.preferred, profile, netqos_weight)
+    agree, causes = {}, {}
+    seen: dict[tuple[Any, ...], Prediction] = {}
+    for name, policy in policies.items():
+        after = pod_view(evaluate(policy, case.pod).pod)
+        key = tuple(t.identity for t in after.preferred)
+        stock = seen.get(key) or seen.setdefault(key, predict(base, labels, after.preferred, profile, 0))
+        agree[name] = stock.predicted == netqos.predicted
+        if not agree[name]:
+            causes[name] = cause(base, stock, netqos)
+    return Outcome(kind_of(before, base, labels), agree, causes)
+
+
+def predict(
+    base: Ranking, labels: dict[str, Any], preferred: Sequence[Any], profile: Profile, netqos_weight: int
+) -> Prediction:
+    """The totals of `base` (a ranking of the pod) as if the pod had `preferred` terms, plus the
+    NetQoS plugin at `netqos_weight` (0: none): NodeAffinity's raw scores summed and normalised
+    again, the totals adjusted by the change, the plugin's table added."""
+    feasible = base.feasible
+    raw = [preferred_score((*preferred, *profile.added_preferred), labels[n.name], n.name) for n in feasible]
+    weight = profile.weights.get(NODE_AFFINITY, 0)
+    affinity, netqos, totals = {}, {}, {}
+    for node, normalised in zip(feasible, default_normalize(raw), strict=True):
+        old = node.scores.get(NODE_AFFINITY)
+        affinity[node.name] = 0 if old is None else normalised * weight
+        netqos[node.name] = node.netqos_score * netqos_weight
+        totals[node.name] = (node.total or 0) - (old or 0) * weight + affinity[node.name] + netqos[node.name]
+    return Prediction(affinity, netqos, totals)
+
+
+OTHER_GROUPS = (
+    ("resource scores", (NODE_RESOURCES_FIT, BALANCED_ALLOCATION)),
+    ("a PreferNoSchedule taint", (TAINT_TOLERATION,)),
+    ("image locality", (IMAGE_LOCALITY,)),
+)
+
+
+def cause(base: Ranking, stock: Prediction, netqos: Prediction) -> str:
+    """Why the stock scheduler's best node(s) differ from the NetQoS scheduler's.
+
+    With a the stock scheduler's pick and b the NetQoS scheduler's, the other plugins score both
+    alike in the two schedulers, so their lead O for a lies between NodeAffinity's lead for b
+    (stock) and the plugin's plus the pod's own NodeAffinity (NetQoS scheduler): the cause is
+    how those two leads differ, and the plugin group that weighs most in O's direction.
+    """
+    w, q = stock.predicted, netqos.predicted
+    if w & q:
+        return "tie: the predicted sets overlap (a random pick among equals may still agree)"
+    a, b = min(w), min(q)
+    plugin_lead = (netqos.netqos[b] + netqos.affinity[b]) - (netqos.netqos[a] + netqos.affinity[a])
+    affinity_lead = stock.affinity[b] - stock.affinity[a]
+    scores = {n.name: n.scores for n in base.feasible}
+    others = {
+        group: sum((scores[a].get(x, 0) - scores[b].get(x, 0)) * base.weights.get(x, 0) for x in plugins)
+        for group, plugins in OTHER_GROUPS
+    }
+    if plugin_lead <= 0:  # the others favour b: the one favouring it most tipped the NetQoS scheduler
+        top = min(others, key=lambda g: others[g])
+        return f"NodeAffinity favours the stock scheduler's node more than the plugin did; {top} tipped the plugin only"
+    top = max(others, key=lambda g: others[g])  # the others favour a
+    if affinity_lead <= 0:
+        return f"NodeAffinity does not favour the plugin's node (the pod's own terms outweigh ours); {top} tipped it"
+    return f"NodeAffinity favours the plugin's node by less than the plugin did; {top} overturned its lead"
+
+
+def policies() -> dict[str, Policy]:
+    return {"default": default_policy(), "classic": load_policy(CLASSIC_FILE)}
+
+
+@dataclass
 class Summary:
     clusters: int
     seed: int
     netqos_weight: int
     seconds: float  # wall clock
     cpu_seconds: float  # this process's CPU time: what the machine's other load does not inflate
-    rows: dict[str, dict[str, int]]  # "all" / "latency-sensitive": counts
-    causes: dict[str, int]
+    rows: dict[str, dict[str, int]]  # kind -> {"pods", "agree_<policy>"}
+    causes: dict[str, dict[str, dict[str, int]]]  # policy -> kind -> cause -> count
+    sampled: dict[str, Any] = field(default_factory=dict)
 
 
 def run(clusters: int, seed: int, netqos_weight: int) -> Summary:
     rng = random.Random(seed)
     profile = DEFAULT_PROFILE
-    netqos_profile = profile.with_netqos(netqos_weight)
-    rows = {"all": Counter[str](), "latency-sensitive": Counter[str]()}
-    causes: Counter[str] = Counter()
+    chosen = policies()
+    rows: dict[str, Counter[str]] = {kind: Counter() for kind in KINDS}
+    causes: dict[str, dict[str, Counter[str]]] = {name: {} for name in chosen}
     started, cpu_started = time.perf_counter(), time.process_time()
     for _ in range(clusters):
-        outcome = compare(generate(rng), profile, netqos_profile)
-        for key in ("all", "latency-sensitive") if outcome.latency_sensitive else ("all",):
-            rows[key]["pods"] += 1
-            rows[key]["agree_node"] += outcome.agree_node
-            rows[key]["agree_class"] += outcome.agree_class
-        if outcome.cause:
-            causes[outcome.cause] += 1
+        outcome = compare(generate(rng), chosen, profile, netqos_weight)
+        rows[outcome.kind]["pods"] += 1
+        for name, agreed in outcome.agree.items():
+            rows[outcome.kind][f"agree_{name}"] += agreed
+        for name, text in outcome.causes.items():
+            causes[name].setdefault(outcome.kind, Counter())[text] += 1
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
-    rows_out = {k: dict(v) for k, v in rows.items()}
-    return Summary(clusters, seed, netqos_weight, seconds, cpu_seconds, rows_out, dict(causes))
+    return Summary(
+        clusters,
+        seed,
+        netqos_weight,
+        seconds,
+        cpu_seconds,
+        {k: dict(v) for k, v in rows.items()},
+        {name: {k: dict(v) for k, v in by_kind.items()} for name, by_kind in causes.items()},
+    )
+
+
+def run_sampled(clusters: int, seed: int, netqos_weight: int) -> dict[str, Any]:
+    """Large clusters under kube-scheduler's sampling: how often a latency-sensitive pod (no own
+    preferences) lands on a net=high node, per scheduler and percentageOfNodesToScore."""
+    rng = random.Random(seed)
+    profile = DEFAULT_PROFILE
+    netqos_profile = profile.with_netqos(netqos_weight)
+    chosen = policies()
+    schedulers = ["NetQoS scheduler", *(f"stock, {name} policy" for name in chosen)]
+    on_high: Counter[str] = Counter()
+    sample_had_high: Counter[str] = Counter()
+    pods = cluster_had_high = 0
+    sizes = []
+    started, cpu_started = time.perf_counter(), time.process_time()
+    low, high = SAMPLED_SIZES
+    for _ in range(clusters):
+        count = round(math.exp(rng.uniform(math.log(low), math.log(high))))
+        sizes.append(count)
+        nodes, usage = _nodes(rng, count)
+        is_high = {n.name: net_class(n.labels) == "high" for n in nodes}
+        first = rng.randrange(count)  # where earlier cycles left nextStartNodeIndex
+        starts = {(s, pct): first for s in schedulers for pct in PERCENTAGES}
+        for _ in range(PODS_PER_SAMPLED_CLUSTER):
+            pod = _pod(rng, own_share=0.0, latency_sensitive=1.0)
+            before = pod_view(pod)
+            views = {"NetQoS scheduler": (before, netqos_profile)}
+            for name, policy in chosen.items():
+                views[f"stock, {name} policy"] = (pod_view(evaluate(policy, pod).pod), profile)
+            pods += 1
+            full = rank(before, nodes, usage, netqos_profile)
+            cluster_had_high += any(is_high[n.name] for n in full.feasible)
+            for scheduler, (view, prof) in views.items():
+                for pct in PERCENTAGES:
+                    ranking = rank(view, nodes, usage, prof, Sampling(starts[scheduler, pct], pct))
+                    starts[scheduler, pct] = (starts[scheduler, pct] + ranking.processed) % count
+                    predicted = ranking.predicted
+                    if predicted:  # a random pick among the best: the expected share on net=high
+                        on_high[f"{scheduler}|{pct}"] += sum(is_high[n] for n in predicted) / len(predicted)
+                    sample_had_high[f"{scheduler}|{pct}"] += any(is_high[n.name] for n in ranking.feasible)
+    return {
+        "clusters": clusters,
+        "pods": pods,
+        "nodes_min": min(sizes, default=0),
+        "nodes_max": max(sizes, default=0),
+        "nodes_median": sorted(sizes)[len(sizes) // 2] if sizes else 0,
+        "pods_with_a_feasible_net_high_node": cluster_had_high,
+        "on_net_high": {k: round(v, 2) for k, v in on_high.items()},
+        "sample_had_net_high": dict(sample_had_high),
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu_started,
+    }
 
 
 def markdown(summary: Summary) -> str:
+    names = list(summary.causes)
     lines = [
         f"{summary.clusters} clusters, seed {summary.seed}, NetQoS plugin weight {summary.netqos_weight}, "
         f"{summary.seconds:.1f} s ({summary.cpu_seconds:.1f} s of CPU)",
         "",
-        "| pods | count | same node | same `net` class |",
-        "|------|------:|----------:|-----------------:|",
+        "| pods | count | " + " | ".join(f"same node, {n} policy" for n in names) + " |",
+        "|------|------:|" + "".join("------:|" for _ in names),
     ]
-    for key, row in summary.rows.items():
-        pods = row.get("pods", 0)
-        lines.append(
-            f"| {key} | {pods} | {_share(row.get('agree_node', 0), pods)} | {_share(row.get('agree_class', 0), pods)} |"
-        )
-    lines += ["", "| cause of a different node | clusters |", "|---|---:|"]
-    for text, count in sorted(summary.causes.items(), key=lambda kv: (-kv[1], kv[0])):
-        lines.append(f"| {text} | {count} |")
+    totals: Counter[str] = Counter()
+    latency: Counter[str] = Counter()
+    no_own: Counter[str] = Counter()
+    for kind in KINDS:
+        row = summary.rows.get(kind, {})
+        totals.update(row)
+        if kind != ORDINARY:
+            latency.update(row)
+        if kind in (HIGH_FEASIBLE, NO_HIGH):
+            no_own.update(row)
+        lines.append(_row(kind, row, names))
+    lines.append(_row("latency-sensitive, no own preferences", no_own, names))
+    lines.append(_row("all latency-sensitive", latency, names))
+    lines.append(_row("all", totals, names))
+    for name in names:
+        lines += ["", f"Disagreements, {name} policy:", "", "| pods | cause | count |", "|---|---|---:|"]
+        by_kind = summary.causes[name]
+        if not by_kind:
+            lines.append("| - | none | 0 |")
+        for kind in KINDS:
+            for text, count in sorted(by_kind.get(kind, {}).items(), key=lambda kv: (-kv[1], kv[0])):
+                lines.append(f"| {kind} | {text} | {count} |")
+    if summary.sampled:
+        lines += ["", *_sampled_markdown(summary.sampled)]
     return "\n".join(lines) + "\n"
 
 
-def _share(part: int, whole: int) -> str:
+def _row(label: str, row: dict[str, int] | Counter[str], names: Sequence[str]) -> str:
+    pods = row.get("pods", 0)
+    return f"| {label} | {pods} | " + " | ".join(_share(row.get(f"agree_{n}", 0), pods) for n in names) + " |"
+
+
+def _sampled_markdown(sampled: dict[str, Any]) -> list[str]:
+    pods = sampled["pods"]
+    lines = [
+        f"{sampled['clusters']} sampled clusters of {sampled['nodes_min']}-{sampled['nodes_max']} nodes "
+        f"(median {sampled['nodes_median']}), {pods} latency-sensitive pods without own preferences, "
+        f"{sampled['pods_with_a_feasible_net_high_node']} of them with a feasible net=high node in the cluster; "
+        f"{sampled['seconds']:.1f} s ({sampled['cpu_seconds']:.1f} s of CPU)",
+        "",
+        "| scheduler | percentageOfNodesToScore | pod lands on net=high | scored sample held a net=high node |",
+        "|---|---|---:|---:|",
+    ]
+    for key in sampled["on_net_high"]:
+        scheduler, pct = key.split("|")
+        shown = "unset (adaptive)" if pct == "0" else pct
+        lines.append(
+            f"| {scheduler} | {shown} | {_share(sampled['on_net_high'][key], pods)} | "
+            f"{_share(sampled['sample_had_net_high'].get(key, 0), pods)} |"
+        )
+    return lines
+
+
+def _share(part: float, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
@@ -261,11 +452,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=10_000, help="how many random clusters (default 10000)")
     parser.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
     parser.add_argument("--netqos-weight", type=int, default=1, help="the NetQoS plugin's weight (default 1)")
+    parser.add_argument(
+        "--sampled-clusters",
+        type=int,
+        default=40,
+        help="how many clusters of 100-5,000 nodes to schedule with kube-scheduler's sampling (default 40; 0: none)",
+    )
     parser.add_argument("--json", action="store_true", help="print the counts as JSON instead of markdown")
     args = parser.parse_args(argv)
-    if args.clusters < 1 or args.netqos_weight < 1:
-        parser.error("--clusters and --netqos-weight must be at least 1")
+    if args.clusters < 1 or args.netqos_weight < 1 or args.sampled_clusters < 0:
+        parser.error("--clusters and --netqos-weight must be at least 1, --sampled-clusters at least 0")
     summary = run(args.clusters, args.seed, args.netqos_weight)
+    if args.sampled_clusters:
+        summary.sampled = run_sampled(args.sampled_clusters, args.seed, args.netqos_weight)
     if args.json:
         print(json.dumps(summary.__dict__, indent=2))
     else:

@@ -116,7 +116,7 @@ def explain(
         netqos=netqos,
         netqos_weight=netqos_weight,
         not_evaluated=profile.not_evaluated,
-        notes=_policy_notes(policy, mutation, ranking, netqos, profile, netqos_weight)
+        notes=_policy_notes(policy, mutation, ranking, netqos, profile, netqos_weight, before.preferred)
         + _notes(after, ranking, nodes, profile, pods_given),
     )
 
@@ -138,6 +138,7 @@ def _policy_notes(
     netqos: scheduling.Ranking,
     profile: scheduling.Profile,
     netqos_weight: int,
+    own: Sequence[PreferredTerm],
 ) -> tuple[str, ...]:
     """What the injected terms state, and whether this comparison weighs as they were compiled."""
     if mutation.decision is not Decision.MUTATED:
@@ -145,8 +146,9 @@ def _policy_notes(
     notes = []
     weights = policy.weights
     tabled = [r for r in policy.rules if r.name in mutation.injected and r.table is not None]
+    has_own = any(t.identity not in policy.term_ids for t in own)
     for rule in tabled:
-        notes.append(_table_note(rule, weights))
+        notes.append(_table_note(rule, weights, has_own))
     if tabled and profile.weights.get(scheduling.NODE_AFFINITY) != weights.node_affinity:
         notes.append(
             f"the scheduler weighs NodeAffinity {profile.weights.get(scheduling.NODE_AFFINITY, 0)}, the policy's terms "
@@ -172,7 +174,7 @@ def _policy_notes(
     return tuple(notes)
 
 
-def _table_note(rule: Rule, weights: SchedulerWeights) -> str:
+def _table_note(rule: Rule, weights: SchedulerWeights, has_own: bool) -> str:
     table = rule.table
     assert table is not None  # only rules compiled from a table get here
     scores = ", ".join(f"{value} {score}" for value, score in table.scores)
@@ -181,6 +183,11 @@ def _table_note(rule: Rule, weights: SchedulerWeights) -> str:
         f"{table.unlisted}), compiled for NodeAffinity weight {weights.node_affinity} "
         f"and NetQoS weight {weights.netqos}"
     )
+    if has_own and rule.beside_own is not None:
+        return (
+            f"{note}; beside the pod's own preferred terms it goes in without the constant, which normalised "
+            "together with them would dilute their weights"
+        )
     constant = next((t.weight for t in rule.preferences if t.term.expressions[0].operator == "Exists"), 0)
     if not constant:
         return note

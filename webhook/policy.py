@@ -38,13 +38,23 @@ class Rule:
     preferences: tuple[PreferredTerm, ...]
     # The score table the preferences were compiled from (None: the file wrote the terms).
     table: ScoreTable | None = None
-    # Other term sets that count as this rule applied: what earlier versions of the webhook
-    # injected for the same table. A pod carrying one in full is left as it is.
-    equivalents: tuple[tuple[PreferredTerm, ...], ...] = ()
+    # What goes in beside preferred terms of the pod's own, when that differs (None: the same):
+    # for a table, its terms without the constant, which would dilute the pod's own weights
+    # (they are normalised together). A pod carrying either form in full is left as it is.
+    beside_own: tuple[PreferredTerm, ...] | None = None
     keys: frozenset[str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "keys", frozenset().union(*(t.keys() for t in self.preferences)))
+
+    @property
+    def forms(self) -> tuple[tuple[PreferredTerm, ...], ...]:
+        """Every term set that counts as this rule applied."""
+        return (self.preferences,) if self.beside_own is None else (self.preferences, self.beside_own)
+
+    def terms_for(self, has_own: bool) -> tuple[PreferredTerm, ...]:
+        """The terms to inject into a pod with (or without) preferred terms of its own."""
+        return self.beside_own if has_own and self.beside_own is not None else self.preferences
 
 
 @dataclass(frozen=True)
@@ -56,12 +66,8 @@ class Policy:
     term_ids: frozenset[TermIdentity] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        ids = frozenset(t.identity for r in self.rules for t in (*r.preferences, *_flat(r.equivalents)))
+        ids = frozenset(t.identity for r in self.rules for form in r.forms for t in form)
         object.__setattr__(self, "term_ids", ids)
-
-
-def _flat(term_sets: tuple[tuple[PreferredTerm, ...], ...]) -> tuple[PreferredTerm, ...]:
-    return tuple(t for terms in term_sets for t in terms)
 
 
 @dataclass(frozen=True)
@@ -99,13 +105,14 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     # A term that also has matchFields says more than ours does: its identity is never ours.
     present = {term.identity for term in view.preferred}
     explicit = _explicit_keys(view, policy.term_ids)
+    has_own = any(term.identity not in policy.term_ids for term in view.preferred)
     to_add: list[PreferredTerm] = []
     applied: list[str] = []
     warnings: list[str] = []
     for rule in selected:
-        missing = [t for t in rule.preferences if t.identity not in present]
-        if not missing or any(all(t.identity in present for t in terms) for terms in rule.equivalents):
-            continue  # already carried: a re-invocation, the user wrote our terms, or an earlier form of them
+        if any(all(t.identity in present for t in form) for form in rule.forms):
+            continue  # already carried: a re-invocation, or the user wrote our terms
+        missing = [t for t in rule.terms_for(has_own) if t.identity not in present]
         clash = sorted(rule.keys & explicit)
         if clash:
             warnings.append(

@@ -185,7 +185,7 @@ class _Checker:
                 path = err.field if err.field.startswith("schedulerWeights") else f"nodeScore.{err.field}"
                 self.fail(path, err.value, err.problem)
             classic = classic_terms(table)
-            return Rule(str(name), selector, terms, table, () if classic == terms else (classic,))
+            return Rule(str(name), selector, terms, table, None if classic == terms else classic)
         prefs = raw["preferences"]
         if not isinstance(prefs, list) or not prefs:
             self.fail("preferences", prefs, "must be a non-empty list of {weight, matchExpressions}")

@@ -819,6 +819,7 @@ class Ranking:
     # NodeAffinity's PreScore error when the pod's preferred terms do not parse: with more than
     # one feasible node the scheduling cycle fails there and the pod stays Pending.
     score_failure: str | None = None
+    processed: int = 0  # nodes the cycle filtered (with `Sampling`: how far the next cycle starts on)
 
     @property
     def feasible(self) -> tuple[NodeResult, ...]:
@@ -874,16 +875,33 @@ def _top(nodes: Sequence[NodeResult], score: Callable[[NodeResult], int]) -> tup
     return tuple(n.name for n in nodes if score(n) == best)
 
 
-def nodes_scored_at_most(node_count: int) -> int:
-    """numFeasibleNodesToFind with the default percentageOfNodesToScore (adaptive).
+def nodes_scored_at_most(node_count: int, percentage: int = 0) -> int:
+    """numFeasibleNodesToFind (schedule_one.go): once this many feasible nodes are found the
+    scheduler stops filtering, so only those are scored and normalised against each other.
 
-    In a cluster of this many nodes the scheduler stops filtering once it has found this many
-    feasible nodes, so only those are scored and normalised against each other.
+    `percentage` is percentageOfNodesToScore; 0 (unset) is adaptive: 50% minus 1% per 125 nodes,
+    at least 5%. Below 100 nodes every node is evaluated, and never fewer than 100.
     """
     if node_count < MIN_FEASIBLE_NODES_TO_FIND:
         return node_count
-    percentage = max(50 - node_count // 125, MIN_FEASIBLE_NODES_PERCENTAGE)
+    if percentage == 0:
+        percentage = max(50 - node_count // 125, MIN_FEASIBLE_NODES_PERCENTAGE)
     return max(node_count * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a scheduling cycle walks a large cluster (schedule_one.go, findNodesThatPassFilters):
+    from nextStartNodeIndex (`start`) round the node list, filtering until it has found
+    `nodes_scored_at_most(len(nodes), percentage)` feasible nodes. The scheduler then advances
+    nextStartNodeIndex by the nodes it processed (`Ranking.processed`). It filters in parallel,
+    so which nodes beyond the first few it has seen when it stops may differ slightly; this walks
+    them in order. (kubernetes v1.36.3 pkg/scheduler/schedule_one.go: findNodesThatPassFilters,
+    numFeasibleNodesToFind, and `sched.nextStartNodeIndex = (sched.nextStartNodeIndex +
+    processedNodes) % len(allNodes)` in findNodesThatFitPod.)"""
+
+    start: int = 0
+    percentage: int = 0  # percentageOfNodesToScore; 0: the adaptive default
 
 
 def is_best_effort(request: Mapping[str, int], resources: Sequence[tuple[str, int]]) -> bool:
@@ -915,25 +933,31 @@ def rank(
     nodes: Sequence[Node],
     usage: Mapping[str, NodeUsage] | None = None,
     profile: Profile = DEFAULT_PROFILE,
+    sampling: Sampling | None = None,
 ) -> Ranking:
     """Filter every node for `pod`, then score the feasible ones, as one scheduling cycle would.
 
-    `usage` maps node names to what the pods already there use (none when absent).
+    `usage` maps node names to what the pods already there use (none when absent). With
+    `sampling`, only the nodes the cycle walks are filtered and shown, in the order it walks them.
     """
     usage = usage or {}
-    conflict, node_only = node_only_filter(pod, nodes, profile)
-    reasons = [
-        why or usage_reasons(pod, node, usage.get(node.name, EMPTY_USAGE))
-        for node, why in zip(nodes, node_only, strict=True)
-    ]
+    if sampling is None:
+        conflict, node_only = node_only_filter(pod, nodes, profile)
+        scanned: Sequence[Node] = nodes
+        reasons = [
+            why or usage_reasons(pod, node, usage.get(node.name, EMPTY_USAGE))
+            for node, why in zip(nodes, node_only, strict=True)
+        ]
+    else:
+        conflict, scanned, reasons = _walk(pod, nodes, usage, profile, sampling)
     preferred = (*pod.preferred, *profile.added_preferred)
-    raw = {n.name: preferred_score(preferred, n.labels, n.name) for n in nodes}
-    feasible = [n for n, why in zip(nodes, reasons, strict=True) if not why]
+    raw = {n.name: preferred_score(preferred, n.labels, n.name) for n in scanned}
+    feasible = [n for n, why in zip(scanned, reasons, strict=True) if not why]
     scores, affinity, skipped = _score(pod, feasible, nodes, usage, profile, raw)
     affinity_weight = profile.weights.get(NODE_AFFINITY, 0)
     weights = profile.weights
     results = []
-    for node, why in zip(nodes, reasons, strict=True):
+    for node, why in zip(scanned, reasons, strict=True):
         plugin_scores = scores.get(node.name, {})
         norm = affinity.get(node.name)
         results.append(
@@ -950,7 +974,34 @@ def rank(
             )
         )
     score_failure = preferred_terms_problem(pod.preferred, f"spec.affinity.nodeAffinity.{PREFERRED}")
-    return Ranking(tuple(results), conflict, dict(profile.weights), skipped, score_failure)
+    return Ranking(tuple(results), conflict, dict(profile.weights), skipped, score_failure, len(scanned))
+
+
+def _walk(
+    pod: PodView, nodes: Sequence[Node], usage: Mapping[str, NodeUsage], profile: Profile, sampling: Sampling
+) -> tuple[str | None, list[Node], list[tuple[str, ...]]]:
+    """The nodes one sampled cycle filters, from `sampling.start` round the list until it has
+    found enough feasible ones, with their reasons."""
+    allowed = prefilter_node_names(pod)
+    conflict = REASON_TERMS_CONFLICT if allowed is not None and not allowed else None
+    wanted = nodes_scored_at_most(len(nodes), sampling.percentage)
+    scanned: list[Node] = []
+    reasons: list[tuple[str, ...]] = []
+    found = 0
+    for i in range(len(nodes)):
+        node = nodes[(sampling.start + i) % len(nodes)]
+        if conflict:
+            why: tuple[str, ...] = (conflict,)
+        elif allowed is not None and node.name not in allowed:
+            why = (REASON_NOT_IN_PREFILTER,)
+        else:
+            why = node_only_reasons(pod, node, profile) or usage_reasons(pod, node, usage.get(node.name, EMPTY_USAGE))
+        scanned.append(node)
+        reasons.append(why)
+        found += not why
+        if found >= wanted:
+            break
+    return conflict, scanned, reasons
 
 
 def _score(

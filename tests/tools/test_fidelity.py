@@ -1,5 +1,6 @@
-"""The fidelity benchmark runs, is reproducible from its seed, and counts what it claims. A smoke
-run: the numbers in docs/scheduling.md come from `scripts/fidelity` (10,000 clusters)."""
+"""The fidelity benchmark runs, is reproducible from its seed, counts what it claims, and its
+shortcut (one rank, NodeAffinity re-normalised per policy) predicts what a full rank predicts. A
+smoke run: the numbers in docs/scheduling.md come from `scripts/fidelity` (10,000 clusters)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import subprocess
 
 from benchmarks import fidelity
 from tests.fixtures import REPO
+from webhook.policy import evaluate
+from webhook.scheduling import DEFAULT_PROFILE, pod_view, rank
 
 
 def test_a_seed_reproduces_the_same_counts():
@@ -15,22 +18,45 @@ def test_a_seed_reproduces_the_same_counts():
     assert (first.rows, first.causes) == (second.rows, second.causes)
 
 
-def test_ordinary_pods_always_agree_and_every_disagreement_has_a_cause():
-    summary = fidelity.run(150, 3, 1)
-    every, latency = summary.rows["all"], summary.rows["latency-sensitive"]
-    ordinary = every["pods"] - latency["pods"]
-    assert ordinary > 0 and every["agree_node"] - latency["agree_node"] == ordinary
-    assert sum(summary.causes.values()) == every["pods"] - every["agree_node"]
+def test_ordinary_pods_always_agree_the_default_is_exact_with_a_fast_node_and_every_disagreement_has_a_cause():
+    summary = fidelity.run(200, 3, 1)
+    ordinary = summary.rows[fidelity.ORDINARY]
+    assert ordinary["pods"] > 0 and ordinary["agree_default"] == ordinary["agree_classic"] == ordinary["pods"]
+    exact = summary.rows[fidelity.HIGH_FEASIBLE]
+    assert exact["pods"] > 0 and exact["agree_default"] == exact["pods"]
+    for name in ("default", "classic"):
+        disagreements = sum(row["pods"] - row.get(f"agree_{name}", 0) for row in summary.rows.values())
+        assert sum(sum(c.values()) for c in summary.causes[name].values()) == disagreements
 
 
-def test_the_generator_draws_clusters_of_2_to_100_nodes_with_every_net_class():
+def test_the_generator_draws_every_net_class_and_a_quarter_of_pods_with_own_preferences():
     rng = random.Random(1)
-    cases = [fidelity.generate(rng) for _ in range(200)]
+    cases = [fidelity.generate(rng) for _ in range(400)]
     sizes = [len(c.nodes) for c in cases]
     assert min(sizes) >= 2 and max(sizes) <= 100
     classes = {fidelity.net_class(n.labels) for c in cases for n in c.nodes}
     assert classes == {"high", "low", "other", "unlabelled"}
-    assert any(r for c in cases for r in c.usage.values() if r.requested["cpu"] > 0)
+    own = sum(bool(c.pod["spec"].get("affinity")) for c in cases) / len(cases)
+    assert 0.18 < own < 0.32
+
+
+def test_the_shortcut_predicts_what_a_full_rank_predicts():
+    rng = random.Random(11)
+    policies = fidelity.policies()
+    netqos_profile = DEFAULT_PROFILE.with_netqos(2)
+    for _ in range(150):
+        case = fidelity.generate(rng, own_share=0.5)
+        before = pod_view(case.pod)
+        base = rank(before, case.nodes, case.usage, DEFAULT_PROFILE)
+        labels = {n.name: n.labels for n in case.nodes}
+        full = rank(before, case.nodes, case.usage, netqos_profile)
+        assert fidelity.predict(base, labels, before.preferred, DEFAULT_PROFILE, 2).predicted == set(full.predicted)
+        for policy in policies.values():
+            after = pod_view(evaluate(policy, case.pod).pod)
+            full = rank(after, case.nodes, case.usage, DEFAULT_PROFILE)
+            shortcut = fidelity.predict(base, labels, after.preferred, DEFAULT_PROFILE, 0)
+            assert shortcut.predicted == set(full.predicted)
+            assert shortcut.totals == {n.name: n.total for n in full.feasible}
 
 
 def test_the_default_terms_agree_at_the_plugin_weight_they_were_compiled_for():
@@ -41,23 +67,44 @@ def test_the_default_terms_agree_at_the_plugin_weight_they_were_compiled_for():
             fidelity.Node("plain", {}, (), False, size),
         ),
         # fast has its cpu taken: NodeResourcesFit 49 and BalancedAllocation 50 against 97 and 99 on
-        # plain, a 97-point lead that beats the plugin's 90 (100 - 10) at weight 1 and the affinity's
-        # 200 - 110 alike, but not the plugin's 450 at weight 5
+        # plain, a 97-point lead that beats the plugin's 90 (100 - 10) at weight 1 and the default
+        # terms' 200 - 110 alike, but not the classic terms' 200 - 20, nor the plugin at weight 5
         usage={"fast": fidelity.NodeUsage({"cpu": 3900, "memory": 0}, {"cpu": 3900, "memory": 0}, 5)},
         pod={
             "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}},
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]},
         },
     )
-    profile = fidelity.DEFAULT_PROFILE
-    weak = fidelity.compare(case, profile, profile.with_netqos(1))
-    strong = fidelity.compare(case, profile, profile.with_netqos(5))
-    assert (weak.agree_node, strong.agree_node) == (True, False)
+    weak = fidelity.compare(case, fidelity.policies(), DEFAULT_PROFILE, 1)
+    strong = fidelity.compare(case, fidelity.policies(), DEFAULT_PROFILE, 5)
+    assert weak.kind == fidelity.HIGH_FEASIBLE
+    assert weak.agree == {"default": True, "classic": False}
+    assert weak.causes["classic"] == (
+        "NodeAffinity favours the stock scheduler's node more than the plugin did; "
+        "resource scores tipped the plugin only"
+    )
+    assert strong.agree == {"default": False, "classic": True}
 
 
-def test_the_script_prints_the_table():
+def test_sampled_clusters_report_each_scheduler_at_both_percentages():
+    sampled = fidelity.run_sampled(2, 4, 1)
+    assert 100 <= sampled["nodes_min"] <= sampled["nodes_max"] <= 5000
+    assert sampled["pods"] == 2 * fidelity.PODS_PER_SAMPLED_CLUSTER
+    assert set(sampled["sample_had_net_high"]) == {
+        f"{s}|{p}"
+        for s in ("NetQoS scheduler", "stock, default policy", "stock, classic policy")
+        for p in fidelity.PERCENTAGES
+    }
+
+
+def test_the_script_prints_the_tables():
     done = subprocess.run(
-        [str(REPO / "scripts/fidelity"), "--clusters", "30", "--seed", "2"], capture_output=True, text=True, timeout=300
+        [str(REPO / "scripts/fidelity"), "--clusters", "30", "--seed", "2", "--sampled-clusters", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert "| latency-sensitive |" in done.stdout and "30 clusters, seed 2, NetQoS plugin weight 1" in done.stdout
+    assert "30 clusters, seed 2, NetQoS plugin weight 1" in done.stdout
+    assert "| all latency-sensitive |" in done.stdout and "same node, classic policy" in done.stdout
+    assert "| stock, default policy | unset (adaptive) |" in done.stdout

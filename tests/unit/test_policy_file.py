@@ -16,10 +16,10 @@ def test_shipped_policy_file_is_the_built_in_default_document():
     assert load_policy(SHIPPED) == default_policy()
 
 
-def test_the_default_rule_compiles_the_plugins_table_into_its_terms_and_recognises_the_classic_ones():
+def test_the_default_rule_compiles_the_plugins_table_into_its_terms_and_the_classic_ones_beside_a_pods_own():
     [rule_] = default_policy().rules
     assert [t.to_api() for t in rule_.preferences] == NETQOS_TERMS
-    assert [[t.to_api() for t in terms] for terms in rule_.equivalents] == [CLASSIC_TERMS]
+    assert [t.to_api() for t in rule_.beside_own or ()] == CLASSIC_TERMS
     [classic] = load_policy(CLASSIC).rules
     assert [t.to_api() for t in classic.preferences] == CLASSIC_TERMS and classic.table is None
 
@@ -285,7 +285,7 @@ def test_scheduler_weights_in_the_policy_change_the_compiled_terms():
     assert [t.weight for t in policy.rules[0].preferences] == [18, 2, 80, 80]
     same = compile_policy({"schedulerWeights": {"nodeAffinity": 1, "netqos": 1}, "rules": [scored()]}, "x.yaml")
     assert [t.to_api() for t in same.rules[0].preferences] == CLASSIC_TERMS
-    assert same.rules[0].equivalents == ()
+    assert same.rules[0].beside_own is None
 
 
 SCORE_TABLE_ERRORS = [

@@ -372,7 +372,7 @@ def test_the_prediction_renormalises_when_the_best_feasible_node_fills() -> None
     cluster.add_pod(busy)
     state = rebalance._State(cluster, scheduling.DEFAULT_PROFILE)
     view = scheduling.pod_view(app_pod("new", "", resources={"requests": {"cpu": "500m", "memory": "128Mi"}}))
-    view = dataclasses.replace(view, preferred=default_policy().rules[0].equivalents[0])  # the classic terms
+    view = dataclasses.replace(view, preferred=default_policy().rules[0].beside_own)  # the classic terms
     predictor = rebalance.Predictor(view, state)
     assert predictor.predicted() == ["fast"]
     state._change(state.index["fast"], scheduling.pod_view(busy), remove=False)  # fast is full now
