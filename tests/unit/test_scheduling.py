@@ -19,6 +19,7 @@ from webhook.scheduling import (
     REASON_TERMS_CONFLICT,
     REASON_UNSCHEDULABLE,
     Node,
+    Sampling,
     Taint,
     Toleration,
     first_untolerated_taint,
@@ -366,6 +367,48 @@ SAMPLING = [
 @pytest.mark.parametrize("nodes, expected", SAMPLING)
 def test_large_clusters_are_sampled_as_num_feasible_nodes_to_find(nodes, expected):
     assert nodes_scored_at_most(nodes) == expected
+
+
+@pytest.mark.parametrize(
+    "nodes, percentage, expected",
+    # a set percentage has no 5% floor, only the 100-node one; below 100 nodes every node counts
+    [(500, 100, 500), (500, 30, 150), (500, 10, 100), (99, 10, 99), (6000, 1, 100), (20000, 1, 200)],
+)
+def test_a_set_percentage_of_nodes_to_score_replaces_the_adaptive_one(nodes, percentage, expected):
+    assert nodes_scored_at_most(nodes, percentage) == expected
+
+
+def _cluster(count: int, infeasible_every: int = 0) -> list[Node]:
+    tainted = (Taint("dedicated", "x", "NoSchedule"),)
+    return [
+        Node(
+            f"n{i:03}",
+            {"net": "high" if i % 7 == 0 else "low"},
+            tainted if infeasible_every and i % infeasible_every == 0 else (),
+        )
+        for i in range(count)
+    ]
+
+
+def test_a_sampled_cycle_walks_from_its_start_round_the_list_until_it_has_found_enough_feasible_nodes():
+    nodes = _cluster(200, infeasible_every=4)  # every 4th node tainted
+    view = pod_view(pod())
+    ranking = rank(view, nodes, sampling=Sampling(start=190))  # 200 nodes: 49% -> 98, raised to 100
+    walked = [n.name for n in ranking.nodes]
+    assert walked[:3] == ["n190", "n191", "n192"] and walked[10] == "n000"  # round the end of the list
+    assert len(ranking.feasible) == 100 and ranking.processed == len(walked) == 133
+    full = rank(view, nodes, sampling=Sampling(start=190, percentage=100))
+    assert len(full.feasible) == 150 and full.processed == 200
+    assert rank(view, nodes).processed == 200
+
+
+def test_a_sample_is_normalised_by_its_own_best_node():
+    nodes = _cluster(300)  # net=high every 7th node
+    term = {"weight": 100, "preference": expr("net", "In", "high")}
+    view = pod_view(pod({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}}))
+    sampled = rank(view, nodes, sampling=Sampling(start=0))  # 48% of 300 = 144 nodes
+    assert {n.affinity_normalized for n in sampled.feasible if n.net == "high"} == {100}
+    assert {n.name for n in sampled.nodes} == {f"n{i:03}" for i in range(144)}
 
 
 # --- reading API data -------------------------------------------------------------------------
