@@ -13,8 +13,9 @@ for one rule, decision for decision:
   (`Rule.equivalents`): no patch (idempotent, so a reinvocation changes nothing);
 - the pod's own node affinity uses a key of the rule (a required term, or a preferred term that is
   no rule's term nor an earlier form of one): no patch (explicit wins);
-- otherwise the missing terms are appended after the pod's own, and `netqos.io/injected` gets the
-  rule's name merged in as `policy._merge_names` merges it.
+- otherwise the missing terms are appended after the pod's own (`Rule.terms_for`: the rule's
+  `beside_own` form when the pod has preferred terms of its own, else its preferences), and
+  `netqos.io/injected` gets the rule's name merged in as `policy._merge_names` merges it.
 
 Several rules selecting one pod give the webhook's result for the order the API server runs the
 policies in (it keeps none): each policy sees the terms earlier ones added as policy terms, never
@@ -218,12 +219,10 @@ def _pod_variables(policy: Policy, rule: Rule) -> list[tuple[str, str]]:
         # The pod's preferred terms that are no rule's terms: the author's own choices.
         ("ownPreferred", "variables.preferred.filter(t, !(\n  " + _any_policy_term("t", policy) + "))"),
         # One flag per term of this rule: does the pod already carry it?
-        (
-            "present",
-            "[\n  "
-            + ",\n  ".join(f"variables.preferred.exists(t, {_is_term('t', t)})" for t in rule.preferences)
-            + "\n]",
-        ),
+        ("present", _present(rule.preferences)),
+        # The same for the terms that go in beside preferred terms of the pod's own (Rule.beside_own).
+        ("presentBesideOwn", _present(rule.beside_own or ())),
+        ("hasOwn", "size(variables.ownPreferred) > 0"),
         # The rule counts as applied: all its terms are there, or all of an earlier form of them
         # (Rule.equivalents: what earlier versions of the webhook injected for the same table).
         ("carried", _carried(rule)),
@@ -258,8 +257,18 @@ def rule_cel(policy: Policy, rule: Rule, init: Initialiser = kubernetes_initiali
         ),
         _unless(f"has(variables.nodeAffinity.{PREFERRED})", _add(init, PREFERRED_PATH, "[]")),
         *(
-            _unless(f"variables.present[{i}]", _add(init, PREFERRED_PATH + "/-", _term_initialiser(init, term)))
+            _unless(
+                f"variables.present[{i}]" if rule.beside_own is None else f"variables.hasOwn || variables.present[{i}]",
+                _add(init, PREFERRED_PATH + "/-", _term_initialiser(init, term)),
+            )
             for i, term in enumerate(rule.preferences)
+        ),
+        *(
+            _unless(
+                f"!variables.hasOwn || variables.presentBesideOwn[{i}]",
+                _add(init, PREFERRED_PATH + "/-", _term_initialiser(init, term)),
+            )
+            for i, term in enumerate(rule.beside_own or ())
         ),
         # A map of strings when the pod has no annotations, else the one key (`add` replaces).
         "(has(object.metadata.annotations) ? ["
@@ -346,6 +355,10 @@ def _is_requirement(var: str, canonical: Canonical) -> str:
     mine = f"(has({var}.values) ? {var}.values : [])"
     every = " && ".join(f"{cel_string(v)} in {mine}" for v in values)
     return f"({head} && {mine}.all(v, v in {cel_strings(values)}) && {every})"
+
+
+def _present(terms: Sequence[PreferredTerm]) -> str:
+    return "[\n  " + ",\n  ".join(f"variables.preferred.exists(t, {_is_term('t', t)})" for t in terms) + "\n]"
 
 
 def _carried(rule: Rule) -> str:

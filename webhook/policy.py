@@ -50,7 +50,12 @@ class Rule:
     @property
     def forms(self) -> tuple[tuple[PreferredTerm, ...], ...]:
         """Every term set that counts as this rule applied."""
-        return (self.preferences,) if self.beside_own is None else (self.preferences, self.beside_own)
+        return (self.preferences, *self.equivalents)
+
+    @property
+    def equivalents(self) -> tuple[tuple[PreferredTerm, ...], ...]:
+        """The term sets other than `preferences` that count as this rule applied."""
+        return () if self.beside_own is None else (self.beside_own,)
 
     def terms_for(self, has_own: bool) -> tuple[PreferredTerm, ...]:
         """The terms to inject into a pod with (or without) preferred terms of its own."""
