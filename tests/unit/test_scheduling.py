@@ -405,7 +405,7 @@ def test_a_sampled_cycle_walks_from_its_start_round_the_list_until_it_has_found_
 def test_a_sample_is_normalised_by_its_own_best_node():
     nodes = _cluster(300)  # net=high every 7th node
     term = {"weight": 100, "preference": expr("net", "In", "high")}
-    view = pod_view(pod({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}}))
+    view = pod_view(pod(preferred=[term]))
     sampled = rank(view, nodes, sampling=Sampling(start=0))  # 48% of 300 = 144 nodes
     assert {n.affinity_normalized for n in sampled.feasible if n.net == "high"} == {100}
     assert {n.name for n in sampled.nodes} == {f"n{i:03}" for i in range(144)}
