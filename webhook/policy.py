@@ -75,6 +75,19 @@ class Policy:
         object.__setattr__(self, "term_ids", ids)
 
 
+def policy_warnings(policy: Policy) -> tuple[str, ...]:
+    """What a valid policy does that its author may not mean: a rule whose podSelector is `{}`
+    selects every pod, so its webhook entry's objectSelector makes the API server call the
+    webhook for every pod created in the cluster (but kube-system and the webhook's namespace)."""
+    return tuple(
+        f'rule "{rule.name}": podSelector {{}} selects every pod: the API server will call the webhook for '
+        "every pod created in the cluster and the rule applies to all of them; give matchLabels or "
+        "matchExpressions to choose the pods"
+        for rule in policy.rules
+        if rule.pod_selector.is_empty()
+    )
+
+
 @dataclass(frozen=True)
 class Outcome:
     decision: Decision

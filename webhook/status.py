@@ -50,7 +50,7 @@ from webhook.apidata import ShapeError
 from webhook.certs import RENEWAL_DAYS, days_left, first_certificate, refusal
 from webhook.manifests import webhook_configuration
 from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE, NAMESPACE_NAME_LABEL, TLS_SECRET, WEBHOOK_DOMAIN
-from webhook.policy import Decision, Policy, Rule, evaluate
+from webhook.policy import Decision, Policy, Rule, evaluate, policy_warnings
 from webhook.selector import LabelSelector, label_selector_from_api
 
 DAYS_WARNING = RENEWAL_DAYS  # a certificate with fewer days left is a problem
@@ -208,6 +208,7 @@ def analyse(view: ClusterView) -> Report:
     report = Report(policy_source=view.policy_source, rules=[r.name for r in view.policy.rules])
     if view.policy_problem:
         report.problems.append(view.policy_problem)
+    report.problems += [f"policy {view.policy_source}: {w}" for w in policy_warnings(view.policy)]
     shipped = webhook_configuration(view.policy, namespace=view.webhook_namespace)["webhooks"]
     policies = _admission_policies(view, report)
     entries = _registration(view, report, {w["name"]: w for w in shipped}, policies)

@@ -4,6 +4,7 @@ admission-policy`) the MutatingAdmissionPolicies that do the same in the API ser
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,10 @@ def run(args: ManifestsArgs) -> int:
 
     check_args(args)
     policy = load_policy(args.config)
+    from webhook.policy import policy_warnings
+
+    for warning in policy_warnings(policy):
+        print(f"Warning: policy {args.config or 'built-in'}: {warning}", file=sys.stderr)
     if args.form == ADMISSION_POLICY:
         from webhook.admission_policy import admission_policies
 

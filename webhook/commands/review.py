@@ -31,6 +31,7 @@ from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, UsageError
 from webhook.manifests import NOT_CALLED, check_namespace, not_called_reason
 from webhook.names import DEFAULT_NAMESPACE
+from webhook.policy import policy_warnings
 from webhook.workloads import KIND_NAMES
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ def run(args: ReviewArgs) -> int:
     for notice in notices:
         print(f"Warning: {notice}", file=sys.stderr)
     policy = load_policy(args.config)
+    for warning in policy_warnings(policy):
+        print(f"Warning: policy {args.config or 'built-in'}: {warning}", file=sys.stderr)
     # One object of one named file is "the object": its answer in full. A directory or several
     # paths are a collection, listed even when they hold a single object.
     single = len(items) == 1 and len(args.files) == 1 and not _is_dir(args.files[0])

@@ -12,6 +12,7 @@ from pathlib import Path
 from webhook.commands import typed
 from webhook.errors import UsageError
 from webhook.names import DEV_CERT_DIR, DEV_HOSTS
+from webhook.policy import policy_warnings
 from webhook.validation import is_dns1123_subdomain_caseless
 
 log = logging.getLogger("webhook")
@@ -95,6 +96,8 @@ def run(args: ServeArgs) -> int:
 
     logs.configure(args.log_format, args.log_level)
     snapshot = load_snapshot(args.config)
+    for warning in policy_warnings(snapshot.policy):
+        log.warning("policy %s: %s", snapshot.source, warning)
     certfile, keyfile = (args.certfile, args.keyfile) if args.certfile and args.keyfile else _dev_certificate()
     for path in (certfile, keyfile, args.client_ca):
         if path is not None and not os.access(path, os.R_OK):
