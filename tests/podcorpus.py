@@ -18,6 +18,7 @@ from tests.fixtures import FIXTURES, fixture
 from webhook.affinity import PREFERRED, REQUIRED
 from webhook.policy import Policy
 from webhook.policy_file import default_policy
+from webhook.testing import pods
 
 LABELS = {"qos": "latency-sensitive"}
 # The default rule's terms as it compiles them, and the earlier forms that count as applied.
@@ -32,15 +33,7 @@ def pod(
     annotations: dict[str, str] | None = None,
     affinity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": "default"}
-    if labels is not None:
-        metadata["labels"] = labels
-    if annotations is not None:
-        metadata["annotations"] = annotations
-    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}
-    if affinity is not None:
-        spec["affinity"] = affinity
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    return pods.pod(labels, annotations, name=name, namespace="default", containers=[pods.PAUSE], affinity=affinity)
 
 
 def term(weight: int, *expressions: tuple[str, str, list[str]]) -> dict[str, Any]:
