@@ -5,17 +5,27 @@ where rebalance planned it.
 
 A Deployment's two pods land on the only node, `slow-1` (net=low); then `fast-1` (net=high) joins.
 While a budget needs both pods, the eviction is answered 429 and nothing moves; once it allows
-one disruption, one pod is evicted and its replacement is bound to `fast-1`.
+one disruption, one pod is evicted and its replacement is bound to `fast-1`. And the CronJob's
+ServiceAccount and ClusterRole (deploy/overlays/rebalance) let the real API server's RBAC through
+every request `rebalance --apply` makes, and no pod deletion.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from tests.e2e.conftest import cli
 from tests.e2e.test_status import deployment, node, pods_of, run_all
+from tests.fixtures import REPO
+from webhook.names import DEFAULT_NAMESPACE
+
+OVERLAY = REPO / "deploy/overlays/rebalance"
 
 REBALANCE = ("rebalance", "--apply", "--min-age", "0", "-o", "json")
 
@@ -91,3 +101,82 @@ def test_rebalance_evicts_through_the_eviction_api_and_a_budget_blocks_it(
         time.sleep(0.2)
     assert replacement is not None, "no replacement was bound within 30 s"
     assert replacement["spec"]["nodeName"] == "fast-1"
+
+
+def test_the_cronjobs_service_account_may_do_exactly_what_rebalance_apply_does(
+    cluster, registered, namespace: str, nodes, tmp_path: Path
+) -> None:
+    """deploy/overlays/rebalance's ServiceAccount, ClusterRole and binding, applied to the real API
+    server: `rebalance --apply` as the CronJob runs it, with that account's token, plans and
+    evicts without one refusal; the same token may not delete a pod (evictions only)."""
+    created: list[str] = []
+    if cluster.get(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}") is None:
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEFAULT_NAMESPACE}})
+        created.append(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}")
+    for path in ("serviceaccount.yaml", "rbac.yaml"):
+        for obj in yaml.safe_load_all((OVERLAY / path).read_text()):
+            if cluster.get(_path_of(obj)) is None:
+                cluster.create(obj, obj["metadata"].get("namespace"))
+                created.insert(0, _path_of(obj))
+    try:
+        _rebalance_as_the_service_account(cluster, namespace, tmp_path)
+    finally:
+        for path in created:  # what this test added, the namespace last
+            cluster.request("DELETE", path)
+
+
+def _rebalance_as_the_service_account(cluster, namespace: str, tmp_path: Path) -> None:
+    code, token = cluster.request(
+        "POST",
+        f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/serviceaccounts/netqos-rebalance/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}},
+    )
+    assert code == 201, token
+    admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
+    kubeconfig = tmp_path / "rebalancer.kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": admin["clusters"],
+                "users": [{"name": "rebalancer", "user": {"token": token["status"]["token"]}}],
+                "contexts": [
+                    {"name": "rebalancer", "context": {"cluster": admin["clusters"][0]["name"], "user": "rebalancer"}}
+                ],
+                "current-context": "rebalancer",
+            }
+        )
+    )
+
+    cluster.create(node("slow-1", "low"))
+    cluster.create(deployment("web", 2), namespace)
+    stranded = pods_of(cluster, namespace, 2, "app%3Dweb")
+    run_all(cluster, stranded)
+    cluster.create(node("fast-1", "high"))
+
+    args = ["--kubeconfig", str(kubeconfig), "--config", str(REPO / "deploy/base/policy.yaml")]
+    result = cli(cluster, *REBALANCE, *args, check=False)
+    assert result.returncode in (0, 3), result.stderr
+    report = json.loads(result.stdout)
+    [eviction] = [e for e in report["evicted"] if e["namespace"] == namespace]
+    assert eviction["result"] == "evicted", eviction
+    assert all(e["result"] != "error" for e in report["evicted"]), report["evicted"]
+
+    victim = next(p["metadata"]["name"] for p in stranded if p["metadata"]["name"] != eviction["name"])
+    denied = subprocess.run(
+        [str(cluster.kubectl_path), "--kubeconfig", str(kubeconfig), "-n", namespace, "delete", "pod", victim],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower(), denied.stderr
+
+
+def _path_of(obj: dict[str, Any]) -> str:
+    kind = obj["kind"]
+    name = obj["metadata"]["name"]
+    if kind == "ServiceAccount":
+        return f"/api/v1/namespaces/{obj['metadata']['namespace']}/serviceaccounts/{name}"
+    plural = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}[kind]
+    return f"/apis/rbac.authorization.k8s.io/v1/{plural}/{name}"
