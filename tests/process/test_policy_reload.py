@@ -155,6 +155,26 @@ def test_an_invalid_file_is_refused_logged_once_and_counted_and_the_old_policy_s
     assert _metrics().policy_rejected._value.get() == 0
 
 
+INEXPRESSIBLE = (
+    b"schedulerWeights: {nodeAffinity: 1, netqos: 2}\n"
+    b"rules:\n- name: netqos\n  podSelector: {matchLabels: {qos: latency-sensitive}}\n"
+    b"  nodeScore: {key: net, scores: [{value: high, score: 100}], unlistedScore: 0}\n"
+)
+
+
+def test_a_score_table_the_weights_cannot_express_is_refused_naming_the_field_and_the_old_policy_stays(
+    volume, watcher, caplog
+):
+    w, clock = watcher
+    old = w.current()
+    volume.update({"policy.yaml": INEXPRESSIBLE})
+    with caplog.at_level(logging.ERROR, logger="webhook.serving.reload"):
+        clock.now += 1.0
+        assert w.current() is old
+    [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert "schedulerWeights.nodeAffinity" in error and "at least 2" in error
+
+
 def test_a_vanished_file_keeps_the_policy_in_force(tmp_path, caplog):
     path = tmp_path / "policy.yaml"
     path.write_bytes(as_bytes(POLICY_A))
