@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.fixtures import NETQOS_TERMS
+from tests.fixtures import CLASSIC_TERMS, NETQOS_TERMS
 from webhook.policy_file import default_policy
 from webhook.serving.app import AppConfig, create_app
 from webhook.testing.patches import PREFERRED, apply_kubectl, apply_python, pod_review
@@ -256,7 +256,12 @@ def test_well_formed_pods_patch_cleanly_keep_everything_and_are_idempotent(pod):
     if after is not None:
         assert labels.get("qos") == "latency-sensitive"
         terms = after["spec"]["affinity"]["nodeAffinity"][PREFERRED]
-        assert all(term in terms for term in NETQOS_TERMS)
+        # every form of the default rule holds the table's two terms; the constant pair comes with
+        # them unless the pod has preferred terms of its own
+        assert all(term in terms for term in CLASSIC_TERMS)
+        affinity = (pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}
+        if not affinity.get(PREFERRED):
+            assert all(term in terms for term in NETQOS_TERMS)
 
 
 @settings(max_examples=KUBECTL_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
