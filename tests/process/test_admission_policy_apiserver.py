@@ -86,6 +86,7 @@ def test_a_pod_with_thousands_of_preferred_terms_stays_within_the_cel_cost_budge
     assert result["errors"] == []
     beside_own = [t.to_api() for t in default_policy().rules[0].terms_for(True)]  # the pod has terms of its own
     assert result["after"]["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED][2000:] == beside_own
+    assert result["after"] == webhook(default_policy(), result["before"])
 
 
 def test_the_panic_the_generated_patch_avoids_is_real_in_this_api_server() -> None:

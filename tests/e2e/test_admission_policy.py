@@ -1,0 +1,160 @@
+"""The admission policies of `manifests --as admission-policy` in the real API server (v1.36.3, in
+the range that panics on a list of Object initialisers): it accepts the objects, mutates pods
+exactly as the webhook does, leaves opted-out pods alone, sends the warn-only policy's warnings to
+kubectl, keeps a pod with thousands of preferred terms within the CEL cost budget, and `status`
+recognises the installation. The webhook is unregistered meanwhile, so what changes a pod is the
+API server alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+
+from tests import podcorpus
+from tests.e2e.conftest import cli
+from webhook.admission import create_review, review, wire_patch
+from webhook.names import INJECTED_ANNOTATION, LABELS, OPT_OUT_ANNOTATION
+from webhook.policy_file import load_policy
+from webhook.testing.controlplane import Cluster
+
+POLICY_FILE = "deploy/base/policy.yaml"
+SELECTOR = ",".join(f"{k}={v}" for k, v in LABELS.items())
+KINDS = ",".join(
+    f"{kind}admissionpolic{suffix}" for kind in ("mutating", "validating") for suffix in ("ies", "ybindings")
+)
+PROBE = podcorpus.pod("probe", podcorpus.LABELS)
+
+
+def dry_run(cluster: Cluster, namespace: str, pod: dict[str, Any], valid: bool = True) -> dict[str, Any] | None:
+    """The pod as the API server would store it (admission run, nothing stored); None when its
+    validation, which runs after admission, refuses the pod (only with `valid=False`)."""
+    body = copy.deepcopy(pod)
+    body["metadata"]["namespace"] = namespace
+    status, created = cluster.request("POST", f"/api/v1/namespaces/{namespace}/pods?dryRun=All", body)
+    if status == 422 and not valid:
+        return None
+    assert status == 201, (status, created)
+    result: dict[str, Any] = created
+    return result
+
+
+def mutated(pod: dict[str, Any]) -> bool:
+    return INJECTED_ANNOTATION in (pod["metadata"].get("annotations") or {})
+
+
+def wait_active(cluster: Cluster, namespace: str, active: bool, timeout: float = 60) -> None:
+    """The API server compiles policies from its informers: wait until a probe pod is (or is no
+    longer) mutated."""
+    deadline = time.monotonic() + timeout
+    while mutated(dry_run(cluster, namespace, PROBE) or {}) != active:
+        assert time.monotonic() < deadline, (
+            f"the admission policies did not become {'active' if active else 'inactive'}"
+        )
+        time.sleep(0.5)
+
+
+@pytest.fixture
+def policies(cluster: Cluster, unregistered: None, namespace: str) -> Iterator[str]:
+    """The generated objects applied with kubectl, active; deleted and inactive afterwards."""
+    printed = cli(cluster, "manifests", "--as", "admission-policy", "--warnings", "--config", POLICY_FILE).stdout
+    applied = cluster.kubectl("apply", "-f", "-", input=printed)
+    assert applied.stdout.count("created") + applied.stdout.count("configured") + applied.stdout.count(
+        "unchanged"
+    ) == len(list(yaml.safe_load_all(printed))), applied.stdout
+    wait_active(cluster, namespace, active=True)
+    yield namespace
+    cluster.kubectl("delete", KINDS, "-l", SELECTOR)
+    wait_active(cluster, namespace, active=False)
+
+
+def webhook_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    policy = load_policy(POLICY_FILE)
+    response = review(policy, create_review(copy.deepcopy(pod), "e2e")).response
+    return jsonpatch.apply_patch(copy.deepcopy(pod), wire_patch(response))
+
+
+def written(pod: dict[str, Any]) -> tuple[Any, Any]:
+    """What the policies may write: the node affinity and the injected annotation."""
+    affinity = (pod["spec"].get("affinity") or {}).get("nodeAffinity")
+    return affinity, (pod["metadata"].get("annotations") or {}).get(INJECTED_ANNOTATION)
+
+
+def test_the_api_server_mutates_every_shape_exactly_as_the_webhook(cluster: Cluster, policies: str) -> None:
+    failures, compared, changed = [], 0, 0
+    for label, pod in podcorpus.shapes():
+        # Validation runs after admission: the few shapes it refuses (an In without values, an
+        # empty required selector) are admitted by the corpus tests, not stored here.
+        stored = dry_run(cluster, policies, pod, valid=False)
+        if stored is None:
+            continue
+        # Defaulting touches neither the node affinity nor the annotations.
+        expected = webhook_pod(pod)
+        if written(stored) != written(expected):
+            failures.append(
+                f"{label}: api server {json.dumps(written(stored))} != webhook {json.dumps(written(expected))}"
+            )
+        compared += 1
+        changed += mutated(stored)
+    assert not failures, "\n".join(failures)
+    assert compared > 40 and changed > 10, (compared, changed)
+
+
+def test_a_labelled_pod_is_stored_mutated_and_an_opted_out_one_as_written(cluster: Cluster, policies: str) -> None:
+    pod = podcorpus.pod("labelled", podcorpus.LABELS)
+    pod["metadata"]["namespace"] = policies
+    cluster.create(copy.deepcopy(pod), policies)
+    stored = cluster.pod(policies, "labelled")
+    assert stored is not None and written(stored) == written(webhook_pod(pod))
+    assert (
+        stored["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] == podcorpus.OURS
+    )
+    opted = podcorpus.pod("opted-out", podcorpus.LABELS, annotations={OPT_OUT_ANNOTATION: "false"})
+    opted["metadata"]["namespace"] = policies
+    cluster.create(copy.deepcopy(opted), policies)
+    stored = cluster.pod(policies, "opted-out")
+    assert stored is not None and "affinity" not in stored["spec"]
+    assert stored["metadata"]["annotations"] == {OPT_OUT_ANNOTATION: "false"}
+
+
+def test_the_warn_only_policy_sends_the_webhooks_warnings_to_kubectl(cluster: Cluster, policies: str) -> None:
+    for label, notes, affinity in (
+        ("explicit", None, {"nodeAffinity": {podcorpus.REQUIRED: podcorpus.required(("net", "Exists", []))}}),
+        ("odd-opt-out", {OPT_OUT_ANNOTATION: "no"}, None),
+    ):
+        pod = podcorpus.pod(label, podcorpus.LABELS, annotations=notes, affinity=affinity)
+        pod["metadata"]["namespace"] = policies
+        applied = cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
+        response = review(load_policy(POLICY_FILE), create_review(copy.deepcopy(pod), "e2e")).response
+        (warning,) = response["response"]["warnings"]
+        prefix = "Warning: Validation failed for ValidatingAdmissionPolicy 'netqos-warnings.netqos.io' with binding"
+        assert f"{prefix} 'netqos-warnings.netqos.io': {warning}" in applied.stderr, applied.stderr
+
+
+def test_a_pod_with_thousands_of_preferred_terms_stays_within_the_cel_cost_budget(
+    cluster: Cluster, policies: str
+) -> None:
+    many = [podcorpus.term(1 + i % 100, (f"key-{i}", "In", [f"v{i}"])) for i in range(2000)]
+    pod = podcorpus.pod("many", podcorpus.LABELS, affinity={"nodeAffinity": {podcorpus.PREFERRED: many}})
+    stored = dry_run(cluster, policies, pod)
+    assert stored is not None
+    preferred = stored["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED]
+    assert preferred[:2000] == many and len(preferred) > 2000
+    assert written(stored) == written(webhook_pod(pod))
+
+
+def test_status_recognises_the_admission_policy_installation(cluster: Cluster, policies: str) -> None:
+    result = cli(cluster, "status", "--config", POLICY_FILE, "-n", policies, "-o", "json", check=False)
+    report = json.loads(result.stdout)
+    assert report["installation"] == "admission policy"
+    assert report["admission_policies"] == [
+        {"name": "netqos.netqos.io", "rule": "netqos", "bound": True, "matches_policy": True}
+    ]
+    assert report["problems"] == [], report["problems"]
