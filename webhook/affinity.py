@@ -287,12 +287,91 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
+# What the policy reads of one of a pod's preferred terms (`preferred_sketches_from_api`): its
+# weight, its node-label keys, whether it has matchFields, and the term as given, from which
+# `sketch_identity` computes the identity only when the policy might hold the same term. A plain
+# tuple: one is made per term of every pod reviewed, and a tuple costs the least to make.
+TermSketch = tuple[int, frozenset[str], bool, Mapping[str, Any]]
+
+
+def sketch_identity(sketch: TermSketch) -> TermIdentity:
+    """`PreferredTerm.identity` of a sketched term (its shape was checked when it was sketched)."""
+    weight, _, _, raw = sketch
+    preference = raw.get("preference") or {}
+    return (
+        weight,
+        frozenset(_canonical_requirement(r) for r in preference.get("matchExpressions") or ()),
+        frozenset(_canonical_requirement(r) for r in preference.get("matchFields") or ()),
+    )
+
+
+def _canonical_requirement(raw: Mapping[str, Any]) -> Canonical:
+    return (raw["key"], raw["operator"], tuple(sorted(set(raw.get("values") or ()))))
+
+
+def _requirement_keys(raw: Any) -> list[str] | None:
+    """The keys of a list of NodeSelectorRequirements, or None when any part has another shape
+    than the API's. Builds no path strings: it runs for every term of a pod."""
+    if type(raw) is not list:
+        return [] if raw is None else None
+    keys = []
+    for r in raw:
+        if type(r) is not dict:
+            return None
+        key = r.get("key")
+        values = r.get("values")
+        if type(key) is not str or type(r.get("operator")) is not str:
+            return None
+        if values is not None and (type(values) is not list or not all(type(v) is str for v in values)):
+            return None
+        keys.append(key)
+    return keys
+
+
+def preferred_sketches_from_api(raw: Any, path: str) -> list[TermSketch]:
+    """Each PreferredSchedulingTerm of a list, sketched in one walk over the API data with small
+    constants: what the policy asks of a pod's own terms (ours already there? which keys does
+    the author use?) without building a model of each term. Shapes are checked as
+    preferred_term_from_api checks them; when one is wrong, that reader names the field."""
+    if raw is None:
+        return []
+    expect(raw, list, path, "a list")
+    out: list[TermSketch] = []
+    append = out.append
+    for i, term in enumerate(raw):
+        if type(term) is dict:
+            weight = term.get("weight")
+            preference = term.get("preference")
+            if type(weight) is int:
+                if preference is None:
+                    append((weight, frozenset(), False, term))
+                    continue
+                if type(preference) is dict:
+                    keys = _requirement_keys(preference.get("matchExpressions"))
+                    fields = preference.get("matchFields")
+                    if keys is not None and (fields is None or _requirement_keys(fields) is not None):
+                        append((weight, frozenset(keys), bool(fields), term))
+                        continue
+        preferred_term_from_api(term, f"{path}[{i}]")  # raises ShapeError naming the field
+        raise AssertionError(f"{path}[{i}]: a shape the sketch refused and the reader accepts")
+    return out
+
+
 def node_affinity_from_api(
     raw: Mapping[str, Any], path: str
 ) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
     """A NodeAffinity (`{required..., preferred...}`), as a pod or NodeAffinityArgs.addedAffinity
     carries it: the required terms (None when there is no required NodeSelector) and the
     preferred terms, shape-checked."""
+    required = required_terms_from_api(raw, path)
+    raw_preferred = raw.get(PREFERRED)
+    raw_preferred = [] if raw_preferred is None else expect(raw_preferred, list, f"{path}.{PREFERRED}", "a list")
+    preferred = tuple(preferred_term_from_api(t, f"{path}.{PREFERRED}[{i}]") for i, t in enumerate(raw_preferred))
+    return required, preferred
+
+
+def required_terms_from_api(raw: Mapping[str, Any], path: str) -> tuple[NodeSelectorTerm, ...] | None:
+    """A NodeAffinity's required NodeSelector terms (None when there is none), shape-checked."""
     required = None
     raw_required = raw.get(REQUIRED)
     if raw_required is not None:
@@ -301,7 +380,4 @@ def node_affinity_from_api(
         terms = raw_required.get("nodeSelectorTerms")
         terms = [] if terms is None else expect(terms, list, f"{where}.nodeSelectorTerms", "a list")
         required = tuple(node_selector_term_from_api(t, f"{where}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
-    raw_preferred = raw.get(PREFERRED)
-    raw_preferred = [] if raw_preferred is None else expect(raw_preferred, list, f"{path}.{PREFERRED}", "a list")
-    preferred = tuple(preferred_term_from_api(t, f"{path}.{PREFERRED}[{i}]") for i, t in enumerate(raw_preferred))
-    return required, preferred
+    return required

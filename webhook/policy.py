@@ -14,7 +14,15 @@ from enum import StrEnum
 from typing import Any
 
 from webhook import apidata
-from webhook.affinity import PREFERRED, PreferredTerm, TermIdentity, node_affinity_from_api
+from webhook.affinity import (
+    PREFERRED,
+    PreferredTerm,
+    TermIdentity,
+    TermSketch,
+    preferred_sketches_from_api,
+    required_terms_from_api,
+    sketch_identity,
+)
 from webhook.apidata import ShapeError
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.scoretable import SchedulerWeights, ScoreTable
@@ -69,10 +77,15 @@ class Policy:
     # Identities of every term any rule injects or recognises: such terms in a pod are ours (or
     # identical to ours), never the user's explicit choice.
     term_ids: frozenset[TermIdentity] = field(init=False, compare=False)
+    # Their weights and node-label keys: a pod's term with another weight or key is not ours.
+    term_weights: frozenset[int] = field(init=False, compare=False)
+    term_keys: frozenset[str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         ids = frozenset(t.identity for r in self.rules for form in r.forms for t in form)
         object.__setattr__(self, "term_ids", ids)
+        object.__setattr__(self, "term_weights", frozenset(weight for weight, _, _ in ids))
+        object.__setattr__(self, "term_keys", frozenset(key for _, exprs, _ in ids for key, _, _ in exprs))
 
 
 def policy_warnings(policy: Policy) -> tuple[str, ...]:
@@ -103,7 +116,8 @@ class _PodView:
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     required_keys: frozenset[str]
-    preferred: tuple[PreferredTerm, ...]
+    # the preferred terms, sketched in one walk (docs/performance.md, "The worst-case review")
+    preferred: list[TermSketch]
 
 
 def evaluate(policy: Policy, pod: Any) -> Outcome:
@@ -120,10 +134,23 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     if opt_out == "false":  # exact, as Kubernetes compares annotation values
         return Outcome(Decision.SKIPPED_OPT_OUT, pod)
 
-    # A term that also has matchFields says more than ours does: its identity is never ours.
-    present = {term.identity for term in view.preferred}
-    explicit = _explicit_keys(view, policy.term_ids)
-    has_own = any(term.identity not in policy.term_ids for term in view.preferred)
+    # One pass over the pod's terms: which are there, and the keys of those that are the author's
+    # (not policy terms: those were injected by us, or say exactly what we would). A term that
+    # also has matchFields says more than ours does: its identity is never ours.
+    # Only a term whose weight and keys a policy term has can be one: the others cost no identity.
+    present: set[TermIdentity] = set()
+    explicit = set(view.required_keys)
+    has_own = False
+    weights, policy_keys, ids = policy.term_weights, policy.term_keys, policy.term_ids
+    for sketch in view.preferred:
+        weight, keys, has_fields, _ = sketch
+        if not has_fields and weight in weights and keys <= policy_keys:
+            identity = sketch_identity(sketch)
+            present.add(identity)
+            if identity in ids:
+                continue
+        has_own = True
+        explicit |= keys
     to_add: list[PreferredTerm] = []
     applied: list[str] = []
     warnings: list[str] = []
@@ -154,16 +181,6 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
         return Outcome(decision, pod, warnings=tuple(warnings))
     names = _merge_names(view.annotations.get(INJECTED_ANNOTATION), applied)
     return Outcome(Decision.MUTATED, _with_terms(pod, to_add, names), tuple(applied), tuple(warnings))
-
-
-def _explicit_keys(view: _PodView, policy_term_ids: frozenset[TermIdentity]) -> frozenset[str]:
-    """Node-label keys the pod's author chose: required terms, and preferred terms that are
-    not policy terms (those were injected by us, or say exactly what we would)."""
-    keys = set(view.required_keys)
-    for term in view.preferred:
-        if term.identity not in policy_term_ids:
-            keys |= term.keys()
-    return frozenset(keys)
 
 
 def _merge_names(existing: str | None, applied: list[str]) -> str:
@@ -203,6 +220,7 @@ def _read(pod: Any) -> _PodView:
     spec = apidata.obj(pod, "spec", "spec")
     base = "spec.affinity.nodeAffinity"
     node_affinity = apidata.obj(apidata.obj(spec, "affinity", "spec.affinity"), "nodeAffinity", base)
-    required, preferred = node_affinity_from_api(node_affinity, base)
+    required = required_terms_from_api(node_affinity, base)
     required_keys = {r.key for term in required or () for r in term.expressions}
+    preferred = preferred_sketches_from_api(node_affinity.get(PREFERRED), f"{base}.{PREFERRED}")
     return _PodView(labels, annotations, frozenset(required_keys), preferred)

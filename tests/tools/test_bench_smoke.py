@@ -79,3 +79,11 @@ def test_micro_benchmark_covers_the_typical_and_the_200_container_pod(run_python
         for what in ("policy+patch", "admission.handle", "encode response"):
             assert (case, what) in cases
     assert all(r["us"] > 0 for r in rows)
+
+
+def test_worst_case_review_smoke(run_python):
+    done = run_python("-m", "benchmarks.worst_case", "--smoke", "--json", timeout=120)
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout)
+    assert row["body_bytes"] <= 64 * 1024 and row["terms"] > 500
+    assert {"admission.handle", "policy.evaluate", "terms as models"} <= set(row)
