@@ -75,7 +75,11 @@ def _received_total(unreader: Any) -> int:
 def install(req: Any, max_body_bytes: int) -> None:
     """Put the bounded chunked reader and the meter into gunicorn's request `req`, whose body has
     not been read yet."""
-    reader = req.body.reader
+    unreader: Any = getattr(req, "unreader", None)
+    body: Any = getattr(req, "body", None)
+    if unreader is None or type(body) is not Body:  # not an HTTP/1.1 request of gunicorn's parser
+        return
+    reader = body.reader
     if isinstance(reader, ChunkedReader):
-        reader = BoundedChunkedReader(req, req.unreader, max_body_bytes)
-    req.body = MeteredBody(reader, req.unreader)
+        reader = BoundedChunkedReader(req, unreader, max_body_bytes)
+    req.body = MeteredBody(reader, unreader)
