@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.fixtures import FIXTURES, NETQOS_TERMS, REPO
+from tests.fixtures import CLASSIC_TERMS, FIXTURES, NETQOS_TERMS, REPO
 from webhook.admission_policy import admission_policies as generate_admission_policies
 from webhook.affinity import Requirement
 from webhook.cli import main
@@ -71,7 +71,8 @@ class Cluster:
         ]
         self.pods = [
             pod("shop", "web-6f9c-a", QOS, "fast-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
-            pod("shop", "web-6f9c-b", QOS, "fast-2", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
+            # injected before the default gained its constant: the classic terms count as injected
+            pod("shop", "web-6f9c-b", QOS, "fast-2", ("ReplicaSet", "web-6f9c"), preferred=CLASSIC_TERMS),
             pod("shop", "db-0", {"app": "db"}, "slow-1", ("StatefulSet", "db")),  # not selected
             pod("kube-system", "probe", QOS, "slow-1"),  # a namespace the webhook never sees
             pod("shop", "job-1-x", QOS, "slow-1", ("Job", "job-1"), phase="Succeeded"),  # finished
