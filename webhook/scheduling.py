@@ -780,9 +780,21 @@ def fit_score(pod_request: Mapping[str, int], node: Node, usage: NodeUsage, stra
 def balanced_score(
     pod_request: Mapping[str, int], node: Node, usage: NodeUsage, resources: Sequence[tuple[str, int]]
 ) -> int:
-    """NodeResourcesBalancedAllocation.Score; `pod_request` is the real (not non-zero) request."""
+    """NodeResourcesBalancedAllocation.Score; `pod_request` is the real (not non-zero) request.
+
+    Since Kubernetes 1.36 (balanced_allocation.go balancedResourceScorer) it scores how much the
+    pod improves the node's balance: 50 + (50 + balance with the pod - balance without it) / 2,
+    each balance `balanced_allocation` of the used shares; 75 when the pod changes nothing.
+    """
     requested, allocatable, _ = _resource_vectors(resources, pod_request, node, usage, False)
-    return balanced_allocation(requested, allocatable)
+    allocated = [
+        used - pod_request.get(name, 0) if alloc else 0
+        for (name, _), used, alloc in zip(resources, requested, allocatable, strict=True)
+    ]
+    with_pod = balanced_allocation(requested, allocatable)
+    without_pod = balanced_allocation(allocated, allocatable)
+    half = MAX_NODE_SCORE // 2
+    return half + _go_div(half + with_pod - without_pod, 2)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -59,6 +59,9 @@ def test_the_shortcut_predicts_what_a_full_rank_predicts():
             assert shortcut.totals == {n.name: n.total for n in full.feasible}
 
 
+TAKEN = {"cpu": 3900, "memory": 8 * 2**30 * 975 // 1000}
+
+
 def test_the_default_terms_agree_at_the_plugin_weight_they_were_compiled_for():
     size = {"cpu": 4000, "memory": 8 * 2**30, "pods": 110}
     case = fidelity.Case(
@@ -66,10 +69,11 @@ def test_the_default_terms_agree_at_the_plugin_weight_they_were_compiled_for():
             fidelity.Node("fast", {"net": "high"}, (), False, size),
             fidelity.Node("plain", {}, (), False, size),
         ),
-        # fast has its cpu taken: NodeResourcesFit 49 and BalancedAllocation 50 against 97 and 99 on
-        # plain, a 97-point lead that beats the plugin's 90 (100 - 10) at weight 1 and the default
-        # terms' 200 - 110 alike, but not the classic terms' 200 - 20, nor the plugin at weight 5
-        usage={"fast": fidelity.NodeUsage({"cpu": 3900, "memory": 0}, {"cpu": 3900, "memory": 0}, 5)},
+        # fast has 97.5% of its cpu and memory taken: NodeResourcesFit 0 against 97 on plain (the pod
+        # shifts both nodes' balance alike: BalancedAllocation 74 on each), a 97-point lead that beats
+        # the plugin's 90 (100 - 10) at weight 1 and the default terms' 200 - 110 alike, but not the
+        # classic terms' 200 - 20, nor the plugin at weight 5
+        usage={"fast": fidelity.NodeUsage(TAKEN, TAKEN, 5)},
         pod={
             "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}},
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]},

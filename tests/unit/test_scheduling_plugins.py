@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from webhook.apidata import ShapeError
-from webhook.resources import HostPort, parse_quantity, resource_list
+from webhook.resources import CPU, MEMORY, HostPort, parse_quantity, resource_list
 from webhook.scheduling import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
@@ -19,6 +19,7 @@ from webhook.scheduling import (
     ScoringStrategy,
     Taint,
     balanced_allocation,
+    balanced_score,
     broken_linear,
     default_normalize,
     filter_reasons,
@@ -359,24 +360,26 @@ def test_totals_weigh_each_plugin_of_the_default_profile():
     }
     a, b = rank(pod_view(pod(**spec)), nodes, usage).nodes
     # a: taint 1 of max 1 -> 0; affinity 100; fit cpu 3000*100//4000 = 75, memory 7Gi*100//8Gi = 87 -> 81;
-    #    balanced shares 0.25, 0.125 -> std 0.0625 -> 93; no images -> 0
+    #    balanced: shares with the pod 0.25, 0.125 -> std 0.0625 -> 93, without 0, 0 -> 100,
+    #    so 50 + (50 + 93 - 100) // 2 = 71 (the change in balance, kube-scheduler 1.36); no images -> 0
     assert dict(a.scores) == {
         "TaintToleration": 0,
         "NodeAffinity": 100,
         "NodeResourcesFit": 81,
-        "NodeResourcesBalancedAllocation": 93,
+        "NodeResourcesBalancedAllocation": 71,
         "ImageLocality": 0,
     }
-    assert a.total == 0 * 3 + 100 * 2 + 81 + 93 + 0
-    # b: taint 100; affinity 0; fit cpu 1000*100//4000 = 25, memory 87 -> 56; balanced 0.75, 0.125 -> 68
+    assert a.total == 0 * 3 + 100 * 2 + 81 + 71 + 0
+    # b: taint 100; affinity 0; fit cpu 1000*100//4000 = 25, memory 87 -> 56; balanced with the pod
+    #    0.75, 0.125 -> 68, without 0.5, 0 -> 75: 50 + (50 + 68 - 75) // 2 = 71
     assert dict(b.scores) == {
         "TaintToleration": 100,
         "NodeAffinity": 0,
         "NodeResourcesFit": 56,
-        "NodeResourcesBalancedAllocation": 68,
+        "NodeResourcesBalancedAllocation": 71,
         "ImageLocality": 0,
     }
-    assert b.total == 300 + 56 + 68
+    assert b.total == 300 + 56 + 71
 
 
 def test_a_best_effort_pod_skips_balanced_allocation():
@@ -433,3 +436,22 @@ def test_node_filter_reasons_counts_only_the_running_pods_bound_to_that_node():
 
     assert node_filter_reasons(new, node, [bound("x", "b"), bound("y", "a", "Succeeded")]) == ()
     assert node_filter_reasons(new, node, [bound("x", "a")]) == ("Insufficient cpu",)
+
+
+@pytest.mark.parametrize(
+    "allocatable, used, pod_request, score",
+    [
+        # Two nodes of a 41-node cluster where kube-scheduler 1.36 bound the pod to the first: its
+        # balance goes from 82 to 95 (50 + (50 + 95 - 82) // 2 = 81); the second's was already 99
+        # and ends at 98 (74). The pre-1.36 score (the balance with the pod alone) preferred the second.
+        ({CPU: 16000, MEMORY: 8 * GI}, {CPU: 5481, MEMORY: 0}, {CPU: 100, MEMORY: 2 * GI}, 81),
+        ({CPU: 16000, MEMORY: 64 * GI}, {CPU: 4762, MEMORY: 19507 * MI}, {CPU: 100, MEMORY: 2 * GI}, 74),
+        # an empty node: 100 without the pod, 93 with it
+        ({CPU: 4000, MEMORY: 8 * GI}, {CPU: 0, MEMORY: 0}, {CPU: 1000, MEMORY: GI}, 71),
+        # a pod that restores the balance of a lopsided node
+        ({CPU: 4000, MEMORY: 8 * GI}, {CPU: 2000, MEMORY: 0}, {CPU: 0, MEMORY: 4 * GI}, 87),
+    ],
+)
+def test_balanced_allocation_scores_the_change_in_balance_the_pod_makes(allocatable, used, pod_request, score):
+    node = Node("n", {}, allocatable={**allocatable, "pods": 110})
+    assert balanced_score(pod_request, node, NodeUsage(used, used, 1), ((CPU, 1), (MEMORY, 1))) == score
