@@ -190,6 +190,7 @@ def _pod(rng: random.Random) -> dict[str, Any]:
 def run_case(cluster: Cluster, case: Case, workdir: Path) -> Result:
     """Set the cluster up as `case` says, ask explain, then let the real scheduler bind the pod."""
     _reset(cluster)
+    _settle(cluster, 0, 0)
     for node in case.nodes:
         cluster.create(node)
     for pod in case.bound:
@@ -205,6 +206,7 @@ def run_case(cluster: Cluster, case: Case, workdir: Path) -> Result:
     )
     bound = cluster.wait_bound(NAMESPACE, "probe")
     _delete_pod(cluster, "probe")
+    _settle(cluster, len(case.nodes), len(case.bound))
 
     written = json.loads(json.dumps(case.pod))
     written["metadata"]["name"] = "probe-netqos"
@@ -235,18 +237,11 @@ def _reset(cluster: Cluster) -> None:
         cluster.create_namespace(NAMESPACE)
 
 
-def _settle(cluster: Cluster, nodes: int, pods: int, timeout: float = 30) -> None:
-    """Until the API server lists exactly the case's nodes and pods, then a moment for the
-    scheduler's informers, which receive the same events."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        have_nodes = len((cluster.get("/api/v1/nodes") or {}).get("items", []))
-        have_pods = len((cluster.get(f"/api/v1/namespaces/{NAMESPACE}/pods") or {}).get("items", []))
-        if (have_nodes, have_pods) == (nodes, pods):
-            time.sleep(0.5)
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"the cluster did not settle to {nodes} nodes and {pods} pods within {timeout:.0f} s")
+def _settle(cluster: Cluster, nodes: int, pods: int) -> None:
+    """Until the scheduler's cache holds exactly the case's nodes and pods (all the cluster's bound
+    pods are the case's): its informers lag behind the API server, and a node left from the
+    previous case would change the scores (ImageLocality counts every node)."""
+    cluster.wait_scheduler_cache(nodes, pods)
 
 
 def _delete_pod(cluster: Cluster, name: str, timeout: float = 30) -> None:
@@ -256,7 +251,6 @@ def _delete_pod(cluster: Cluster, name: str, timeout: float = 30) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"pod {name} still there {timeout:.0f} s after its deletion")
         time.sleep(0.05)
-    time.sleep(0.2)  # the scheduler's cache drops it from the same watch
 
 
 def _explain(cluster: Cluster, path: Path) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import os
 
 from benchmarks import explain_real
 
-CLUSTERS = int(os.environ.get("NETQOS_E2E_EXPLAIN_CLUSTERS", "6"))
+CLUSTERS = int(os.environ.get("NETQOS_E2E_EXPLAIN_CLUSTERS", "4"))
 
 
 def test_explain_predicts_the_node_the_real_scheduler_binds_on_random_clusters(cluster, registered, nodes, tmp_path):

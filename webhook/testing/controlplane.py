@@ -505,6 +505,36 @@ class Cluster:
         change = "call" if active else "stop calling"
         raise ControlPlaneError(f"the API server did not {change} the webhook within {timeout:.0f} s")
 
+    def scheduler_cache(self) -> dict[str, int]:
+        """The scheduler cache's sizes (`scheduler_cache_size`: nodes, pods, assumed_pods), from
+        its /metrics as the admin; refreshed by the scheduler once a second."""
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # its self-signed serving certificate
+        context.load_cert_chain(str(self.directory / "pki" / "admin.crt"), str(self.directory / "pki" / "admin.key"))
+        conn = http.client.HTTPSConnection(LOOPBACK, self.ports["netqos-scheduler"], context=context, timeout=10)
+        try:
+            conn.request("GET", "/metrics")
+            text = conn.getresponse().read().decode()
+        finally:
+            conn.close()
+        sizes = {}
+        for line in text.splitlines():
+            if line.startswith("scheduler_cache_size{"):
+                kind = line.split('type="', 1)[1].split('"', 1)[0]
+                sizes[kind] = int(float(line.rsplit(" ", 1)[1]))
+        return sizes
+
+    def wait_scheduler_cache(self, nodes: int, pods: int, timeout: float = 60) -> None:
+        """Until the scheduler's cache holds `nodes` nodes and `pods` bound pods, none assumed:
+        its informers have seen what the API server holds (they lag behind it under load)."""
+        deadline = time.monotonic() + timeout
+        want = {"nodes": nodes, "pods": pods, "assumed_pods": 0}
+        while (have := self.scheduler_cache()) != want:
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"the scheduler's cache holds {have}, not {want}, after {timeout:.0f} s")
+            time.sleep(0.2)
+
     def delete_nodes(self) -> None:
         self.request("DELETE", "/api/v1/nodes")
 
