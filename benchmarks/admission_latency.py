@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import signal
 import statistics
 import sys
 import tempfile
@@ -157,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the three modes (default 3)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    # SIGTERM ends the run like Ctrl-C: the webhook server and a cluster of our own are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="admission-latency-") as tmp, environment(Path(tmp)) as cluster:
         total = summary(measure(cluster, args.pods, args.clients, args.rounds))
     if args.json:

@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -97,6 +98,9 @@ def generate(rng: random.Random, index: int, max_nodes: int) -> Case:
     count = rng.randint(2, max_nodes)
     shares = [rng.random() ** 2 for _ in NET_CLASSES]  # squared: often one class dominates
     prefer_tainted, hard_tainted = rng.choice((0.0, 0.1, 0.3)), rng.choice((0.0, 0.05, 0.2))
+    # One size per image, as a registry serves it: the scheduler's cache keeps one size per image
+    # name for the whole cluster (the first node's), so sizes differing by node are not a case.
+    sizes = {image: rng.randint(20, 900) * MB for image in IMAGES}
     nodes, bound = [], []
     for i in range(count):
         name = f"c{index}-node-{i:02}"
@@ -110,7 +114,7 @@ def generate(rng: random.Random, index: int, max_nodes: int) -> Case:
         if rng.random() < hard_tainted:
             taints.append(NO_SCHEDULE)
         cpu, memory, slots = rng.choice(CPU_SIZES), rng.choice(MEMORY_SIZES), rng.choice((110, 110, 110, 8))
-        images = [{"names": [image], "sizeBytes": rng.randint(20, 900) * MB} for image in IMAGES if rng.random() < 0.2]
+        images = [{"names": [image], "sizeBytes": sizes[image]} for image in IMAGES if rng.random() < 0.2]
         allocatable = {"cpu": str(cpu), "memory": f"{memory}Gi", "pods": str(slots)}
         nodes.append(
             {
@@ -364,6 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-nodes", type=int, default=60)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    # SIGTERM ends the run like Ctrl-C: the webhook server and a cluster of our own are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="explain-real-") as tmp, environment(Path(tmp)) as cluster:
         results = run(cluster, args.clusters, args.seed, args.max_nodes, Path(tmp))
