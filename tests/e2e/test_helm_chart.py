@@ -62,7 +62,11 @@ def test_every_rendered_object_is_accepted_by_a_server_side_dry_run(
     rendered = [d for d in yaml.safe_load_all(done.stdout) if d]
     kept = [d for d in rendered if served(cluster, d)]
     assert {d["apiVersion"] for d in rendered if d not in kept} <= NOT_SERVED
-    # a Namespace that exists already is applied over (dry run), as GitOps tools apply it
+    # The session's own registration (`register --url`) is a webhook configuration of the same
+    # name: applied over it, the dry run would judge the merge of the two. Judge the chart's alone.
+    for obj in kept:
+        if obj["kind"] == "MutatingWebhookConfiguration":
+            obj["metadata"]["name"] += "-dry-run"
     applied = cluster.kubectl(
         "apply",
         "--server-side",
