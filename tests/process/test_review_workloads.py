@@ -346,3 +346,12 @@ def test_a_pod_in_an_excluded_namespace_is_not_called_not_mutated(namespace, arg
 def test_fail_on_can_name_not_called():
     done = netqos("review", "-", "--fail-on", "not_called", stdin=pod_in("kube-system"))
     assert done.returncode == 3 and "decided not_called (--fail-on)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "document, shown",
+    [({"metadata": {"name": "x"}}, "got an object without a kind"), ({"kind": "Service"}, 'got kind "Service"')],
+)
+def test_a_lone_object_that_carries_no_pod_is_named_as_written(document, shown):
+    done = netqos("review", "-", stdin=json.dumps(document))
+    assert done.returncode == 2 and shown in done.stderr and "None" not in done.stderr
