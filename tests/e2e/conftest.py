@@ -157,3 +157,28 @@ def node_affinity(pod: dict[str, Any]) -> list[Any]:
     affinity = (pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}
     terms: list[Any] = affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
     return terms
+
+
+def served(cluster: Cluster, obj: dict[str, Any]) -> bool:
+    """Whether the cluster serves the object's kind (a custom resource's CRD may be missing)."""
+    version = obj["apiVersion"]
+    found = cluster.get(f"/api/{version}" if "/" not in version else f"/apis/{version}")
+    return found is not None and any(r["kind"] == obj["kind"] for r in found["resources"])
+
+
+def assert_accepted_by_server_dry_run(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
+    """`kubectl apply --server-side --dry-run=server` of the objects succeeds, one line each."""
+    applied = cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "--field-manager=e2e",
+        "-f",
+        "-",
+        input=yaml.safe_dump_all(objects),
+        check=False,
+    )
+    assert applied.returncode == 0, applied.stderr
+    lines = applied.stdout.splitlines()
+    assert len(lines) == len(objects), applied.stdout
+    assert all(line.endswith("serverside-applied (server dry run)") for line in lines), applied.stdout

@@ -10,7 +10,7 @@ import shutil
 import pytest
 import yaml
 
-from tests.e2e.conftest import WEBHOOK_CONFIGURATION, cli, register
+from tests.e2e.conftest import WEBHOOK_CONFIGURATION, assert_accepted_by_server_dry_run, cli, register, served
 from tests.fixtures import REPO
 from webhook.names import DEFAULT_NAMESPACE
 
@@ -55,12 +55,6 @@ def tree(cluster, webhook, tmp_path_factory):
     register(cluster, webhook)
 
 
-def served(cluster, obj: dict) -> bool:
-    version = obj["apiVersion"]
-    found = cluster.get(f"/api/{version}" if "/" not in version else f"/apis/{version}")
-    return found is not None and any(r["kind"] == obj["kind"] for r in found["resources"])
-
-
 @pytest.mark.parametrize("target", targets())
 def test_every_object_is_accepted_by_a_server_side_dry_run(cluster, tree, target):
     rendered = [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(tree / target)).stdout) if d]
@@ -69,17 +63,4 @@ def test_every_object_is_accepted_by_a_server_side_dry_run(cluster, tree, target
     assert kept, f"{target} renders no object the cluster serves"
     # only kinds of API groups this cluster does not serve at all (their CRDs are not installed)
     assert all(cluster.get(f"/apis/{kind.split('/')[0]}") is None for kind in left_out), left_out
-    applied = cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--dry-run=server",
-        "--field-manager=e2e",
-        "-f",
-        "-",
-        input=yaml.safe_dump_all(kept),
-        check=False,
-    )
-    assert applied.returncode == 0, applied.stderr
-    lines = applied.stdout.splitlines()
-    assert len(lines) == len(kept), applied.stdout
-    assert all(line.endswith("serverside-applied (server dry run)") for line in lines), applied.stdout
+    assert_accepted_by_server_dry_run(cluster, kept)

@@ -18,19 +18,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import cli
+from tests.e2e.conftest import assert_accepted_by_server_dry_run, cli, served
 from tests.process.test_helm_chart import CHART, NAMESPACE, OPTIONS, RELEASE, with_ca
 from tests.process.test_helm_chart import helm as helm  # the fixture, by name
 from webhook.certs import generate
 from webhook.names import CONFIGURATION_NAME
 
 NOT_SERVED = {"cert-manager.io/v1", "monitoring.coreos.com/v1"}
-
-
-def served(cluster: Any, obj: dict[str, Any]) -> bool:
-    version = obj["apiVersion"]
-    found = cluster.get(f"/api/{version}" if "/" not in version else f"/apis/{version}")
-    return found is not None and any(r["kind"] == obj["kind"] for r in found["resources"])
 
 
 @pytest.fixture(scope="module")
@@ -67,20 +61,7 @@ def test_every_rendered_object_is_accepted_by_a_server_side_dry_run(
     for obj in kept:
         if obj["kind"] == "MutatingWebhookConfiguration":
             obj["metadata"]["name"] += "-dry-run"
-    applied = cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--dry-run=server",
-        "--field-manager=e2e",
-        "-f",
-        "-",
-        input=yaml.safe_dump_all(kept),
-        check=False,
-    )
-    assert applied.returncode == 0, applied.stderr
-    lines = applied.stdout.splitlines()
-    assert len(lines) == len(kept), applied.stdout
-    assert all(line.endswith("serverside-applied (server dry run)") for line in lines), applied.stdout
+    assert_accepted_by_server_dry_run(cluster, kept)
 
 
 def run_helm(helm: str, cluster: Any, *args: str) -> subprocess.CompletedProcess[str]:
