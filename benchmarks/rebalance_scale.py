@@ -25,7 +25,15 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from benchmarks.status_scale import REPO, TARGET_RSS_MIB, TARGET_SECONDS, fake_cluster, run_child
+from benchmarks.status_scale import (
+    REPO,
+    TARGET_RSS_MIB,
+    TARGET_SECONDS,
+    add_cluster_arguments,
+    apply_smoke,
+    fake_cluster,
+    run_child,
+)
 
 
 @dataclass(frozen=True)
@@ -51,25 +59,13 @@ def measure(kubeconfig: str) -> Run:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench --rebalance-scale", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=150_000)
-    parser.add_argument("--selected", type=int, default=30_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument(
-        "--cluster",
-        choices=("shared", "diverse"),
-        default="shared",
-        help="shared: selected pods from 300 templates; diverse: each selected pod its own template",
-    )
-    parser.add_argument("--smoke", action="store_true", help="200 nodes, 2,000 pods, 400 selected, one run")
-    parser.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")
+    add_cluster_arguments(parser)
     parser.add_argument("--measure", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:  # one run, in its own interpreter: RUSAGE_CHILDREN is then this run's alone
         print(json.dumps(measure(args.measure).__dict__))
         return 0
-    if args.smoke:
-        args.nodes, args.pods, args.selected, args.repeat = 200, 2000, 400, 1
+    apply_smoke(args)
     runs = []
     with fake_cluster(args.nodes, args.pods, args.selected, args.cluster) as fake:
         for _ in range(args.repeat):

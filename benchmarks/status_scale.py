@@ -201,8 +201,8 @@ def fake_cluster(nodes: int, pods: int, selected: int, cluster: str = "shared") 
             server.join(30)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/bench --status-scale", description=__doc__.split("\n\n")[0])
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """The fake cluster's size and shape, and the output, as both scale benchmarks take them."""
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150_000)
     parser.add_argument("--selected", type=int, default=30_000)
@@ -215,6 +215,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--smoke", action="store_true", help="200 nodes, 2,000 pods, 400 selected, one run")
     parser.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")
+
+
+def apply_smoke(args: argparse.Namespace) -> None:
+    """--smoke: a few hundred objects and one run, for CI."""
+    if args.smoke:
+        args.nodes, args.pods, args.selected, args.repeat = 200, 2000, 400, 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench --status-scale", description=__doc__.split("\n\n")[0])
+    add_cluster_arguments(parser)
     parser.add_argument(
         "--baseline", type=Path, metavar="DIR", help="a checkout to time too, alternating with this tree"
     )
@@ -224,8 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.measure:  # one run, in its own interpreter: RUSAGE_CHILDREN is then this run's alone
         print(json.dumps(measure(args.measure, args.tree.resolve()).__dict__))
         return 0
-    if args.smoke:
-        args.nodes, args.pods, args.selected, args.repeat = 200, 2000, 400, 1
+    apply_smoke(args)
     runs = []
     trees = [REPO] + ([args.baseline.resolve()] if args.baseline else [])
     with fake_cluster(args.nodes, args.pods, args.selected, args.cluster) as fake:
