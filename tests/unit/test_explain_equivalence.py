@@ -13,7 +13,7 @@ from webhook.explain import explain
 from webhook.policy_file import default_policy, load_policy
 from webhook.scheduling import NODE_AFFINITY, Node, Taint
 from webhook.testing.pods import PAUSE
-from webhook.testing.pods import pod as testing_pod
+from webhook.testing.pods import pod as pod_of
 
 NET_VALUES = ("high", "low", None, "medium")  # None: the node has no `net` label
 UNTOLERATED = Taint("dedicated", "db", "NoSchedule")
@@ -39,7 +39,7 @@ def set_id(nodes: tuple[Node, ...]) -> str:
 
 
 def pod(labels: dict, annotations: dict | None = None, preferred: list | None = None) -> dict:
-    return testing_pod(labels, annotations or {}, containers=[PAUSE], preferred=preferred or None)
+    return pod_of(labels, annotations or {}, containers=[PAUSE], preferred=preferred or None)
 
 
 LATENCY_SENSITIVE = {"qos": "latency-sensitive"}

@@ -18,14 +18,14 @@ from webhook.explain import explain
 from webhook.policy_file import default_policy
 from webhook.scheduling import Node
 from webhook.testing.pods import PAUSE
-from webhook.testing.pods import pod as testing_pod
+from webhook.testing.pods import pod as pod_of
 
 NODES = (Node("fast", {"net": "high", "zone": "a"}), Node("slow", {"net": "low", "zone": "b"}))
 
 
 def pod(**terms: list) -> dict:
     """A latency-sensitive pod with these node affinity terms (preferred=, required=)."""
-    return testing_pod({"qos": "latency-sensitive"}, namespace="default", containers=[PAUSE], **terms)
+    return pod_of({"qos": "latency-sensitive"}, namespace="default", containers=[PAUSE], **terms)
 
 
 def preferred(key: str, operator: str, values: list[str] | None = None) -> dict:
