@@ -321,7 +321,9 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
         assert (
             metric_value(exposition, "netqos_policy_reloads_total", result="failure") >= 2
         )  # the last file, in each worker
-        assert metric_value(exposition, "netqos_policy_reloads_total", result="success") >= 2
+        # At least one worker loaded B from the file; the other may have loaded it too, or taken it
+        # from the server's shared last good policy while the file was invalid (not a reload of its own).
+        assert metric_value(exposition, "netqos_policy_reloads_total", result="success") >= 1
         assert metric_value(exposition, "netqos_policy_file_rejected") == 1
         refusals = [r for r in server.log_records() if r["level"] == "ERROR" and "refused" in r["message"]]
         assert refusals and all("Not_A_DNS_Label" in r["message"] for r in refusals)
