@@ -110,8 +110,10 @@ def test_the_cronjobs_service_account_may_do_exactly_what_rebalance_apply_does(
     server: `rebalance --apply` as the CronJob runs it, with that account's token, plans and
     evicts without one refusal; the same token may not delete a pod (evictions only)."""
     created: list[str] = []
-    if cluster.get(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}") is None:
-        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEFAULT_NAMESPACE}})
+    found = cluster.get(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}")
+    # An earlier test may have deleted it without waiting: a terminating namespace admits nothing.
+    if found is None or found.get("status", {}).get("phase") == "Terminating":
+        cluster.create_namespace(DEFAULT_NAMESPACE)  # waits for a terminating one to be gone
         created.append(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}")
     for path in ("serviceaccount.yaml", "rbac.yaml"):
         for obj in yaml.safe_load_all((OVERLAY / path).read_text()):
