@@ -8,7 +8,9 @@
 - `Reader` (for `status`, and under `list_pods`) gets and lists any of the objects `status` reads,
   read-only, as API JSON: lists go page by page (`limit`/`continue`) with the label and field
   selectors the caller derives, so the server filters and memory holds one page at a time; what
-  RBAC forbids raises `Forbidden`, for the caller to report as unknown.
+  RBAC forbids raises `Forbidden`, for the caller to report as unknown. A continue token that
+  expired (410: etcd compacted past the list's snapshot) raises `Expired`, and
+  `Reader.restarting` runs the whole read again from the first page, once.
 - `apply` (for `register`) sends each object by server-side apply under the field manager
   `netqos-webhook`. Server-side apply creates what is missing and changes only the fields in the
   object we send: labels, annotations or other webhook entries added by anyone else stay as they
@@ -33,7 +35,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from webhook.errors import NetqosError
@@ -50,6 +52,7 @@ MAX_PAGES = 10_000  # any other list is read a page at a time: a bound on a list
 ASSIGNED_NOT_FINISHED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 APPLY_PATCH = "application/apply-patch+yaml"
 IN_CLUSTER = "the in-cluster service account"
+T = TypeVar("T")
 
 
 class ClusterError(NetqosError, RuntimeError):
@@ -69,6 +72,12 @@ class NotFound(ClusterError):
 
 class TooMany(ClusterError):
     """A list went on past the reader's page bound."""
+
+
+class Expired(ClusterError):
+    """The API server answered 410 to a page of a list: its continue token is older than etcd's
+    last compaction, so the rest of that consistent snapshot is gone. `Reader.restarting` reads
+    again from the first page."""
 
 
 class TooManyRequests(ClusterError):
@@ -250,7 +259,7 @@ def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> lis
     """Every Node of the cluster `kubeconfig` (and `context`) points at, as API JSON data, read
     PAGE_SIZE at a time."""
     with Reader(connect(kubeconfig, context)) as reader:
-        return list(reader.list("Node"))
+        return reader.restarting(lambda: list(reader.list("Node")))
 
 
 # kind -> (API class, read method, list method, cluster-scoped, plural for RBAC hints)
@@ -316,6 +325,8 @@ class Reader:
         self.max_pages = max_pages  # a list that never ends (a broken continue token) still ends here
         self._api: Any = client.ApiClient(cluster.configuration)
         self._apis: dict[str, Any] = {}
+        self.requests = 0  # requests sent: gets and pages
+        self.restarts = 0  # reads `restarting` began again after a list expired
 
     def __enter__(self) -> Reader:
         return self
@@ -323,12 +334,33 @@ class Reader:
     def __exit__(self, *exc: object) -> None:
         self._api.close()
 
+    def restarting(self, read: Callable[[], T]) -> T:
+        """`read()`, and once more from the start when a list it makes expires between two pages.
+
+        The API server answers 410 Expired to a continue token older than etcd's last compaction
+        (its own compactor runs every 5 minutes). client-go's pager (k8s.io/client-go/tools/pager,
+        `FullListIfExpired`) then lists again without pages; here the pages stay (memory holds one
+        at a time) and the whole `read` starts over: whatever it built from the expired snapshot is
+        dropped, never mixed with the new one. A second expiry is a `ClusterError`."""
+        try:
+            return read()
+        except Expired:
+            self.restarts += 1
+        try:
+            return read()
+        except Expired as err:
+            raise ClusterError(
+                f"{err}; it expired again after one restart: etcd is compacted faster than the list can be "
+                "read, try again when the cluster is less busy"
+            ) from None
+
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """The object, or None when it does not exist; `Forbidden` when RBAC hides it."""
         api_class, read, _, cluster_scoped, plural = _READ[kind]
         method = getattr(self._client(api_class), read)
         args = (name,) if cluster_scoped else (name, namespace)
         where = f" in namespace {namespace}" if namespace else ""
+        self.requests += 1
         try:
             response = _request(
                 self.cluster,
@@ -348,7 +380,8 @@ class Reader:
         field_selector: str | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Every object of `kind` (in `namespace`, else everywhere) the selectors select, one page
-        in memory at a time."""
+        in memory at a time. `Expired` when a page's continue token has expired: run the read
+        that consumes the list under `restarting`."""
         api_class, _, list_method, cluster_scoped, plural = _READ[kind]
         api = self._client(api_class)
         args: tuple[str, ...] = ()
@@ -367,6 +400,7 @@ class Reader:
         token: str | None = None
         for _ in range(self.max_pages):
             extra = {"_continue": token} if token else {}
+            self.requests += 1
             response = _request(
                 self.cluster,
                 f"list {plural}{where}",
@@ -464,7 +498,7 @@ def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list
     data, read PAGE_SIZE at a time; at most MAX_POD_PAGES pages, since explain holds them all."""
     with Reader(connect(kubeconfig, context), max_pages=MAX_POD_PAGES) as reader:
         try:
-            return list(reader.list("Pod", field_selector=ASSIGNED_NOT_FINISHED))
+            return reader.restarting(lambda: list(reader.list("Pod", field_selector=ASSIGNED_NOT_FINISHED)))
         except TooMany as err:
             raise ClusterError(f"{err}; explain a smaller cluster, or give --nodes and --pods files") from None
 
@@ -547,7 +581,7 @@ def _request(cluster: Cluster, action: str, send: Callable[[], Any], forbidden: 
                 403: forbidden,
                 404: missing,
             }.get(err.status)
-            error = {403: Forbidden, 404: NotFound, 429: TooManyRequests}.get(err.status, ClusterError)
+            error = {403: Forbidden, 404: NotFound, 410: Expired, 429: TooManyRequests}.get(err.status, ClusterError)
             refused = error(
                 f"the API server at {cluster.host} ({cluster.where}) refused to {action}: {_api_error(err)}"
                 + (f"; {hint}" if hint else "")

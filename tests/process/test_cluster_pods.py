@@ -46,3 +46,64 @@ def test_an_endless_list_stops_at_the_page_bound(tmp_path, monkeypatch):
         with pytest.raises(ClusterError, match=r"listed more than 1500 pods; explain a smaller cluster"):
             list_pods(kubeconfig(tmp_path, api.url))
     assert len(api.requests) == 3
+
+
+EXPIRED = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "status": "Failure",
+    "message": "The provided continue parameter is too old to display a consistent list result. You can start a "
+    "new list without the continue parameter, or use the continue token in this response to retrieve the "
+    "remainder of the results.",
+    "reason": "Expired",
+    "code": 410,
+}
+
+
+def expiring_api(snapshots: list[list[list[dict]]], expiries: int) -> ScriptedAPI:
+    """Pages of `snapshots[k]` (token `k:page`) as the API server serves a consistent list; the
+    first `expiries` continued requests answer 410 Expired (etcd compacted past the snapshot), and
+    each expiry moves the next fresh list to the next snapshot, as a compaction does."""
+    state = {"snapshot": 0, "expiries": expiries}
+
+    def answer(request: Request) -> tuple[int, dict]:
+        token = request.query.get("continue", [None])[0]
+        if token is None:
+            snapshot, index = state["snapshot"], 0
+        elif state["expiries"]:
+            state["expiries"] -= 1
+            state["snapshot"] += 1
+            return 410, EXPIRED
+        else:
+            snapshot, index = (int(part) for part in token.split(":"))
+        pages = snapshots[snapshot]
+        more = {"continue": f"{snapshot}:{index + 1}"} if index + 1 < len(pages) else {}
+        return 200, {"kind": "PodList", "metadata": more, "items": pages[index]}
+
+    return ScriptedAPI(answer)
+
+
+def names(pods: list[dict]) -> list[str]:
+    return [p["metadata"]["name"] for p in pods]
+
+
+def test_a_list_that_expires_between_pages_is_read_again_from_the_first_page_without_the_old_pages(tmp_path):
+    before = [[node_pod("a"), node_pod("b")], [node_pod("c")]]
+    after = [[node_pod("a"), node_pod("x")], [node_pod("y")], [node_pod("z")]]  # b and c deleted meanwhile
+    with expiring_api([before, after], expiries=1) as api:
+        assert names(list_pods(kubeconfig(tmp_path, api.url))) == ["a", "x", "y", "z"]
+    assert [r.query.get("continue") for r in api.requests] == [None, ["0:1"], None, ["1:1"], ["1:2"]]
+
+
+def test_a_list_that_expires_again_after_its_restart_is_one_line_saying_so(tmp_path):
+    pages = [[node_pod("a")], [node_pod("b")]]
+    with expiring_api([pages, pages, pages], expiries=2) as api:
+        with pytest.raises(ClusterError) as raised:
+            list_pods(kubeconfig(tmp_path, api.url))
+    assert str(raised.value).startswith(f"the API server at {api.url} (kubeconfig ")
+    assert "refused to list pods: HTTP 410" in str(raised.value)
+    assert str(raised.value).endswith(
+        "it expired again after one restart: etcd is compacted faster than the list "
+        "can be read, try again when the cluster is less busy"
+    )
+    assert len(api.requests) == 4  # two first pages, two expired continues: no third try

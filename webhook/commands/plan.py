@@ -14,6 +14,13 @@ from webhook.policy import Policy
 def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options) -> rebalance.Plan:
     """The plan for the cluster `reader` reads: every node, every bound pod, the candidates' owners.
     `status` asks it too, for how many pods would move now."""
+    state = reader.restarting(lambda: _state(reader, policy, options))
+    return rebalance.plan(state, _owners(reader, state))
+
+
+def _state(reader: cluster.Reader, policy: Policy, options: rebalance.Options) -> rebalance.Cluster:
+    """Every node and every bound pod, read into a new state (a restart after an expired list
+    starts from an empty one)."""
     state = rebalance.Cluster(policy, options)
     try:
         for node in reader.list("Node"):
@@ -24,7 +31,7 @@ def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options
         raise cluster.ClusterError(
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
         ) from None
-    return rebalance.plan(state, _owners(reader, state))
+    return state
 
 
 def _owners(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], rebalance.Owner]:

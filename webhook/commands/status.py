@@ -52,19 +52,25 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
     override = load_policy(args.config) if args.config else None
     connection = cluster.connect(args.kubeconfig, args.context)
     with cluster.Reader(connection) as reader:
-        try:
-            view = _view(reader, args, override, now or dt.datetime.now(dt.UTC))
-            report = status.analyse(view)
-            lookups = status.owner_lookups(report)
-            owners = {key: _get(reader, key[1], status.ObjectJSON, key[2], key[0]) for key in sorted(lookups)}
-            status.with_owners(report, owners)
-            _movable(reader, view, args.namespace, report)
-        except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
-            raise cluster.ClusterError(
-                f"the API server at {connection.host} sent an object no Kubernetes stores: {err}"
-            ) from None
+        # the analysis streams the lists: one that expires between pages starts it over
+        report = reader.restarting(lambda: _report(reader, args, override, now or dt.datetime.now(dt.UTC)))
     out.write(render_json(report) if args.output == "json" else render_table(report))
     return report.exit_code
+
+
+def _report(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime) -> Report:
+    try:
+        view = _view(reader, args, override, now)
+        report = status.analyse(view)
+        lookups = status.owner_lookups(report)
+        owners = {key: _get(reader, key[1], status.ObjectJSON, key[2], key[0]) for key in sorted(lookups)}
+        status.with_owners(report, owners)
+        _movable(reader, view, args.namespace, report)
+    except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
+        raise cluster.ClusterError(
+            f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
+        ) from None
+    return report
 
 
 def _movable(reader: cluster.Reader, view: status.ClusterView, namespace: str | None, report: Report) -> None:
