@@ -8,12 +8,16 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from webhook.commands import typed
 from webhook.errors import UsageError
 from webhook.names import DEV_CERT_DIR, DEV_HOSTS
 from webhook.policy import policy_warnings
 from webhook.validation import is_dns1123_subdomain_caseless
+
+if TYPE_CHECKING:  # webhook.certs imports cryptography: only when certs/ is used
+    from webhook.certs import CertFiles
 
 log = logging.getLogger("webhook")
 
@@ -101,7 +105,7 @@ def run(args: ServeArgs) -> int:
     certfile, keyfile = (args.certfile, args.keyfile) if args.certfile and args.keyfile else _dev_certificate()
     for path in (certfile, keyfile, args.client_ca):
         if path is not None and not os.access(path, os.R_OK):
-            raise UsageError(f"cannot read {path}; create it with 'netqos-webhook certs' or fix the path")
+            raise UsageError(_unreadable(path))
     problem = check_files(TLSFiles(certfile, keyfile, args.client_ca))
     if problem:
         raise UsageError(f"{problem}; fix the files or re-create them with 'netqos-webhook certs'")
@@ -117,6 +121,13 @@ def run(args: ServeArgs) -> int:
         log.info("client certificates required, signed by %s", args.client_ca)
     serve(options, snapshot.policy, PolicyWatcher(snapshot, args.config))  # BindError: exit 1
     return 0
+
+
+def _unreadable(path: Path) -> str:
+    """Why `path` cannot be read, never calling a file that is there missing."""
+    if path.exists():
+        return f"cannot read {path}: it exists but this user may not read it; fix its permissions or the path"
+    return f"cannot read {path}: there is no such file; fix the path, or create the files with 'netqos-webhook certs'"
 
 
 def _check_body_budget(max_body_bytes: int, budget_bytes: int) -> None:
@@ -146,17 +157,71 @@ def _check_metrics_dir(path: Path) -> None:
 
 
 def _dev_certificate() -> tuple[Path, Path]:
-    from webhook.certs import CertFiles, generate
+    """certs/tls.crt and tls.key; made only where nothing would be replaced.
+
+    A CA found there is kept, since a caBundle may trust it: with ca.crt and ca.key and no server
+    pair, the pair is issued under that CA (as `certs --renew-before` does). A new CA is made only
+    into a directory holding none of the files `netqos-webhook certs` writes. Anything else (half a
+    pair, half a CA, a rollover bundle alone) is refused with the file found and the one missing."""
+    from webhook.certs import RENEWAL_DAYS, CertFiles, generate, renew
 
     files = CertFiles(DEV_CERT_DIR)
-    if not (files.cert.exists() and files.key.exists()):
-        generate(DEV_CERT_DIR, hosts=DEV_HOSTS)
+    if files.cert.exists() and files.key.exists():
+        return files.cert, files.key
+    _refuse_half_pair(files)
+    if files.ca_cert.exists() and files.ca_key.exists():
+        done = renew(DEV_CERT_DIR, RENEWAL_DAYS, hosts=DEV_HOSTS)
         log.warning(
-            "no --certfile/--keyfile and no %s: generated a development CA and certificate for %s "
-            "and the in-cluster Service names in %s/ (trust %s)",
-            files.cert,
-            ", ".join(DEV_HOSTS),
+            "no --certfile/--keyfile and no server certificate in %s/: issued %s under the CA found there (%s), "
+            "valid until %s for %s",
             DEV_CERT_DIR,
+            files.cert,
             files.ca_cert,
+            f"{done.not_after:%Y-%m-%d %H:%M}Z",
+            ", ".join(done.names),
         )
+        return files.cert, files.key
+    _refuse_half_ca(files)
+    generate(DEV_CERT_DIR, hosts=DEV_HOSTS)
+    log.warning(
+        "no --certfile/--keyfile and no %s: generated a development CA and certificate for %s "
+        "and the in-cluster Service names in %s/ (trust %s)",
+        files.cert,
+        ", ".join(DEV_HOSTS),
+        DEV_CERT_DIR,
+        files.ca_cert,
+    )
     return files.cert, files.key
+
+
+def _refuse_half_pair(files: CertFiles) -> None:
+    """tls.crt without tls.key, or the reverse: never replaced, whatever else the directory holds."""
+    from webhook.certs import RENEWAL_DAYS
+
+    for found, missing in ((files.cert, files.key), (files.key, files.cert)):
+        if found.exists() and not missing.exists():
+            if files.ca_cert.exists() and files.ca_key.exists():
+                todo = (
+                    f"copy {missing.name} there, give --certfile/--keyfile, or re-issue the pair under the CA "
+                    f"found there with 'netqos-webhook certs --out {files.directory} --renew-before {RENEWAL_DAYS}'"
+                )
+            else:
+                todo = f"copy {missing.name} there, or give --certfile and --keyfile"
+            raise UsageError(
+                f"{files.directory}/ holds {found.name} without {missing.name}; serve does not replace a "
+                f"certificate it finds: {todo}"
+            )
+
+
+def _refuse_half_ca(files: CertFiles) -> None:
+    """Half a CA, or a rollover bundle without its CA, and no server pair: never replaced."""
+    pairs = ((files.ca_cert, files.ca_key), (files.ca_key, files.ca_cert), (files.ca_bundle, files.ca_cert))
+    for found, missing in pairs:
+        if found.exists() and not missing.exists():
+            raise UsageError(
+                f"{files.directory}/ holds {found.name} without {missing.name}, and no {files.cert.name}/"
+                f"{files.key.name}; serve does not replace a CA it finds, which a caBundle may trust: copy "
+                f"{missing.name} there to issue the server certificate under it, give --certfile and --keyfile, "
+                f"or replace the CA with 'netqos-webhook certs --out {files.directory} --new-ca' (a rollover: "
+                f"{files.ca_bundle.name} keeps the old CA trusted)"
+            )
