@@ -130,7 +130,11 @@ def generate(
 
     `keep_previous_ca` is the rollover: the CA that was in `out`, while still valid at `now`, stays
     in `ca-bundle.crt` beside the new one. Published as the caBundle, that bundle verifies the
-    servers still on the old certificate and those already on the new."""
+    servers still on the old certificate and those already on the new. A rollover that finds
+    `ca-bundle.crt` (one not yet finished: the cluster may still trust only an older CA of it)
+    keeps every CA of that bundle still valid too, so a second rollover never drops the CA the
+    cluster trusts; finishing a rollover is deleting `ca-bundle.crt` (README, "Renewing
+    certificates")."""
     files = CertFiles(Path(out))
     if ca_days <= days:
         raise CertificateRequestError(
@@ -138,7 +142,7 @@ def generate(
             f"it, so that it can be renewed under the same CA; give --ca-days more than --days (default "
             f"{DEFAULT_CA_DAYS} and {DEFAULT_CERT_DAYS})"
         )
-    previous = _previous_ca(files, now or dt.datetime.now(dt.UTC)) if keep_previous_ca else None
+    previous = _previous_cas(files, now or dt.datetime.now(dt.UTC)) if keep_previous_ca else []
     ca_key = _new_key(key_type)
     # A CA that outlives its server certificate lets `renew` re-issue the latter with the same
     # caBundle; one that expires with it would have to be replaced (and the caBundle with it).
@@ -152,21 +156,38 @@ def generate(
     _write(files.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     _write(files.key, _key_pem(key), 0o600)
     _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    if previous is None:
+    if not previous:
         files.ca_bundle.unlink(missing_ok=True)
     else:
-        bundle = files.ca_cert.read_bytes() + previous.public_bytes(serialization.Encoding.PEM)
+        bundle = files.ca_cert.read_bytes() + b"".join(ca.public_bytes(serialization.Encoding.PEM) for ca in previous)
         _write(files.ca_bundle, bundle, 0o644)
     return files
 
 
-def _previous_ca(files: CertFiles, now: dt.datetime) -> x509.Certificate | None:
-    """The CA certificate in `files` while it is valid at `now`; None when there is nothing to keep trusting."""
+def _previous_cas(files: CertFiles, now: dt.datetime) -> list[x509.Certificate]:
+    """The CAs a rollover keeps trusting: the one in `ca.crt`, then those of an unfinished
+    rollover's `ca-bundle.crt`, each once and while valid at `now`. A bundle that cannot be read
+    is refused, never dropped: it may hold the only CA the cluster trusts."""
+    found: list[x509.Certificate] = []
     try:
-        previous = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
+        found.append(x509.load_pem_x509_certificate(files.ca_cert.read_bytes()))
     except (OSError, ValueError):
-        return None
-    return previous if previous.not_valid_after_utc > now else None
+        pass
+    if files.ca_bundle.exists():
+        try:
+            found += x509.load_pem_x509_certificates(files.ca_bundle.read_bytes())
+        except (OSError, ValueError) as err:
+            raise CertificateRequestError(
+                f"{files.ca_bundle} (an unfinished CA rollover) holds no readable PEM certificate "
+                f"({getattr(err, 'strerror', None) or err}), so the CAs the cluster may still trust cannot be kept; "
+                f"fix or restore it, or delete it if its rollover is finished (every server serves a certificate "
+                f"of {files.ca_cert}), then run --new-ca again"
+            ) from None
+    kept: list[x509.Certificate] = []
+    for ca in found:
+        if ca.not_valid_after_utc > now and ca not in kept:
+            kept.append(ca)
+    return kept
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,7 +15,9 @@ import pytest
 import yaml
 from cryptography import x509
 
+from tests.fixtures import fixture
 from webhook.certs import CertFiles
+from webhook.testing.server import start_server
 
 CA_DAYS = 3650
 CERT_DAYS = 365
@@ -137,6 +140,33 @@ def test_new_ca_keeps_the_previous_ca_in_the_bundle_beside_the_new_one(existing)
     assert x509.load_pem_x509_certificates(existing.ca_bundle.read_bytes()) == [new_ca, old_ca]
     load(existing.cert).verify_directly_issued_by(new_ca)
     assert str(existing.ca_bundle) in done.stdout
+
+
+def test_a_second_new_ca_before_the_rollover_is_finished_keeps_every_ca_the_cluster_may_trust(existing, tmp_path):
+    """The cluster's caBundle may still be the first CA alone (register not run yet) while its
+    servers serve the first certificate: a second --new-ca keeps that CA in the bundle, and a
+    real server on the first certificate is verified by the bundle the rollover publishes."""
+    first_ca = load(existing.ca_cert)
+    serving = CertFiles(tmp_path / "serving")
+    shutil.copytree(existing.directory, serving.directory)  # what the running pods still serve
+    assert netqos("certs", "--out", str(existing.directory), "--new-ca").returncode == 0
+    second_ca = load(existing.ca_cert)
+    done = netqos("certs", "--out", str(existing.directory), "--new-ca")
+    assert done.returncode == 0, done.stderr
+    third_ca = load(existing.ca_cert)
+    assert x509.load_pem_x509_certificates(existing.ca_bundle.read_bytes()) == [third_ca, second_ca, first_ca]
+    with start_server(tmp_path / "server", certs=serving, workers=1) as srv:
+        conn = srv.connect(cafile=existing.ca_bundle)
+        assert srv.review(fixture("review-create-defaulted-pod.json"), conn)["response"]["allowed"] is True
+
+
+def test_new_ca_refuses_an_unreadable_rollover_bundle_rather_than_drop_it(existing):
+    existing.ca_bundle.write_text("not a certificate\n")
+    before = snapshot(existing)
+    done = netqos("certs", "--out", str(existing.directory), "--new-ca")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert f"{existing.ca_bundle} (an unfinished CA rollover) holds no readable PEM certificate" in done.stderr
+    assert snapshot(existing) == before, "nothing is written"
 
 
 def test_register_publishes_the_bundle_as_ca_bundle_before_the_secret_during_a_rollover(existing):
