@@ -2,7 +2,7 @@
 
 Pure: a `Policy` in, API objects (dicts) out. `netqos-webhook manifests --as admission-policy`
 prints them. For each rule, a `MutatingAdmissionPolicy` (admissionregistration.k8s.io/v1, GA in
-Kubernetes 1.36) and its binding, with the webhook registration's scope (`manifests.pod_scope`:
+Kubernetes 1.36) and its binding, with the webhook registration's scope (`scope.pod_scope`:
 CREATE of pods, the rule's podSelector as objectSelector, the same namespace exclusions),
 `failurePolicy: Ignore` and `reinvocationPolicy: IfNeeded`. The CEL repeats `policy.evaluate`
 for one rule, decision for decision:
@@ -46,10 +46,11 @@ from typing import Any
 
 from webhook.affinity import PREFERRED, REQUIRED, Canonical, PreferredTerm
 from webhook.errors import UsageError
-from webhook.manifests import check_namespace, pod_scope, webhook_name
+from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION, LABELS, OPT_OUT_ANNOTATION
 from webhook.patch import escape
 from webhook.policy import Policy, Rule
+from webhook.scope import pod_scope, webhook_name
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 MUTATING_KIND = "MutatingAdmissionPolicy"
@@ -154,6 +155,7 @@ def inexpressible(rule: Rule) -> list[str]:
 
 
 def mutating_policy(policy: Policy, rule: Rule, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+    check_namespace(namespace)
     cel = rule_cel(policy, rule)
     return {
         "apiVersion": API_VERSION,
@@ -171,6 +173,7 @@ def mutating_policy(policy: Policy, rule: Rule, namespace: str = DEFAULT_NAMESPA
 
 
 def validating_policy(policy: Policy, rule: Rule, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+    check_namespace(namespace)
     cel = warning_cel(policy, rule)
     return {
         "apiVersion": API_VERSION,

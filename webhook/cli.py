@@ -23,7 +23,6 @@ from webhook.commands import typed
 from webhook.commands.manifests import FORMS as MANIFEST_FORMS
 from webhook.commands.review import OUTPUTS as REVIEW_OUTPUTS
 from webhook.errors import EXIT_USAGE, NetqosError
-from webhook.manifests import NOT_CALLED
 from webhook.names import (
     CONFIG_ENV,
     DEFAULT_BIND,
@@ -46,6 +45,7 @@ from webhook.names import (
     WORKER_CLASSES,
 )
 from webhook.policy import Decision
+from webhook.scope import NOT_CALLED
 from webhook.workloads import KIND_NAMES as WORKLOAD_KINDS
 
 # The ranges of the numeric flags. Workers and threads: far above what one pod's CPUs use

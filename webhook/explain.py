@@ -23,9 +23,9 @@ from webhook import admission, apidata, scheduling
 from webhook.affinity import PREFERRED, REQUIRED, PreferredTerm, required_term_problems
 from webhook.apidata import ShapeError
 from webhook.errors import UsageError
-from webhook.manifests import NOT_CALLED, not_called_reason
 from webhook.names import DEFAULT_NAMESPACE
 from webhook.policy import Decision, Policy, Rule
+from webhook.scope import NOT_CALLED, not_called_reason
 from webhook.scoretable import SchedulerWeights
 
 DEFAULT_NETQOS_WEIGHT = 1

@@ -34,15 +34,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from webhook.errors import UsageError
-from webhook.names import (
-    CONFIGURATION_NAME,
-    DEFAULT_NAMESPACE,
-    DEFAULT_SERVICE,
-    LABELS,
-    NAMESPACE_NAME_LABEL,
-    WEBHOOK_DOMAIN,
-)
-from webhook.policy import Policy, Rule
+from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, LABELS
+from webhook.policy import Policy
+from webhook.scope import namespace_selector, pod_create_rule, webhook_name
 from webhook.validation import is_dns1123_label
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -50,15 +44,10 @@ KIND = "MutatingWebhookConfiguration"
 SERVICE_PORT = 443
 MUTATE_PATH = "/mutate"
 TIMEOUT_SECONDS = 5
-ALWAYS_EXCLUDED_NAMESPACES = ("kube-system",)
 
 
 class ManifestError(UsageError, ValueError):
     """An option that cannot produce a valid webhook configuration; the message says which."""
-
-
-def webhook_name(rule_name: str) -> str:
-    return f"{rule_name}.{WEBHOOK_DOMAIN}"
 
 
 def client_config(
@@ -115,56 +104,6 @@ def webhook_configuration(
         "kind": KIND,
         "metadata": {"name": CONFIGURATION_NAME, "labels": dict(LABELS)},
         "webhooks": webhooks,
-    }
-
-
-def pod_create_rule() -> dict[str, Any]:
-    """CREATE of pods (no subresource) in the core group's v1, namespaced."""
-    return {
-        "apiGroups": [""],
-        "apiVersions": ["v1"],
-        "operations": ["CREATE"],
-        "resources": ["pods"],
-        "scope": "Namespaced",
-    }
-
-
-def namespace_selector(namespace: str) -> dict[str, Any]:
-    """Every namespace but kube-system and the webhook's own (by the name label every namespace has)."""
-    excluded = list(excluded_namespaces(namespace))
-    return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": excluded}]}
-
-
-def excluded_namespaces(namespace: str = DEFAULT_NAMESPACE) -> tuple[str, ...]:
-    """The namespaces every entry's namespaceSelector excludes when the webhook runs in `namespace`."""
-    return tuple(sorted({*ALWAYS_EXCLUDED_NAMESPACES, namespace}))
-
-
-# The outcome for a pod in a namespace the registration excludes: the API server never calls the
-# webhook for it (review and explain report it as a decision, beside the policy's own).
-NOT_CALLED = "not_called"
-
-
-def not_called_reason(pod_namespace: str, webhook_namespace: str = DEFAULT_NAMESPACE) -> str | None:
-    """Why the API server would not call the webhook for a pod created in `pod_namespace`, or None."""
-    excluded = excluded_namespaces(webhook_namespace)
-    if pod_namespace not in excluded:
-        return None
-    return (
-        f"the webhook is not called: namespace {pod_namespace} is excluded by the registration's "
-        f"namespaceSelector ({NAMESPACE_NAME_LABEL} NotIn {', '.join(excluded)})"
-    )
-
-
-def pod_scope(rule: Rule, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
-    """A rule's webhook entry's scope as an admission policy's `matchConstraints`: the same
-    resources, matchPolicy, namespaceSelector and objectSelector."""
-    check_namespace(namespace)
-    return {
-        "resourceRules": [pod_create_rule()],
-        "matchPolicy": "Equivalent",
-        "namespaceSelector": namespace_selector(namespace),
-        "objectSelector": rule.pod_selector.to_api(),
     }
 
 

@@ -8,12 +8,12 @@ move updates:
 
 - **Candidates** are the running pods the policy selects (`policy.evaluate` on the pod as it is:
   `MUTATED` for a pod created while the webhook was down, `UNCHANGED` for one that carries the
-  terms; opted-out pods and pods with their own `net` affinity are not candidates), in a namespace
-  the webhook is called for, on a node that is not `net=high`.
-- **Never evicted**, each with its reason: terminating pods, mirror pods, pods without a controller,
-  DaemonSet pods, pods with `emptyDir` or `hostPath` volumes (unless local storage is allowed),
-  pods younger than the minimum age, pods whose controller has fewer ready pods than the minimum,
-  and a second pod of one owner (the top owner: a Deployment over its ReplicaSets).
+  terms; opted-out pods and pods with their own `net` affinity are not candidates), on a node
+  that is not `net=high`.
+- **Never evicted**, each with its reason: what `webhook.evictability`'s named constraints
+  protect (terminating, mirror, no controller, DaemonSet, system-critical priority, local
+  storage, min age, replicas), and a second pod of one owner (the top owner: a Deployment over
+  its ReplicaSets).
 - **The replacement** is the pod recreated: the webhook's outcome for it (its terms), no nodeName.
   It is filtered and scored over every node by `webhook.scheduling` (`Predictor`), given what the
   pods on each node take, with the candidate itself gone from its node and every move planned so
@@ -29,7 +29,6 @@ Nothing here does I/O; pods and nodes are folded in one at a time (`Cluster.add_
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,44 +36,29 @@ from typing import Any, TypeVar
 
 import orjson
 
-from webhook import scheduling
+from webhook import evictability, owners, scheduling
 from webhook.affinity import preferred_score
 from webhook.apidata import ShapeError
-from webhook.manifests import ALWAYS_EXCLUDED_NAMESPACES
+from webhook.evictability import DEFAULT_MIN_AGE, DEFAULT_MIN_REPLICAS, Facts
 from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
+from webhook.owners import Owner
 from webhook.policy import Decision, Policy, evaluate
+from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES
+
+__all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Cluster", "Options", "Owner", "Plan", "plan"]
 
 T = TypeVar("T")
 EVICT = "evict"
 SKIP = "skip"
 HIGH = "high"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # set by the kubelet on a static pod's mirror
-DEFAULT_MIN_REPLICAS = 2
-DEFAULT_MIN_AGE = dt.timedelta(minutes=10)
-LOCAL_VOLUMES = ("emptyDir", "hostPath")
-# Controllers whose own controller names the workload a person knows (status climbs the same way).
-CLIMB = {"ReplicaSet": "Deployment", "Job": "CronJob"}
 TEMPLATES = 4096  # distinct pod specs remembered while reading pods
 PREDICTORS = 64  # replacement specs whose per-node scores are kept at once (each holds a list per node)
 STATIC_LISTS = 256  # per-node lists that do not depend on usage, shared between predictors
 
 
 @dataclass(frozen=True)
-class Options:
-    now: dt.datetime
-    min_replicas: int = DEFAULT_MIN_REPLICAS
-    min_age: dt.timedelta = DEFAULT_MIN_AGE
-    include_local_storage: bool = False
+class Options(evictability.Options):
     webhook_namespace: str = DEFAULT_NAMESPACE  # the webhook is never called for its own namespace
-
-
-@dataclass(frozen=True)
-class Owner:
-    kind: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind}/{self.name}"
 
 
 @dataclass(frozen=True)
@@ -90,6 +74,7 @@ class Candidate:
     target: str | None  # the net=high node the replacement is predicted to land on
     reason: str
     uid: str = ""
+    constraint: str = ""  # for a skip: the named check that kept the pod (`evictability`, or the plan's own)
 
 
 @dataclass
@@ -122,16 +107,19 @@ class _Template:
 class _Pending:
     """A candidate as read, before it is judged."""
 
-    namespace: str
-    name: str
+    facts: Facts
     uid: str
     node: str
     since: str  # when it was bound to its node (RFC 3339), for the order
-    created: str
-    controller: tuple[str, str, str] | None  # kind, name, uid
-    problem: str  # a never-evicted reason found while reading, or ""
-    local_volume: str  # "emptyDir volume NAME" or "", for --include-local-storage
     template: _Template
+
+    @property
+    def namespace(self) -> str:
+        return self.facts.namespace
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
 
 
 class Cluster:
@@ -171,11 +159,11 @@ class Cluster:
         view = self._usage_view(pod, spec)
         if view is not None:
             tally.add(view)
-        controller = _controller(meta)
+        controller = owners.controller_of(pod)
         if controller is not None and _ready(status):
-            self.ready[controller[2]] += 1
+            self.ready[controller.uid] += 1
         if self.net[node] != HIGH and status.get("phase") == "Running":
-            self._consider(pod, meta, spec, status, node, controller)
+            self._consider(pod, meta, spec, status, node)
 
     def _usage_view(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> scheduling.PodView | None:
         """What the pod takes of its node; pods of one template are read once."""
@@ -197,7 +185,6 @@ class Cluster:
         spec: Mapping[str, Any],
         status: Mapping[str, Any],
         node: str,
-        controller: tuple[str, str, str] | None,
     ) -> None:
         labels = meta.get("labels") or {}
         namespace = str(meta.get("namespace") or "")
@@ -206,27 +193,12 @@ class Cluster:
         template = self._template(pod, meta, spec)
         if template.decision not in (Decision.MUTATED, Decision.UNCHANGED):
             return  # opted out, its own net affinity, or not a pod the webhook can read
-        annotations = meta.get("annotations") or {}
-        problem = ""
-        if meta.get("deletionTimestamp"):
-            problem = "terminating"
-        elif MIRROR_ANNOTATION in annotations:
-            problem = "a mirror pod of a static pod: the kubelet runs it from a file, the API cannot move it"
-        elif controller is None:
-            problem = "no controller: nothing would re-create it after an eviction"
-        elif controller[0] == "DaemonSet":
-            problem = f"a DaemonSet pod (DaemonSet/{controller[1]}): its replacement is bound to the same node"
         self.pending.append(
             _Pending(
-                namespace=namespace,
-                name=str(meta.get("name") or ""),
+                facts=Facts.of(pod),
                 uid=str(meta.get("uid") or ""),
                 node=node,
                 since=_scheduled_at(meta, status),
-                created=str(meta.get("creationTimestamp") or ""),
-                controller=controller,
-                problem=problem,
-                local_volume=_local_volume(spec),
                 template=template,
             )
         )
@@ -253,24 +225,13 @@ class Cluster:
         """(namespace, kind, name) of each candidate's controller that may itself be owned
         (a ReplicaSet by a Deployment, a Job by a CronJob): the command reads them."""
         return {
-            (p.namespace, p.controller[0], p.controller[1])
+            (p.namespace, c.kind, c.name)
             for p in self.pending
-            if p.controller is not None and p.controller[0] in CLIMB
+            if (c := p.facts.controller) is not None and owners.climbs(c)
         }
 
     def usage(self) -> dict[str, scheduling.UsageTally]:
         return self._tallies
-
-
-def top_owner(controller: Mapping[str, Any] | None, kind: str) -> Owner | None:
-    """The owner of a ReplicaSet or Job object (`controller`, API JSON) when it is the kind its
-    pods' workload is (a Deployment, a CronJob); None otherwise."""
-    if not isinstance(controller, Mapping):
-        return None
-    found = _controller(_mapping(controller, "metadata"))
-    if found is not None and found[0] == CLIMB.get(kind):
-        return Owner(found[0], found[1])
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,27 +246,29 @@ def plan(
     """Judge every candidate in order and plan the moves; `owners` maps (namespace, kind, name) of
     a controller to its top owner, for the controllers `Cluster.owner_lookups` named."""
     owners = owners or {}
-    options = cluster.options
+    context = evictability.Context(cluster.options, cluster.ready)
     state = _State(cluster, profile)
     result = Plan(nodes=len(cluster.nodes), high_nodes=len(state.high), notes=list(cluster.notes))
     planned_owners: set[tuple[str, Owner]] = set()
     for pending in sorted(cluster.pending, key=lambda p: (p.since, p.namespace, p.name)):
         owner = _owner(pending, owners)
         row = _Row(pending, cluster.net.get(pending.node), owner)
-        why = pending.problem or _never_evicted(pending, cluster, options)
-        if why:
-            result.candidates.append(row.skip(why))
+        verdict = evictability.judge(pending.facts, context)
+        if verdict is not None:
+            result.candidates.append(row.skip(verdict.reason, verdict.constraint))
             continue
         if owner is not None and (pending.namespace, owner) in planned_owners:
-            result.candidates.append(row.skip(f"another pod of {owner} is moved in this run (one pod per owner)"))
+            reason = f"another pod of {owner} is moved in this run (one pod per owner)"
+            result.candidates.append(row.skip(reason, "one-per-owner"))
             continue
         template = pending.template
         if template.replacement is None:
-            result.candidates.append(row.skip(template.error or "the webhook would not mutate its replacement"))
+            reason = template.error or "the webhook would not mutate its replacement"
+            result.candidates.append(row.skip(reason, "replacement"))
             continue
         target, why = state.place(pending, template)
         if target is None:
-            result.candidates.append(row.skip(why))
+            result.candidates.append(row.skip(why, "placement"))
             continue
         if owner is not None:
             planned_owners.add((pending.namespace, owner))
@@ -319,34 +282,20 @@ class _Row:
     net: str | None
     owner: Owner | None
 
-    def skip(self, reason: str) -> Candidate:
+    def skip(self, reason: str, constraint: str) -> Candidate:
         p = self.pending
-        return Candidate(p.namespace, p.name, p.node, self.net, self.owner, SKIP, None, reason, p.uid)
+        return Candidate(p.namespace, p.name, p.node, self.net, self.owner, SKIP, None, reason, p.uid, constraint)
 
     def evict(self, target: str, reason: str) -> Candidate:
         p = self.pending
         return Candidate(p.namespace, p.name, p.node, self.net, self.owner, EVICT, target, reason, p.uid)
 
 
-def _owner(pending: _Pending, owners: Mapping[tuple[str, str, str], Owner]) -> Owner | None:
-    if pending.controller is None:
+def _owner(pending: _Pending, found: Mapping[tuple[str, str, str], Owner]) -> Owner | None:
+    controller = pending.facts.controller
+    if controller is None:
         return None
-    kind, name, _ = pending.controller
-    return owners.get((pending.namespace, kind, name)) or Owner(kind, name)
-
-
-def _never_evicted(pending: _Pending, cluster: Cluster, options: Options) -> str:
-    if pending.local_volume and not options.include_local_storage:
-        return f"uses {pending.local_volume}, lost on eviction (--include-local-storage moves it anyway)"
-    age = _age(pending.created, options.now)
-    if age is not None and age < options.min_age:
-        return f"created {_duration(age)} ago, less than --min-age {_duration(options.min_age)}"
-    assert pending.controller is not None  # pods without one were judged while reading
-    kind, name, uid = pending.controller
-    ready = cluster.ready[uid]
-    if ready < options.min_replicas:
-        return f"its {kind} {name} has {ready} ready pod(s), fewer than --min-replicas {options.min_replicas}"
-    return ""
+    return found.get((pending.namespace, controller.kind, controller.name)) or controller
 
 
 class _State:
@@ -712,14 +661,6 @@ def _mapping(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _controller(meta: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    refs = meta.get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return str(ref.get("kind") or ""), str(ref.get("name") or ""), str(ref.get("uid") or "")
-    return None
-
-
 def _ready(status: Mapping[str, Any]) -> bool:
     conditions = status.get("conditions")
     for condition in conditions if isinstance(conditions, list) else ():
@@ -737,16 +678,6 @@ def _scheduled_at(meta: Mapping[str, Any], status: Mapping[str, Any]) -> str:
             if isinstance(when, str) and when:
                 return when
     return str(status.get("startTime") or meta.get("creationTimestamp") or "")
-
-
-def _local_volume(spec: Mapping[str, Any]) -> str:
-    volumes = spec.get("volumes")
-    for volume in volumes if isinstance(volumes, list) else ():
-        if isinstance(volume, Mapping):
-            for kind in LOCAL_VOLUMES:
-                if volume.get(kind) is not None:
-                    return f"{kind} volume {volume.get('name')}"
-    return ""
 
 
 def _template_key(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bytes:
@@ -786,28 +717,6 @@ def _template_key(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bytes:
         ],
         option=orjson.OPT_SORT_KEYS,
     )
-
-
-def _age(created: str, now: dt.datetime) -> dt.timedelta | None:
-    try:
-        when = dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return now - when
-
-
-def _duration(delta: dt.timedelta) -> str:
-    """Like Go's time.Duration.String, to the second: 1h2m3s, 10m0s, 45s."""
-    seconds = max(int(delta.total_seconds()), 0)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
 
 
 def summary(candidates: Sequence[Candidate], results: Iterable[Any] = ()) -> dict[str, int]:

@@ -44,7 +44,7 @@ from typing import Any, TypeAlias, TypedDict, TypeVar
 
 from cryptography import x509
 
-from webhook import apidata, placement
+from webhook import apidata, owners, placement
 from webhook.admission_policy import MUTATING_KIND, mutating_policy
 from webhook.apidata import ShapeError
 from webhook.certs import RENEWAL_DAYS, days_left, first_certificate, refusal
@@ -505,7 +505,8 @@ def _workloads(
         report.pods[coverage] += 1
         if coverage == "missing":
             name, created = apidata.text(meta, "name", "metadata.name"), apidata.text(meta, "creationTimestamp", "")
-            report.missing.append(MissingPod(namespace, name, _controller(meta), created))
+            controller = owners.controller_of(pod)
+            report.missing.append(MissingPod(namespace, name, str(controller) if controller else None, created))
         if nodes is not None:
             nodes.place(pod, report)
     if nodes is not None and not nodes.nodes.high and report.pods["selected"]:
@@ -591,20 +592,11 @@ def _namespace_admission(
     return admits
 
 
-def _controller(meta: Mapping[str, Any]) -> str | None:
-    for ref in apidata.items(meta, "ownerReferences", "metadata.ownerReferences"):
-        if apidata.boolean(ref, "controller", "metadata.ownerReferences[].controller"):
-            return f"{apidata.text(ref, 'kind', 'kind')}/{apidata.text(ref, 'name', 'name')}"
-    return None
-
-
 def _ca_bundle(webhook: Mapping[str, Any]) -> str:
     return apidata.text(apidata.obj(webhook, "clientConfig", "clientConfig"), "caBundle", "clientConfig.caBundle")
 
 
 # --- owners: the command reads what `owner_lookups` names, `with_owners` climbs one level ----------
-
-CLIMB = {"ReplicaSet": "Deployment", "Job": "CronJob"}
 
 
 def owner_lookups(report: Report) -> set[tuple[str, str, str]]:
@@ -612,20 +604,18 @@ def owner_lookups(report: Report) -> set[tuple[str, str, str]]:
     out = set()
     for pod in report.missing:
         if pod.owner:
-            kind, _, name = pod.owner.partition("/")
-            if kind in CLIMB:
-                out.add((pod.namespace, kind, name))
+            controller = owners.parse(pod.owner)
+            if owners.climbs(controller):
+                out.add((pod.namespace, controller.kind, controller.name))
     return out
 
 
 def with_owners(report: Report, found: Mapping[tuple[str, str, str], Read[ObjectJSON]]) -> None:
     """Replace each missing pod's controller by its top owner, from the objects `found` read."""
     top: dict[tuple[str, str, str], str] = {}
-    for key, obj in found.items():
+    for (namespace, kind, name), obj in found.items():
         if isinstance(obj, Mapping):
-            owner = _controller(apidata.obj(obj, "metadata", "metadata"))
-            if owner and owner.partition("/")[0] == CLIMB[key[1]]:
-                top[key] = owner
+            top[(namespace, kind, name)] = str(owners.top_owner(owners.Owner(kind, name), obj))
     report.missing = [
         dataclasses.replace(p, owner=top.get((p.namespace, *p.owner.partition("/")[::2]), p.owner)) if p.owner else p
         for p in report.missing

@@ -116,6 +116,7 @@ def test_the_plan_names_the_pods_and_targets_reserving_room_and_evicts_nothing(t
         "action": "evict",
         "target": "fast-1",
         "reason": first["reason"],
+        "constraint": "",
     }
     assert first["reason"].startswith("kube-scheduler would place the replacement on fast-1 (net=high): total ")
     assert report["candidates"][1]["net"] is None  # plain-1 has no net label

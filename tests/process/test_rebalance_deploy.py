@@ -146,7 +146,7 @@ def test_the_pod_runs_as_its_own_service_account_with_a_token(rendered, pod_spec
 def test_the_cluster_role_grants_exactly_what_rebalance_does(rendered) -> None:
     """What `rebalance --apply --config FILE` sends (tests/process/test_rebalance.py checks the
     requests): lists of nodes and pods, gets of the kinds it climbs from, evictions."""
-    from webhook.rebalance import CLIMB
+    from webhook.owners import CLIMB
 
     assert set(CLIMB) == {"ReplicaSet", "Job"}
     granted = {

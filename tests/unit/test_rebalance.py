@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from webhook import rebalance, scheduling
+from webhook import owners, rebalance, scheduling
 from webhook.policy import Policy
 from webhook.policy_file import default_policy
 from webhook.testing.kubeapi import node, pod
@@ -152,9 +152,13 @@ def test_one_pod_per_owner_counts_the_top_owner() -> None:
 
 def test_top_owner_reads_the_controllers_own_controller() -> None:
     replica_set = {"metadata": {"ownerReferences": [{"kind": "Deployment", "name": "web", "controller": True}]}}
-    assert rebalance.top_owner(replica_set, "ReplicaSet") == rebalance.Owner("Deployment", "web")
-    assert rebalance.top_owner({"metadata": {}}, "ReplicaSet") is None
-    assert rebalance.top_owner(None, "Job") is None
+    rs = owners.Owner("ReplicaSet", "web-1")
+    assert owners.top_owner(rs, replica_set) == rebalance.Owner("Deployment", "web")
+    assert owners.top_owner(rs, {"metadata": {}}) == rs
+    assert owners.top_owner(owners.Owner("Job", "j"), None) == owners.Owner("Job", "j")
+    # a ReplicaSet some other controller owns stays the owner a person knows
+    other = {"metadata": {"ownerReferences": [{"kind": "Rollout", "name": "web", "controller": True}]}}
+    assert owners.top_owner(rs, other) == rs
 
 
 def _with(p: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
@@ -221,7 +225,37 @@ NEVER_EVICTED = [
         {"min_replicas": 3},
         "its ReplicaSet web-1 has 2 ready pod(s), fewer than --min-replicas 3",
     ),
+    (
+        "system-cluster-critical",
+        app_pod("x", "slow", priority=2000000000, priorityClassName="system-cluster-critical"),
+        {},
+        "system-critical priority (2000000000, system-cluster-critical): never evicted, "
+        "as the descheduler protects such pods",
+    ),
+    (
+        "system-node-critical-by-value",
+        app_pod("x", "slow", priority=2000001000),
+        {},
+        "system-critical priority (2000001000): never evicted, as the descheduler protects such pods",
+    ),
+    (
+        "system-priority-class-without-value",
+        app_pod("x", "slow", priorityClassName="system-node-critical"),
+        {},
+        "system-critical priority (system-node-critical): never evicted, as the descheduler protects such pods",
+    ),
 ]
+# The named constraint (`webhook.evictability.CONSTRAINTS`) that answers for each case.
+CONSTRAINT_OF = {
+    "empty-dir": "local-storage",
+    "host-path": "local-storage",
+    "too-young": "min-age",
+    "too-few-ready": "replicas",
+    "too-few-ready-by-option": "replicas",
+    "system-cluster-critical": "priority",
+    "system-node-critical-by-value": "priority",
+    "system-priority-class-without-value": "priority",
+}
 
 
 @pytest.mark.parametrize(("case", "obj", "options", "reason"), NEVER_EVICTED, ids=[c[0] for c in NEVER_EVICTED])
@@ -231,6 +265,14 @@ def test_never_evicted_kinds_are_skipped_with_their_reason(
     plan = make_plan(CLUSTER, [obj, *replicas("web-1", 1)], **options)
     [row] = plan.candidates
     assert (row.action, row.target, row.reason) == ("skip", None, reason)
+    assert row.constraint == CONSTRAINT_OF.get(case, case)
+
+
+def test_a_priority_below_system_critical_is_evicted() -> None:
+    plan = make_plan(
+        CLUSTER, [app_pod("x", "slow", priority=1999999999, priorityClassName="high"), *replicas("web-1", 1)]
+    )
+    assert [(c.name, c.action) for c in plan.candidates] == [("x", "evict")]
 
 
 def test_local_storage_and_age_limits_can_be_lifted() -> None:

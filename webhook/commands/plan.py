@@ -6,8 +6,9 @@ each holds), and the candidates' ReplicaSets and Jobs for their Deployment or Cr
 
 from __future__ import annotations
 
-from webhook import cluster, rebalance
+from webhook import cluster, owners, rebalance
 from webhook.apidata import ShapeError
+from webhook.owners import Owner
 from webhook.policy import Policy
 
 
@@ -34,10 +35,10 @@ def _state(reader: cluster.Reader, policy: Policy, options: rebalance.Options) -
     return state
 
 
-def _owners(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], rebalance.Owner]:
+def _owners(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], Owner]:
     """The Deployment or CronJob of each candidate's ReplicaSet or Job. A controller RBAC hides
     (or that is gone) stays the owner: one pod per ReplicaSet instead of per Deployment."""
-    owners = {}
+    found = {}
     forbidden: set[str] = set()
     for namespace, kind, name in sorted(state.owner_lookups()):
         if kind in forbidden:
@@ -48,10 +49,8 @@ def _owners(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str,
             forbidden.add(kind)
             state.notes.append(
                 f"cannot read {kind}s (forbidden by RBAC): one pod per {kind} moves in a run, "
-                f"not one per {rebalance.CLIMB[kind]}"
+                f"not one per {owners.CLIMB[kind]}"
             )
             continue
-        top = rebalance.top_owner(obj, kind)
-        if top is not None:
-            owners[(namespace, kind, name)] = top
-    return owners
+        found[(namespace, kind, name)] = owners.top_owner(Owner(kind, name), obj)
+    return found

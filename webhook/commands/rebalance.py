@@ -155,6 +155,7 @@ def to_json(report: Report) -> dict[str, Any]:
                 "action": c.action,
                 "target": c.target,
                 "reason": c.reason,
+                "constraint": c.constraint,
             }
             for c in report.plan.candidates
         ],

@@ -29,9 +29,10 @@ import yaml
 
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, UsageError
-from webhook.manifests import NOT_CALLED, check_namespace, not_called_reason
+from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE
 from webhook.policy import policy_warnings
+from webhook.scope import NOT_CALLED, not_called_reason
 from webhook.workloads import KIND_NAMES
 
 if TYPE_CHECKING:

@@ -1,0 +1,212 @@
+"""Which pods `rebalance` may evict: a list of small named constraints, each a pure function that
+answers with the reason a pod is never evicted ("" when it allows it), judged in order and the
+first reason reported, as the descheduler's DefaultEvictor composes its constraints
+(kubernetes-sigs/descheduler, pkg/framework/plugins/defaultevictor/defaultevictor.go,
+`addAllConstraints` and `applyEffectivePodProtections`, and constraints.go; commit 0127a7bb).
+
+The constraints (`CONSTRAINTS`), and where each follows the descheduler:
+
+- `terminating`: a pod being deleted (`IsPodTerminating`);
+- `mirror`: the mirror of a static pod: the kubelet runs it from a file (`IsMirrorPod`);
+- `no-controller`: nothing would re-create it (the FailedBarePods protection);
+- `daemonset`: its replacement is bound to the same node (the DaemonSetPods protection);
+- `priority`: system-critical priority, `spec.priority` >= 2000000000 (`utils.IsCriticalPriorityPod`
+  with `SystemCriticalPriority`, the SystemCriticalPods protection) or priorityClassName
+  system-cluster-critical / system-node-critical, which the API server's Priority admission
+  resolves to such a priority (a pod read from a file may lack `spec.priority`);
+- `local-storage`: an emptyDir or hostPath volume is lost on eviction (the PodsWithLocalStorage
+  protection; `--include-local-storage` lifts it);
+- `min-age`: younger than `--min-age` (`evictionConstraintsForMinPodAge`);
+- `replicas`: its controller has fewer ready pods than `--min-replicas`
+  (`evictionConstraintsForMinReplicas`).
+
+`rebalance` adds its own after these (see `webhook.rebalance`): the registration's scope, the
+replacement the webhook would make, PodDisruptionBudgets, one pod per owner, the prediction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from webhook import apidata, owners
+from webhook.owners import Owner
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # set by the kubelet on a static pod's mirror
+# k8s.io/api/scheduling/v1 (v1.36.3): SystemCriticalPriority = 2 * HighestUserDefinablePriority,
+# and the two classes the API server creates with it (system-node-critical one more).
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+LOCAL_VOLUMES = ("emptyDir", "hostPath")
+DEFAULT_MIN_REPLICAS = 2
+DEFAULT_MIN_AGE = dt.timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class Options:
+    now: dt.datetime
+    min_replicas: int = DEFAULT_MIN_REPLICAS
+    min_age: dt.timedelta = DEFAULT_MIN_AGE
+    include_local_storage: bool = False
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the constraints read of one pod, taken from its API object once, as pods stream by."""
+
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    terminating: bool
+    mirror: bool
+    controller: Owner | None
+    priority: int | None  # spec.priority; None when unset
+    priority_class: str
+    local_volume: str  # "emptyDir volume NAME" or ""
+    created: str  # RFC 3339
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> Facts:
+        meta, spec = apidata.obj(pod, "metadata", "metadata"), apidata.obj(pod, "spec", "spec")
+        annotations = apidata.string_map(meta, "annotations", "metadata.annotations")
+        priority = spec.get("priority")
+        return cls(
+            namespace=apidata.text(meta, "namespace", "metadata.namespace"),
+            name=apidata.text(meta, "name", "metadata.name"),
+            labels=apidata.string_map(meta, "labels", "metadata.labels"),
+            terminating=meta.get("deletionTimestamp") is not None,
+            mirror=MIRROR_ANNOTATION in annotations,
+            controller=owners.controller_of(pod),
+            priority=None if priority is None else apidata.integer(spec, "priority", "spec.priority"),
+            priority_class=apidata.text(spec, "priorityClassName", "spec.priorityClassName"),
+            local_volume=_local_volume(spec),
+            created=apidata.text(meta, "creationTimestamp", "metadata.creationTimestamp"),
+        )
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the constraints read beyond the pod: the options and the ready pods per controller uid."""
+
+    options: Options
+    ready: Mapping[str, int]
+
+
+class Constraint(NamedTuple):
+    name: str
+    check: Callable[[Facts, Context], str]  # the reason the pod is never evicted, "" when allowed
+
+
+class Verdict(NamedTuple):
+    constraint: str
+    reason: str
+
+
+def terminating(pod: Facts, _: Context) -> str:
+    return "terminating" if pod.terminating else ""
+
+
+def mirror(pod: Facts, _: Context) -> str:
+    if pod.mirror:
+        return "a mirror pod of a static pod: the kubelet runs it from a file, the API cannot move it"
+    return ""
+
+
+def no_controller(pod: Facts, _: Context) -> str:
+    return "" if pod.controller is not None else "no controller: nothing would re-create it after an eviction"
+
+
+def daemonset(pod: Facts, _: Context) -> str:
+    if pod.controller is not None and pod.controller.kind == "DaemonSet":
+        return f"a DaemonSet pod ({pod.controller}): its replacement is bound to the same node"
+    return ""
+
+
+def priority(pod: Facts, _: Context) -> str:
+    critical = pod.priority is not None and pod.priority >= SYSTEM_CRITICAL_PRIORITY
+    if not critical and pod.priority_class not in SYSTEM_PRIORITY_CLASSES:
+        return ""
+    named = ", ".join(str(p) for p in (pod.priority, pod.priority_class) if p not in (None, ""))
+    return f"system-critical priority ({named}): never evicted, as the descheduler protects such pods"
+
+
+def local_storage(pod: Facts, context: Context) -> str:
+    if pod.local_volume and not context.options.include_local_storage:
+        return f"uses {pod.local_volume}, lost on eviction (--include-local-storage moves it anyway)"
+    return ""
+
+
+def min_age(pod: Facts, context: Context) -> str:
+    options = context.options
+    age = _age(pod.created, options.now)
+    if age is not None and age < options.min_age:
+        return f"created {duration(age)} ago, less than --min-age {duration(options.min_age)}"
+    return ""
+
+
+def replicas(pod: Facts, context: Context) -> str:
+    controller, wanted = pod.controller, context.options.min_replicas
+    if controller is None:
+        return ""
+    ready = context.ready.get(controller.uid, 0)
+    if ready < wanted:
+        return f"its {controller.kind} {controller.name} has {ready} ready pod(s), fewer than --min-replicas {wanted}"
+    return ""
+
+
+CONSTRAINTS: tuple[Constraint, ...] = (
+    Constraint("terminating", terminating),
+    Constraint("mirror", mirror),
+    Constraint("no-controller", no_controller),
+    Constraint("daemonset", daemonset),
+    Constraint("priority", priority),
+    Constraint("local-storage", local_storage),
+    Constraint("min-age", min_age),
+    Constraint("replicas", replicas),
+)
+
+
+def judge(pod: Facts, context: Context, constraints: tuple[Constraint, ...] = CONSTRAINTS) -> Verdict | None:
+    """The first constraint that protects the pod, and its reason; None when every one allows it."""
+    for constraint in constraints:
+        reason = constraint.check(pod, context)
+        if reason:
+            return Verdict(constraint.name, reason)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Small readers
+
+
+def _local_volume(spec: Mapping[str, Any]) -> str:
+    for volume in apidata.items(spec, "volumes", "spec.volumes"):
+        if isinstance(volume, Mapping):
+            for kind in LOCAL_VOLUMES:
+                if volume.get(kind) is not None:
+                    return f"{kind} volume {volume.get('name')}"
+    return ""
+
+
+def _age(created: str, now: dt.datetime) -> dt.timedelta | None:
+    try:
+        when = dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return now - when
+
+
+def duration(delta: dt.timedelta) -> str:
+    """Like Go's time.Duration.String, to the second: 1h2m3s, 10m0s, 45s."""
+    seconds = max(int(delta.total_seconds()), 0)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
