@@ -3,7 +3,7 @@
 # custom scheduler plugin:
 #
 #   1. add a fake node (deploy/examples/fake-node.yaml), so the scheduler has two nodes to score;
-#   2. label the real node net=low and the fake node net=high;
+#   2. label a real node net=low and the fake node net=high;
 #   3. install and register the webhook (in the cluster, or served from this machine with --dev);
 #   4. apply the experiment's test pod (qos=latency-sensitive, tolerating the fake node's taints);
 #   5. show the node it was bound to and the node affinity the webhook injected.
@@ -11,19 +11,27 @@
 # Expected, as with the NetQoS scheduler plugin: the pod is bound to fake-node-1 (net=high). It stays Pending there,
 # because no kubelet runs behind a fake node; the binding is the point.
 #
-# Usage: scripts/demo.sh [--context NAME] [--dev [--url URL]] [--build] [--cleanup]
+# It changes no node it did not create or label itself: it refuses a real node that already has a `net`
+# label, and a node named fake-node-1 it did not create. The nodes it labels or creates carry the label
+# netqos.io/demo, by which --cleanup finds them again (and only them).
+#
+# Usage: scripts/demo.sh [--context NAME] [--node NAME] [--dev [--url URL]] [--build] [--cleanup]
 #   --context NAME  kubeconfig context (default: the current one), e.g. minikube or kind-kind
+#   --node NAME     the real node to label net=low (default: the first node besides fake-node-1)
 #   --dev           serve the webhook from this machine (out of cluster, like the NetQoS scheduler plugin's
 #                   scheduler) and register it by URL; no image needed
 #   --url URL       with --dev: how the API server reaches this machine
-#                   (default https://host.minikube.internal:8443/mutate, minikube's name for the host)
+#                   (default https://host.minikube.internal:8443/mutate, minikube's name for the host);
+#                   a loopback URL (127.0.0.1, localhost, [::1]) makes the server listen on loopback only
 #   --build         in-cluster mode: docker build the image and load it into minikube or kind
-#   --cleanup       undo everything the demo did, then exit
+#   --cleanup       undo everything the demo did (the nodes labelled netqos.io/demo only), then exit.
+#                   A --dev server is stopped then, or as soon as a later step of the demo fails.
 # Run it from anywhere; it works on the repository it lives in.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CONTEXT=""
+NODE=""
 MODE="in-cluster"
 URL="https://host.minikube.internal:8443/mutate"
 BUILD=0
@@ -31,6 +39,7 @@ CLEANUP=0
 FAKE_NODE="fake-node-1"
 POD="qos-demo-pod"
 NAMESPACE="netqos-system"
+MARK="netqos.io/demo"  # on the nodes the demo created (=created) or labelled net=low (=labelled)
 DEV_CERTS="$HERE/deploy/overlays/dev/certs"
 DEV_LOG="${TMPDIR:-/tmp}/netqos-webhook-demo.log"
 DEV_PID="${TMPDIR:-/tmp}/netqos-webhook-demo.pid"
@@ -54,6 +63,7 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --context) [ $# -ge 2 ] || die "--context needs a name"; CONTEXT="$2"; shift 2 ;;
+    --node) [ $# -ge 2 ] || die "--node needs a node name"; NODE="$2"; shift 2 ;;
     --dev) MODE="dev"; shift ;;
     --url) [ $# -ge 2 ] || die "--url needs a URL"; URL="$2"; shift 2 ;;
     --build) BUILD=1; shift ;;
@@ -93,12 +103,30 @@ if ! nodes="$("${KUBECTL[@]}" get nodes -o name --request-timeout=10s 2>&1)"; th
   die "cannot reach the cluster${CONTEXT:+ of context $CONTEXT}: ${nodes}
 Start one first (minikube start, or kind create cluster) or pass --context."
 fi
-REAL_NODE="$(printf '%s\n' "$nodes" | sed -n 's|^node/||p' | grep -vx "$FAKE_NODE" | head -n 1 || true)"
-[ -n "$REAL_NODE" ] || die "the cluster has no node besides $FAKE_NODE: the webhook's pods need a real one"
+names="$(printf '%s\n' "$nodes" | sed -n 's|^node/||p')"
+if [ -n "$NODE" ]; then
+  printf '%s\n' "$names" | grep -qx -- "$NODE" || die "--node $NODE: the cluster has no such node"
+  [ "$NODE" != "$FAKE_NODE" ] || die "--node $FAKE_NODE is the demo's fake node; name a real node"
+  REAL_NODE="$NODE"
+else
+  REAL_NODE="$(printf '%s\n' "$names" | grep -vx "$FAKE_NODE" | head -n 1 || true)"
+  [ -n "$REAL_NODE" ] || die "the cluster has no node besides $FAKE_NODE: the webhook's pods need a real one"
+fi
 
+# nodes whose name is on a line of $1 (output of `kubectl get nodes -l ... -o name`)
+listed() { printf '%s\n' "$1" | grep -qx "node/$2"; }
+nodes_with() { "${KUBECTL[@]}" get nodes -l "$1" -o name --request-timeout=10s; }
+
+# The server this demo started: its pid file names it, and the process must still be that server
+# (a pid left over from an earlier run may belong to another process by now).
 stop_dev_server() {
   if [ -f "$DEV_PID" ]; then
-    kill "$(cat "$DEV_PID")" 2>/dev/null || true
+    pid="$(cat "$DEV_PID")"
+    # (gunicorn renames its master "gunicorn: master [netqos-webhook]" where setproctitle is installed)
+    if ps -p "$pid" -o args= 2>/dev/null | grep -qE 'netqos-webhook.* serve |master \[netqos-webhook\]'; then
+      kill "$pid" 2>/dev/null || true
+      echo "stopped the local webhook (pid $pid)"
+    fi
     rm -f "$DEV_PID"
   fi
 }
@@ -106,20 +134,42 @@ stop_dev_server() {
 if [ "$CLEANUP" = 1 ]; then
   say "Cleaning up"
   run "${KUBECTL[@]}" delete pod "$POD" --ignore-not-found --force --grace-period=0
-  run "${KUBECTL[@]}" delete node "$FAKE_NODE" --ignore-not-found
-  run "${KUBECTL[@]}" label node "$REAL_NODE" net- || true
+  created="$(nodes_with "$MARK=created")"
+  if [ -n "$created" ]; then
+    run "${KUBECTL[@]}" delete nodes -l "$MARK=created"
+  elif listed "$nodes" "$FAKE_NODE"; then
+    echo "left node $FAKE_NODE alone: it lacks the label $MARK=created, so the demo did not create it"
+  fi
+  labelled="$(nodes_with "$MARK=labelled")"
+  if [ -n "$labelled" ]; then
+    run "${KUBECTL[@]}" label nodes -l "$MARK=labelled" net- "$MARK-"
+  else
+    echo "no node carries $MARK=labelled: no net label to remove"
+  fi
   run "${KUBECTL[@]}" delete mutatingwebhookconfiguration netqos-webhook --ignore-not-found
   run "${KUBECTL[@]}" delete -k "$HERE/deploy/base" --ignore-not-found
   stop_dev_server
   exit 0
 fi
 
+# Refuse, before changing anything, a node the demo would change without having made it so.
+if listed "$nodes" "$FAKE_NODE" && ! listed "$(nodes_with "$MARK=created")" "$FAKE_NODE"; then
+  die "node $FAKE_NODE exists and the demo did not create it (no label $MARK=created): the demo would
+overwrite it and --cleanup delete it. Rename or remove it yourself if it is a leftover, then run the demo again."
+fi
+if listed "$(nodes_with "net,$MARK!=labelled")" "$REAL_NODE"; then
+  current="$("${KUBECTL[@]}" get node "$REAL_NODE" -o jsonpath='{.metadata.labels.net}')"
+  die "node $REAL_NODE already has the label net=$current, which the demo did not set: it would overwrite it and
+--cleanup remove it. Choose a node without a net label with --node NAME, or remove the label yourself
+(kubectl label node $REAL_NODE net-) if it is not in use."
+fi
+
 say "1. A second node to score: the experiment's fake node (no kubelet behind it)"
 run "${KUBECTL[@]}" apply -f "$HERE/deploy/examples/fake-node.yaml"
 
-say "2. Label the nodes as in the experiment"
-run "${KUBECTL[@]}" label node "$REAL_NODE" net=low --overwrite
-run "${KUBECTL[@]}" label node "$FAKE_NODE" net=high --overwrite
+say "2. Label the nodes as in the experiment (and mark them, for --cleanup)"
+run "${KUBECTL[@]}" label node "$FAKE_NODE" net=high "$MARK=created" --overwrite
+run "${KUBECTL[@]}" label node "$REAL_NODE" net=low "$MARK=labelled" --overwrite
 run "${KUBECTL[@]}" get nodes -L net
 
 if [ "$MODE" = "in-cluster" ]; then
@@ -145,12 +195,19 @@ else
   say "3. Serve the webhook from this machine and register it by URL (as the NetQoS scheduler plugin's scheduler was run)"
   host="$(printf '%s' "$URL" | sed -E 's|^https://\[?([^]/:]+)\]?.*|\1|')"
   port="$(printf '%s' "$URL" | sed -nE 's|^https://[^/]*:([0-9]+)/.*|\1|p')"
+  case "$host" in
+    127.0.0.1|localhost|::1) bind="127.0.0.1:${port:-443}" ;;  # the API server runs on this machine
+    *) bind="0.0.0.0:${port:-443}" ;;
+  esac
   run "$NETQOS" certs --out "$DEV_CERTS" --host "$host" --host 127.0.0.1 --force  # registered below with its CA
   stop_dev_server
-  printf '$ %s\n' "$NETQOS serve --bind 0.0.0.0:${port:-443} ... > $DEV_LOG &"
-  "$NETQOS" serve --bind "0.0.0.0:${port:-443}" --certfile "$DEV_CERTS/tls.crt" --keyfile "$DEV_CERTS/tls.key" \
+  printf '$ %s\n' "$NETQOS serve --bind $bind ... > $DEV_LOG &"
+  "$NETQOS" serve --bind "$bind" --certfile "$DEV_CERTS/tls.crt" --keyfile "$DEV_CERTS/tls.key" \
     --config "$HERE/deploy/base/policy.yaml" >"$DEV_LOG" 2>&1 &
   echo $! >"$DEV_PID"
+  # From here on a failing step stops the server it started; on success it keeps serving the demo's pod.
+  stop_on_failure() { if [ "$?" != 0 ]; then stop_dev_server; fi; }
+  trap stop_on_failure EXIT
   for _ in $(seq 1 50); do
     curl -fsS --cacert "$DEV_CERTS/ca.crt" "https://127.0.0.1:${port:-443}/readyz" >/dev/null 2>&1 && break
     sleep 0.2
