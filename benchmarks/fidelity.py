@@ -12,7 +12,7 @@ by the scheduler's non-zero defaults), so some nodes are full; PreferNoSchedule 
 taints; images already pulled. Then one pod, latency-sensitive (70%) or ordinary, with random
 requests, tolerations and image; a quarter of the pods prefer a zone and/or an SSD node of their
 own (preferred node affinity on other keys, weights 10-100). Every prediction comes from
-`webhook.scheduling.rank`, the code behind `explain`: the stock scheduler's (default profile, the
+`webhook.scheduler.cycle.rank`, the code behind `explain`: the stock scheduler's (default profile, the
 pod after `policy.evaluate`, once per policy) and the NetQoS scheduler's (the same profile plus
 the NetQoS plugin at weight W, the pod as written).
 
@@ -24,7 +24,7 @@ to one cause (`cause`).
 The sampled part (`--sampled-clusters`): clusters of 100-5,000 nodes (log-uniform), where
 kube-scheduler filters only until it has found numFeasibleNodesToFind feasible nodes, walking
 the node list from a start index that each cycle moves on by the nodes it processed
-(`scheduling.Sampling`). Each cluster schedules a few latency-sensitive pods in turn with each
+(`cycle.Sampling`). Each cluster schedules a few latency-sensitive pods in turn with each
 scheduler, percentageOfNodesToScore unset (adaptive) and 100; the table gives how often the pod
 lands on a net=high node. Results are in docs/scheduling.md, "How often the two agree".
 """
@@ -46,25 +46,19 @@ from webhook.affinity import preferred_score
 from webhook.policy import Policy, evaluate
 from webhook.policy_file import default_policy, load_policy
 from webhook.resources import CPU, MEMORY, NON_ZERO_DEFAULTS, PODS
-from webhook.scheduling import (
+from webhook.scheduler.cycle import Ranking, Sampling, rank
+from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Taint
+from webhook.scheduler.plugins import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
     IMAGE_LOCALITY,
-    NETQOS_NODE_LABEL,
+    NETQOS,
     NODE_AFFINITY,
     NODE_RESOURCES_FIT,
     TAINT_TOLERATION,
-    Node,
-    NodeUsage,
-    PodView,
-    Profile,
-    Ranking,
-    Sampling,
-    Taint,
-    default_normalize,
-    pod_view,
-    rank,
 )
+from webhook.scheduler.read import pod_info
+from webhook.scheduler.scores import NETQOS_NODE_LABEL, default_normalize
 
 CLASSIC_FILE = "deploy/examples/policies/classic.yaml"
 GI = 1024**3
@@ -188,7 +182,7 @@ def _own_terms(rng: random.Random) -> list[dict[str, Any]]:
     return [{"weight": rng.choice(OWN_WEIGHTS), "preference": {"matchExpressions": [e]}} for e in picked]
 
 
-def kind_of(before: PodView, netqos: Ranking, labels: dict[str, Any]) -> str:
+def kind_of(before: PodInfo, netqos: Ranking, labels: dict[str, Any]) -> str:
     if before.labels.get("qos") != "latency-sensitive":
         return ORDINARY
     if before.preferred:
@@ -218,14 +212,14 @@ def compare(case: Case, policies: dict[str, Policy], profile: Profile, netqos_we
     so each prediction re-normalises that one column (`predict`); the NetQoS scheduler's adds the
     plugin's column. tests/tools/test_fidelity.py checks both against a full `rank`.
     """
-    before = pod_view(case.pod)
+    before = pod_info(case.pod)
     base = rank(before, case.nodes, case.usage, profile)
     labels = {n.name: n.labels for n in case.nodes}
     netqos = predict(base, labels, before.preferred, profile, netqos_weight)
     agree, causes = {}, {}
     seen: dict[tuple[Any, ...], Prediction] = {}
     for name, policy in policies.items():
-        after = pod_view(evaluate(policy, case.pod).pod)
+        after = pod_info(evaluate(policy, case.pod).pod)
         key = tuple(t.identity for t in after.preferred)
         stock = seen.get(key) or seen.setdefault(key, predict(base, labels, after.preferred, profile, 0))
         agree[name] = stock.predicted == netqos.predicted
@@ -334,7 +328,7 @@ def run_sampled(clusters: int, seed: int, netqos_weight: int) -> dict[str, Any]:
     preferences) lands on a net=high node, per scheduler and percentageOfNodesToScore."""
     rng = random.Random(seed)
     profile = DEFAULT_PROFILE
-    netqos_profile = profile.with_netqos(netqos_weight)
+    netqos_profile = profile.with_plugin(NETQOS, netqos_weight)
     chosen = policies()
     schedulers = ["NetQoS scheduler", *(f"stock, {name} policy" for name in chosen)]
     on_high: Counter[str] = Counter()
@@ -352,10 +346,10 @@ def run_sampled(clusters: int, seed: int, netqos_weight: int) -> dict[str, Any]:
         starts = {(s, pct): first for s in schedulers for pct in PERCENTAGES}
         for _ in range(PODS_PER_SAMPLED_CLUSTER):
             pod = _pod(rng, own_share=0.0, latency_sensitive=1.0)
-            before = pod_view(pod)
+            before = pod_info(pod)
             views = {"NetQoS scheduler": (before, netqos_profile)}
             for name, policy in chosen.items():
-                views[f"stock, {name} policy"] = (pod_view(evaluate(policy, pod).pod), profile)
+                views[f"stock, {name} policy"] = (pod_info(evaluate(policy, pod).pod), profile)
             pods += 1
             full = rank(before, nodes, usage, netqos_profile)
             cluster_had_high += any(is_high[n.name] for n in full.feasible)

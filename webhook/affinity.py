@@ -13,7 +13,7 @@ Semantics follow k8s.io/component-helpers/scheduling/corev1/nodeaffinity:
   name, a value that is not a label value: `webhook.validation`) does not parse. The scheduler
   treats such a term differently by where it is: a required term matches no node; one bad
   preferred term makes NodeAffinity's PreScore fail for the whole scheduling cycle
-  (`PreferredTerm.valid` says which; `webhook.scheduling` predicts the outcome).
+  (`PreferredTerm.valid` says which; `webhook.scheduler.cycle` predicts the outcome).
 - matchFields compare node fields; the only one is `metadata.name` (operators In/NotIn with exactly
   one value). A node without a name has no fields, and then matchFields are not checked.
 - The requirements of one term are ANDed; a term with neither expressions nor fields matches

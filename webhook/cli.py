@@ -439,7 +439,7 @@ def _review(args: argparse.Namespace) -> int:
 
 def _add_explain(sub: Any) -> None:
     from webhook.commands import explain
-    from webhook.explain import DEFAULT_NETQOS_WEIGHT
+    from webhook.names import DEFAULT_NETQOS_WEIGHT
 
     p = _command(sub, "explain", explain.HELP, explain.EXAMPLE, _explain)
     p.description = explain.DESCRIPTION

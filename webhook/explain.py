@@ -4,7 +4,7 @@ have put the pod as written. Pure: a policy, a pod, nodes and the pods on them i
 The pod goes through `admission.review` exactly as a `/mutate` request would, and the JSON patch
 in the response is applied to it: the scores are those of the patched pod, so they prove the
 patch, not only the policy. Each node is then filtered and scored as kube-scheduler does
-(`webhook.scheduling`), given the pods already on it, under the default profile or the one the
+(`webhook.scheduler.cycle`), given the pods already on it, under the default profile or the one the
 scheduler configuration gives the pod's schedulerName. The counterfactual is the same profile plus
 the NetQoS plugin's Score (weight `netqos_weight`) for the pod without the injected terms.
 
@@ -19,16 +19,19 @@ from typing import Any
 
 import jsonpatch
 
-from webhook import admission, apidata, scheduling
+from webhook import admission, apidata
 from webhook.affinity import PREFERRED, REQUIRED, PreferredTerm, required_term_problems
 from webhook.apidata import ShapeError
 from webhook.errors import UsageError
-from webhook.names import DEFAULT_NAMESPACE
+from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
 from webhook.policy import Decision, Policy, Rule
+from webhook.scheduler import cycle, read
+from webhook.scheduler.cycle import Ranking
+from webhook.scheduler.model import Node, PodInfo, Profile, usage_by_node
+from webhook.scheduler.plugins import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY
 from webhook.scope import NOT_CALLED, not_called_reason
 from webhook.scoretable import SchedulerWeights
 
-DEFAULT_NETQOS_WEIGHT = 1
 # Owners whose pods PodTopologySpread's system default constraints spread (pkg/scheduler/
 # framework/plugins/podtopologyspread/common.go: the selector of the pod's Services,
 # ReplicationController, ReplicaSet or StatefulSet).
@@ -62,8 +65,8 @@ class Report:
     mutation: Mutation
     added_terms: tuple[PreferredTerm, ...]  # preferred terms the patch appended
     added_terms_api: tuple[Any, ...]  # the same, as they appear in the patched pod
-    ranking: scheduling.Ranking  # the mutated pod under the profile: the stock scheduler
-    netqos: scheduling.Ranking  # the pod as written under the profile plus the NetQoS plugin
+    ranking: Ranking  # the mutated pod under the profile: the stock scheduler
+    netqos: Ranking  # the pod as written under the profile plus the NetQoS plugin
     netqos_weight: int
     not_evaluated: tuple[str, ...]
     notes: tuple[str, ...]
@@ -78,10 +81,10 @@ class Report:
 def explain(
     policy: Policy,
     pod: dict[str, Any],
-    nodes: Sequence[scheduling.Node],
+    nodes: Sequence[Node],
     pod_source: str = "pod",
-    pods: Sequence[scheduling.PodView] = (),
-    profile: scheduling.Profile = scheduling.DEFAULT_PROFILE,
+    pods: Sequence[PodInfo] = (),
+    profile: Profile = DEFAULT_PROFILE,
     netqos_weight: int = DEFAULT_NETQOS_WEIGHT,
     pods_given: bool = True,
     webhook_namespace: str = DEFAULT_NAMESPACE,
@@ -93,14 +96,14 @@ def explain(
     reason = not_called_reason(_namespace(pod), webhook_namespace)
     mutation = mutate(policy, pod) if reason is None else Mutation(pod, Decision.UNCHANGED, (), (), (), reason)
     try:
-        before = scheduling.pod_view(pod)
-        after = scheduling.pod_view(mutation.pod)
+        before = read.pod_info(pod)
+        after = read.pod_info(mutation.pod)
     except ShapeError as err:
         raise ExplainError(f"{pod_source}: {err}; fix the field (the API server would reject this pod)") from None
     others = [p for p in pods if (p.namespace, p.name) != (after.namespace, after.name)]
-    usage = scheduling.usage_by_node(others)
-    ranking = scheduling.rank(after, nodes, usage, profile)
-    netqos = scheduling.rank(before, nodes, usage, profile.with_netqos(netqos_weight))
+    usage = usage_by_node(others)
+    ranking = cycle.rank(after, nodes, usage, profile)
+    netqos = cycle.rank(before, nodes, usage, profile.with_plugin(NETQOS, netqos_weight))
     added = after.preferred[len(before.preferred) :]  # the policy appends after the pod's own terms
     # The shapes were checked by pod_view above.
     spec = apidata.obj(mutation.pod, "spec", "spec")
@@ -134,9 +137,9 @@ def mutate(policy: Policy, pod: dict[str, Any]) -> Mutation:
 def _policy_notes(
     policy: Policy,
     mutation: Mutation,
-    ranking: scheduling.Ranking,
-    netqos: scheduling.Ranking,
-    profile: scheduling.Profile,
+    ranking: Ranking,
+    netqos: Ranking,
+    profile: Profile,
     netqos_weight: int,
     own: Sequence[PreferredTerm],
 ) -> tuple[str, ...]:
@@ -149,9 +152,9 @@ def _policy_notes(
     has_own = any(t.identity not in policy.term_ids for t in own)
     for rule in tabled:
         notes.append(_table_note(rule, weights, has_own))
-    if tabled and profile.weights.get(scheduling.NODE_AFFINITY) != weights.node_affinity:
+    if tabled and profile.weights.get(NODE_AFFINITY) != weights.node_affinity:
         notes.append(
-            f"the scheduler weighs NodeAffinity {profile.weights.get(scheduling.NODE_AFFINITY, 0)}, the policy's terms "
+            f"the scheduler weighs NodeAffinity {profile.weights.get(NODE_AFFINITY, 0)}, the policy's terms "
             f"were compiled for {weights.node_affinity}: set schedulerWeights.nodeAffinity in the policy to match"
         )
     if tabled and netqos_weight != weights.netqos:
@@ -199,7 +202,7 @@ def _table_note(rule: Rule, weights: SchedulerWeights, has_own: bool) -> str:
     )
 
 
-def _offsets(ranking: scheduling.Ranking, netqos: scheduling.Ranking) -> set[int]:
+def _offsets(ranking: Ranking, netqos: Ranking) -> set[int]:
     netqos_totals = {n.name: n.total for n in netqos.nodes}
     return {
         n.total - total
@@ -215,10 +218,10 @@ def _namespace(pod: dict[str, Any]) -> str:
 
 
 def _notes(
-    pod: scheduling.PodView,
-    ranking: scheduling.Ranking,
-    nodes: Sequence[scheduling.Node],
-    profile: scheduling.Profile,
+    pod: PodInfo,
+    ranking: Ranking,
+    nodes: Sequence[Node],
+    profile: Profile,
     pods_given: bool,
 ) -> tuple[str, ...]:
     notes = []
@@ -257,7 +260,7 @@ def _notes(
         )
     elif len(ranking.predicted) > 1:
         notes.append("the best totals tie: the scheduler picks one of the predicted nodes at random")
-    sampled = scheduling.nodes_scored_at_most(total)
+    sampled = cycle.nodes_scored_at_most(total)
     if sampled < total:
         notes.append(
             f"{total} nodes: kube-scheduler stops filtering once it has found {sampled} feasible nodes "
@@ -276,7 +279,7 @@ def _notes(
             f"no status.allocatable on {', '.join(unknown)}: resource fit is not checked there "
             "and resource scores count it as zero capacity"
         )
-    if scheduling.BALANCED_ALLOCATION in ranking.skipped:
+    if BALANCED_ALLOCATION in ranking.skipped:
         notes.append(
             "the pod requests no cpu or memory: NodeResourcesBalancedAllocation skips it (best-effort pod), "
             "and NodeResourcesFit counts it as 100m CPU and 200Mi memory"
@@ -285,7 +288,7 @@ def _notes(
     return tuple(notes)
 
 
-def _not_evaluated_note(pod: scheduling.PodView, profile: scheduling.Profile) -> str:
+def _not_evaluated_note(pod: PodInfo, profile: Profile) -> str:
     concerns = []
     spread_owner = next((k for k in pod.owner_kinds if k in SPREAD_OWNERS), None)
     if spread_owner and "PodTopologySpread" in profile.not_evaluated:

@@ -49,3 +49,8 @@ DEFAULT_HEADER_TIMEOUT = 5.0
 DEFAULT_BODY_TIMEOUT = 10.0
 LOG_FORMATS = ("json", "text")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# --- kube-scheduler ------------------------------------------------------------------------------
+MAX_NODE_SCORE = 100  # framework.MaxNodeScore: a Score plugin's normalised range, and the NetQoS plugin's top
+DEFAULT_NODE_AFFINITY_WEIGHT = 2  # NodeAffinity's Score weight in the default profile (default_plugins.go)
+DEFAULT_NETQOS_WEIGHT = 1  # the NetQoS plugin's Score weight when a profile enables it without one

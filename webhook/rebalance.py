@@ -15,7 +15,7 @@ move updates:
   storage, min age, replicas), and a second pod of one owner (the top owner: a Deployment over
   its ReplicaSets).
 - **The replacement** is the pod recreated: the webhook's outcome for it (its terms), no nodeName.
-  It is filtered and scored over every node by `webhook.scheduling` (`Predictor`), given what the
+  It is filtered and scored over every node by `webhook.scheduler.incremental`, given what the
   pods on each node take, with the candidate itself gone from its node and every move planned so
   far counted on its target. The move is planned when kube-scheduler's prediction (the best total,
   as `explain` computes it) is a `net=high` node, which becomes the target; otherwise it is skipped
@@ -29,31 +29,28 @@ Nothing here does I/O; pods and nodes are folded in one at a time (`Cluster.add_
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-import orjson
-
-from webhook import evictability, owners, scheduling
-from webhook.affinity import preferred_score
+from webhook import evictability, owners
 from webhook.apidata import ShapeError
 from webhook.evictability import DEFAULT_MIN_AGE, DEFAULT_MIN_REPLICAS, Facts
 from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.owners import Owner
 from webhook.policy import Decision, Policy, evaluate
+from webhook.scheduler import keys, read
+from webhook.scheduler.incremental import World
+from webhook.scheduler.model import Node, PodInfo, Profile, Target, UsageTally
+from webhook.scheduler.plugins import DEFAULT_PROFILE
+from webhook.scheduler.scores import NETQOS_NODE_LABEL, NETQOS_TARGET
 from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES
 
 __all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Cluster", "Options", "Owner", "Plan", "plan"]
 
-T = TypeVar("T")
 EVICT = "evict"
 SKIP = "skip"
-HIGH = "high"
-TEMPLATES = 4096  # distinct pod specs remembered while reading pods
-PREDICTORS = 64  # replacement specs whose per-node scores are kept at once (each holds a list per node)
-STATIC_LISTS = 256  # per-node lists that do not depend on usage, shared between predictors
 
 
 @dataclass(frozen=True)
@@ -99,7 +96,7 @@ class _Template:
     scheduling view (None with `error` when its fields cannot be read)."""
 
     decision: Decision
-    replacement: scheduling.PodView | None
+    replacement: PodInfo | None
     error: str = ""
 
 
@@ -126,14 +123,16 @@ class Cluster:
     """The cluster as the plan needs it, folded from API objects one at a time: `add_node` for
     every Node, then `add_pod` for every pod bound to a node and not finished."""
 
-    def __init__(self, policy: Policy, options: Options) -> None:
+    def __init__(self, policy: Policy, options: Options, target: Target = NETQOS_TARGET) -> None:
         self.policy = policy
         self.options = options
-        self.nodes: list[scheduling.Node] = []
+        self.target = target
+        self.nodes: list[Node] = []
         self.net: dict[str, str | None] = {}
-        self._tallies: dict[str, scheduling.UsageTally] = {}
-        self._usage_views: dict[bytes, scheduling.PodView] = {}
-        self._templates: dict[bytes, _Template] = {}
+        self.fast: set[str] = set()
+        self._tallies: dict[str, UsageTally] = {}
+        self._usage_views: keys.Memo[bytes, PodInfo] = keys.Memo()
+        self._templates: keys.Memo[bytes, _Template] = keys.Memo()
         self.pending: list[_Pending] = []
         self.ready: Counter[str] = Counter()  # controller uid -> its ready pods
         self.notes: list[str] = []
@@ -142,13 +141,15 @@ class Cluster:
     def add_node(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         try:
-            node = scheduling.node_from_api(obj)
+            node = read.node_info(obj)
         except ShapeError as err:  # the scheduler could not place a pod there either
             self.notes.append(f"node {meta.get('name', '?')} left out: {err}")
             return
         self.nodes.append(node)
-        self.net[node.name] = node.labels.get(scheduling.NETQOS_NODE_LABEL)
-        self._tallies[node.name] = scheduling.UsageTally()
+        self.net[node.name] = node.labels.get(NETQOS_NODE_LABEL)
+        if self.target.matches(node.labels):
+            self.fast.add(node.name)
+        self._tallies[node.name] = UsageTally()
 
     def add_pod(self, pod: Mapping[str, Any]) -> None:
         meta, spec, status = _mapping(pod, "metadata"), _mapping(pod, "spec"), _mapping(pod, "status")
@@ -162,21 +163,15 @@ class Cluster:
         controller = owners.controller_of(pod)
         if controller is not None and _ready(status):
             self.ready[controller.uid] += 1
-        if self.net[node] != HIGH and status.get("phase") == "Running":
+        if node not in self.fast and status.get("phase") == "Running":
             self._consider(pod, meta, spec, status, node)
 
-    def _usage_view(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> scheduling.PodView | None:
+    def _usage_view(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> PodInfo | None:
         """What the pod takes of its node; pods of one template are read once."""
-        key = orjson.dumps([spec.get(f) for f in ("containers", "initContainers", "overhead", "resources")])
-        view = self._usage_views.get(key)
-        if view is None:
-            try:
-                view = scheduling.pod_view(pod)
-            except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
-                return None
-            if len(self._usage_views) < TEMPLATES:
-                self._usage_views[key] = view
-        return view
+        try:
+            return self._usage_views.get(keys.usage_key(spec), lambda: read.usage_info(pod))
+        except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
+            return None
 
     def _consider(
         self,
@@ -204,22 +199,18 @@ class Cluster:
         )
 
     def _template(self, pod: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any]) -> _Template:
-        key = _template_key(meta, spec)
-        found = self._templates.get(key)
-        if found is not None:
-            return found
+        return self._templates.get(_template_key(meta, spec), lambda: self._judge(pod))
+
+    def _judge(self, pod: Mapping[str, Any]) -> _Template:
         outcome = evaluate(self.policy, pod)
         replacement = None
         error = ""
         if outcome.decision in (Decision.MUTATED, Decision.UNCHANGED):
             try:
-                replacement = dataclasses.replace(scheduling.pod_view(outcome.pod), node_name="")
+                replacement = dataclasses.replace(read.pod_info(outcome.pod), node_name="")
             except ShapeError as err:
                 error = f"cannot evaluate the pod's scheduling fields: {err}"
-        template = _Template(outcome.decision, replacement, error)
-        if len(self._templates) < TEMPLATES:
-            self._templates[key] = template
-        return template
+        return _Template(outcome.decision, replacement, error)
 
     def owner_lookups(self) -> set[tuple[str, str, str]]:
         """(namespace, kind, name) of each candidate's controller that may itself be owned
@@ -230,7 +221,7 @@ class Cluster:
             if (c := p.facts.controller) is not None and owners.climbs(c)
         }
 
-    def usage(self) -> dict[str, scheduling.UsageTally]:
+    def usage(self) -> dict[str, UsageTally]:
         return self._tallies
 
 
@@ -241,14 +232,14 @@ class Cluster:
 def plan(
     cluster: Cluster,
     owners: Mapping[tuple[str, str, str], Owner] | None = None,
-    profile: scheduling.Profile = scheduling.DEFAULT_PROFILE,
+    profile: Profile = DEFAULT_PROFILE,
 ) -> Plan:
     """Judge every candidate in order and plan the moves; `owners` maps (namespace, kind, name) of
     a controller to its top owner, for the controllers `Cluster.owner_lookups` named."""
     owners = owners or {}
     context = evictability.Context(cluster.options, cluster.ready)
     state = _State(cluster, profile)
-    result = Plan(nodes=len(cluster.nodes), high_nodes=len(state.high), notes=list(cluster.notes))
+    result = Plan(nodes=len(cluster.nodes), high_nodes=len(state.world.fast), notes=list(cluster.notes))
     planned_owners: set[tuple[str, Owner]] = set()
     for pending in sorted(cluster.pending, key=lambda p: (p.since, p.namespace, p.name)):
         owner = _owner(pending, owners)
@@ -299,355 +290,34 @@ def _owner(pending: _Pending, found: Mapping[tuple[str, str, str], Owner]) -> Ow
 
 
 class _State:
-    """The cluster during planning: each node's usage, updated by every planned move, and one
-    `Predictor` per replacement spec, kept in step through a log of the nodes that changed."""
+    """The cluster during planning: the what-if world of `scheduler.incremental`, every planned
+    move counted in it."""
 
-    def __init__(self, cluster: Cluster, profile: scheduling.Profile) -> None:
-        self.nodes = sorted(cluster.nodes, key=lambda n: n.name)
-        self.index = {n.name: i for i, n in enumerate(self.nodes)}
-        self.high = [i for i, n in enumerate(self.nodes) if cluster.net.get(n.name) == HIGH]
-        tallies = cluster.usage()
-        self.tallies = [tallies[n.name] for n in self.nodes]
-        self.usage = [t.usage() for t in self.tallies]
-        self.log: list[int] = []  # indices of the nodes whose usage changed, in order
-        self.high_changes = 0
-        self.profile = profile
-        self._predictors: OrderedDict[Hashable, Predictor] = OrderedDict()
-        self._static: OrderedDict[Hashable, Any] = OrderedDict()
+    def __init__(self, cluster: Cluster, profile: Profile) -> None:
+        self.world = World(cluster.nodes, cluster.usage(), profile, cluster.target)
 
     def place(self, pending: _Pending, template: _Template) -> tuple[str | None, str]:
         """The target of the candidate's replacement and the reason, or (None, why not)."""
         view = template.replacement
         assert view is not None
-        if not self.high:
-            return None, "no node is labelled net=high"
-        predictor = self._predictor(_scheduling_key(view), view)
-        predictor.sync()
-        if not predictor.feasible_high:
-            return None, predictor.why_no_high()
-        source = self.index[pending.node]
-        self._change(source, view, remove=True)  # the pod leaves its node before its replacement is scheduled
+        world = self.world
+        if not world.fast:
+            return None, f"no node is labelled {world.target}"
+        predictor = world.predictor(view)
+        if not predictor.feasible_fast:
+            return None, predictor.why_no_fast()
+        source = world.index[pending.node]
+        world.move(source, view, remove=True)  # the pod leaves its node before its replacement is scheduled
         predictor.sync()
         choice = predictor.choice()
         if choice.target is None:
-            self._change(source, view, remove=False)
+            world.move(source, view, remove=False)
             return None, choice.reason
-        self._change(self.index[choice.target], view, remove=False)
+        world.move(world.index[choice.target], view, remove=False)
         return choice.target, choice.reason + _not_evaluated(view)
 
-    def _change(self, i: int, view: scheduling.PodView, remove: bool) -> None:
-        if remove:
-            self.tallies[i].remove(view)
-        else:
-            self.tallies[i].add(view)
-        self.usage[i] = self.tallies[i].usage()
-        self.log.append(i)
-        if self.net_high(i):
-            self.high_changes += 1
 
-    def net_high(self, i: int) -> bool:
-        return self.nodes[i].labels.get(scheduling.NETQOS_NODE_LABEL) == HIGH
-
-    # What does not depend on the pods on the nodes, per node, shared by every Predictor whose pod
-    # reads the same fields (all of them read the policy's terms, most the same tolerations).
-
-    def node_only(self, view: scheduling.PodView) -> list[tuple[str, ...]]:
-        """PreFilter, then the Filter plugins that read the pod and the node alone."""
-        key = ("node-only", view.node_name, view.tolerations, tuple(sorted(view.node_selector.items())), view.required)
-
-        def compute() -> list[tuple[str, ...]]:
-            allowed = scheduling.prefilter_node_names(view)
-            if allowed is not None and not allowed:
-                return [(scheduling.REASON_TERMS_CONFLICT,)] * len(self.nodes)
-            return [
-                (scheduling.REASON_NOT_IN_PREFILTER,)
-                if allowed is not None and n.name not in allowed
-                else scheduling.node_only_reasons(view, n, self.profile)
-                for n in self.nodes
-            ]
-
-        return self._shared(key, compute)
-
-    def raw_affinity(self, view: scheduling.PodView) -> list[int]:
-        preferred = (*view.preferred, *self.profile.added_preferred)
-        return self._shared(
-            ("affinity", preferred), lambda: [preferred_score(preferred, n.labels, n.name) for n in self.nodes]
-        )
-
-    def raw_taints(self, view: scheduling.PodView) -> list[int]:
-        return self._shared(
-            ("taints", view.tolerations),
-            lambda: [scheduling.intolerable_prefer_no_schedule(view.tolerations, n.taints) for n in self.nodes],
-        )
-
-    def image_scores(self, view: scheduling.PodView) -> list[int]:
-        images = view.images
-
-        def compute() -> list[int]:
-            nodes_with = Counter(name for n in self.nodes for name in set(n.images) & set(images))
-            if scheduling.IMAGE_LOCALITY not in self.profile.weights or not nodes_with:
-                return [0] * len(self.nodes)  # no node has one of its images: every node scores 0
-            return [scheduling.image_locality(images, n, nodes_with, len(self.nodes)) for n in self.nodes]
-
-        return self._shared(("images", images), compute)
-
-    def _shared(self, key: Hashable, compute: Callable[[], list[T]]) -> list[T]:
-        found = self._static.get(key)
-        if found is None:
-            found = self._static[key] = compute()
-            if len(self._static) > STATIC_LISTS:
-                self._static.popitem(last=False)
-        else:
-            self._static.move_to_end(key)
-        return found
-
-    def _predictor(self, key: Hashable, view: scheduling.PodView) -> Predictor:
-        predictor = self._predictors.get(key)
-        if predictor is None:
-            predictor = Predictor(view, self)
-            self._predictors[key] = predictor
-            if len(self._predictors) > PREDICTORS:
-                self._predictors.popitem(last=False)
-        else:
-            self._predictors.move_to_end(key)
-        return predictor
-
-
-@dataclass(frozen=True)
-class Choice:
-    target: str | None
-    reason: str
-
-
-class Predictor:
-    """kube-scheduler's prediction for one pod spec over every node, kept up to date as nodes'
-    usage changes: `scheduling.rank`'s result (the feasible nodes, each plugin's score normalised
-    and weighted, the best total) without ranking every node again for every pod.
-
-    Per node it keeps the filter reasons, the raw scores that do not depend on usage (NodeAffinity,
-    TaintToleration, ImageLocality) and those that do (NodeResourcesFit, BalancedAllocation); a
-    node whose usage changed is evaluated again (`sync`, from the state's log). The plugins that
-    normalise (NodeAffinity, TaintToleration) do so by the best raw score over the feasible nodes:
-    when that changes, every total is recomputed. The totals of the net=high nodes and of the
-    others are kept apart, so the best of each is one `max` over a list. `tests/unit/test_rebalance`
-    checks the prediction against `scheduling.rank` on random clusters.
-    """
-
-    def __init__(self, view: scheduling.PodView, state: _State) -> None:
-        self.view = view
-        self.state = state
-        profile = state.profile
-        self.weights = profile.weights
-        nodes = state.nodes
-        self.node_only = state.node_only(view)
-        self.raw_affinity = state.raw_affinity(view)
-        self.raw_taints = state.raw_taints(view)
-        self.image = state.image_scores(view)
-        self.skip_balanced = scheduling.is_best_effort(view.requests, profile.balanced_resources)
-        self.reasons: list[tuple[str, ...]] = [()] * len(nodes)
-        self.usage_scores = [0] * len(nodes)  # weighted NodeResourcesFit + BalancedAllocation
-        self.feasible_affinity: Counter[int] = Counter()  # raw NodeAffinity score -> feasible nodes with it
-        self.feasible_taints: Counter[int] = Counter()
-        self.high = set(state.high)
-        self.position = {i: k for k, i in enumerate(state.high)}
-        others = [i for i in range(len(nodes)) if i not in self.high]
-        self.position.update({i: k for k, i in enumerate(others)})
-        self.others = others
-        self.totals_high = [-1] * len(state.high)  # -1: infeasible
-        self.totals_other = [-1] * len(others)
-        self.feasible_high = 0
-        self.feasible: set[int] = set()  # the nodes counted as feasible
-        # Feasible nodes other than net=high ones whose usage scores are not computed yet: their
-        # totals hold an upper bound (each usage plugin's best score, 100, times its weight).
-        self.lazy: set[int] = set()
-        self.usage_bound = scheduling.MAX_NODE_SCORE * (
-            self.weights.get(scheduling.NODE_RESOURCES_FIT, 0)
-            + (0 if self.skip_balanced else self.weights.get(scheduling.BALANCED_ALLOCATION, 0))
-        )
-        for i in range(len(nodes)):
-            self._evaluate(i)
-        self.maxima = self._maxima()
-        for i in range(len(nodes)):
-            self._total(i)
-        self.seen = len(state.log)
-        self._why: tuple[int, str] | None = None
-
-    def sync(self) -> None:
-        """Evaluate again every node whose usage changed since the last call."""
-        log = self.state.log
-        if self.seen == len(log):
-            return
-        changed = set(log[self.seen :])
-        self.seen = len(log)
-        for i in changed:
-            self._evaluate(i)
-        maxima = self._maxima()
-        if maxima != self.maxima:
-            self.maxima = maxima
-            changed = set(range(len(self.state.nodes)))
-        for i in changed:
-            self._total(i)
-
-    def _evaluate(self, i: int) -> None:
-        node, usage = self.state.nodes[i], self.state.usage[i]
-        was = i in self.feasible
-        # filter_reasons, in two halves: the node-only filters' verdict is shared (`_State.node_only`)
-        reasons = self.node_only[i] or scheduling.usage_reasons(self.view, node, usage)
-        self.reasons[i] = reasons
-        feasible = not reasons
-        if was != feasible:
-            step = 1 if feasible else -1
-            self.feasible_affinity[self.raw_affinity[i]] += step
-            self.feasible_taints[self.raw_taints[i]] += step
-            if i in self.high:
-                self.feasible_high += step
-        if not feasible:
-            self.feasible.discard(i)
-            self.lazy.discard(i)
-            return
-        self.feasible.add(i)
-        if i not in self.high:  # scored when it could beat the best net=high node (`choice`)
-            self.lazy.add(i)
-            self.usage_scores[i] = self.usage_bound
-            return
-        self._score_usage(i)
-
-    def _score_usage(self, i: int) -> None:
-        """NodeResourcesFit's and BalancedAllocation's weighted scores of node i, exactly."""
-        self.lazy.discard(i)
-        node, usage = self.state.nodes[i], self.state.usage[i]
-        weights, view, profile = self.weights, self.view, self.state.profile
-        score = 0
-        if scheduling.NODE_RESOURCES_FIT in weights:
-            fit = scheduling.fit_score(view.non_zero_requests, node, usage, profile.scoring_strategy)
-            score += fit * weights[scheduling.NODE_RESOURCES_FIT]
-        if scheduling.BALANCED_ALLOCATION in weights and not self.skip_balanced:
-            balanced = scheduling.balanced_score(view.requests, node, usage, profile.balanced_resources)
-            score += balanced * weights[scheduling.BALANCED_ALLOCATION]
-        self.usage_scores[i] = score
-
-    def _maxima(self) -> tuple[int, int]:
-        def top(counter: Counter[int]) -> int:
-            return max((raw for raw, count in counter.items() if count > 0), default=0)
-
-        return top(self.feasible_affinity), top(self.feasible_taints)
-
-    def _total(self, i: int) -> None:
-        """The node's total as `scheduling.rank` sums it: each plugin's normalised score times its weight."""
-        totals = self.totals_high if i in self.high else self.totals_other
-        if self.reasons[i]:
-            totals[self.position[i]] = -1
-            return
-        weights = self.weights
-        top_affinity, top_taints = self.maxima
-        total = self.usage_scores[i]
-        if scheduling.TAINT_TOLERATION in weights:
-            # DefaultNormalizeScore(reverse): no node with an intolerable taint scores them all 100
-            raw = self.raw_taints[i]
-            normalised = scheduling.MAX_NODE_SCORE - (
-                scheduling.MAX_NODE_SCORE * raw // top_taints if top_taints else 0
-            )
-            total += normalised * weights[scheduling.TAINT_TOLERATION]
-        if scheduling.NODE_AFFINITY in weights and top_affinity:
-            total += (
-                scheduling.MAX_NODE_SCORE * self.raw_affinity[i] // top_affinity * weights[scheduling.NODE_AFFINITY]
-            )
-        if scheduling.IMAGE_LOCALITY in weights:
-            total += self.image[i] * weights[scheduling.IMAGE_LOCALITY]
-        if scheduling.NETQOS in weights:
-            node = self.state.nodes[i]
-            total += scheduling.netqos_score(self.view.labels, node.labels) * weights[scheduling.NETQOS]
-        totals[self.position[i]] = total
-
-    def predicted(self) -> list[str]:
-        """The feasible node(s) with the best total, by name: `scheduling.rank(...).predicted`."""
-        for i in list(self.lazy):
-            self._score_usage(i)
-            self._total(i)
-        best = max(max(self.totals_high, default=-1), max(self.totals_other, default=-1))
-        if best < 0:
-            return []
-        names = [self.state.nodes[i].name for i, k in zip(self.state.high, self.totals_high, strict=True) if k == best]
-        names += [self.state.nodes[i].name for i, k in zip(self.others, self.totals_other, strict=True) if k == best]
-        return sorted(names)
-
-    def choice(self) -> Choice:
-        """The net=high node the replacement is predicted on, or why it is not predicted on one."""
-        nodes = self.state.nodes
-        best_high = max(self.totals_high, default=-1)
-        if best_high < 0:
-            return Choice(None, self.why_no_high())
-        high = nodes[self.state.high[self.totals_high.index(best_high)]]
-        best_other = self._best_other(best_high)
-        if best_other < best_high:
-            top = self.others[self.totals_other.index(best_other)] if best_other >= 0 else -1
-            if best_other < 0:
-                against = ", the only feasible nodes are net=high"
-            elif top in self.lazy:
-                against = f", more than any other node can score (at most {best_other})"
-            else:
-                against = f" against {best_other} on {self._describe(nodes[top])}"
-            return Choice(
-                high.name,
-                f"kube-scheduler would place the replacement on {high.name} (net=high): total {best_high}{against}",
-            )
-        other = nodes[self.others[self.totals_other.index(best_other)]]
-        if best_other == best_high:
-            return Choice(
-                None,
-                f"kube-scheduler would pick at random between {high.name} (net=high) and {self._describe(other)}: "
-                f"total {best_high} each",
-            )
-        return Choice(
-            None,
-            f"kube-scheduler would place the replacement on {self._describe(other)}: total {best_other} against "
-            f"{best_high} on {high.name} (net=high), the best net=high node",
-        )
-
-    def _best_other(self, best_high: int) -> int:
-        """The best total over the nodes that are not net=high, exact wherever it could reach
-        `best_high`: the node with the highest bound is scored until the top is exact or below."""
-        while True:
-            best = max(self.totals_other, default=-1)
-            top = self.others[self.totals_other.index(best)] if best >= 0 else -1
-            if best < best_high or top not in self.lazy:
-                return best
-            self._score_usage(top)
-            self._total(top)
-
-    def why_no_high(self) -> str:
-        """The filter reasons of every net=high node, counted as the scheduler's FitError counts
-        them; recomputed only when a net=high node's usage changed."""
-        if self._why is None or self._why[0] != self.state.high_changes:
-            counts = Counter(r for i in self.state.high for r in self.reasons[i])
-            total = len(self.state.high)
-            text = "; ".join(sorted(f"{c}/{total} net=high node(s): {r}" for r, c in counts.items()))
-            self._why = (self.state.high_changes, f"no net=high node fits the replacement: {text}")
-        return self._why[1]
-
-    def _describe(self, node: scheduling.Node) -> str:
-        net = node.labels.get(scheduling.NETQOS_NODE_LABEL)
-        return f"{node.name} (net={net})" if net is not None else f"{node.name} (no net label)"
-
-
-def _scheduling_key(view: scheduling.PodView) -> Hashable:
-    """What the filters and scores read of a pod: pods that differ only in their labels (a
-    StatefulSet's pod names, a rollout's template hash) share one `Predictor`."""
-    return (
-        view.preferred,
-        view.required,
-        tuple(sorted(view.node_selector.items())),
-        view.tolerations,
-        tuple(sorted(view.requests.items())),
-        tuple(sorted(view.non_zero_requests.items())),
-        view.host_ports,
-        view.images,
-        view.uses,
-        view.labels.get(scheduling.NETQOS_POD_LABEL[0]),  # the NetQoS plugin's score, in a profile with it
-    )
-
-
-def _not_evaluated(view: scheduling.PodView) -> str:
+def _not_evaluated(view: PodInfo) -> str:
     uses = sorted(view.uses)
     return f" (not evaluated: {', '.join(uses)})" if uses else ""
 
@@ -686,36 +356,24 @@ def _template_key(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bytes:
     those pods share one `_Template`: labels and the opt-out annotation; affinity, tolerations,
     node selector, scheduler name; per container its image, resources, ports and restart policy;
     overhead and pod-level resources; which kinds of volumes, and whether it has topology spread
-    constraints or resource claims (`scheduling.pod_view`'s `uses`)."""
+    constraints or resource claims (`read.pod_info`'s `uses`)."""
     annotations = meta.get("annotations") or {}
-
-    def containers(key: str) -> list[Any]:
-        items = spec.get(key)
-        return [
-            [c.get(f) for f in ("image", "resources", "ports", "restartPolicy")] if isinstance(c, Mapping) else c
-            for c in (items if isinstance(items, list) else ())
-        ]
-
     volumes = spec.get("volumes")
     kinds = (
         sorted({k for v in volumes if isinstance(v, Mapping) for k in v if k != "name"})
         if isinstance(volumes, list)
         else []
     )
-    return orjson.dumps(
-        [
-            meta.get("labels"),
-            annotations.get(OPT_OUT_ANNOTATION) if isinstance(annotations, Mapping) else annotations,
-            annotations.get(INJECTED_ANNOTATION) if isinstance(annotations, Mapping) else None,
-            *(spec.get(f) for f in ("affinity", "tolerations", "nodeSelector", "schedulerName", "overhead")),
-            spec.get("resources"),
-            containers("containers"),
-            containers("initContainers"),
-            kinds,
-            bool(spec.get("topologySpreadConstraints")),
-            bool(spec.get("resourceClaims")),
-        ],
-        option=orjson.OPT_SORT_KEYS,
+    return keys.spec_key(
+        spec,
+        ("affinity", "tolerations", "nodeSelector", "schedulerName", "overhead", "resources"),
+        ("image", *keys.USAGE_CONTAINER_FIELDS),
+        meta.get("labels"),
+        annotations.get(OPT_OUT_ANNOTATION) if isinstance(annotations, Mapping) else annotations,
+        annotations.get(INJECTED_ANNOTATION) if isinstance(annotations, Mapping) else None,
+        kinds,
+        bool(spec.get("topologySpreadConstraints")),
+        bool(spec.get("resourceClaims")),
     )
 
 

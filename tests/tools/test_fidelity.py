@@ -10,7 +10,9 @@ import subprocess
 from benchmarks import fidelity
 from tests.fixtures import REPO
 from webhook.policy import evaluate
-from webhook.scheduling import DEFAULT_PROFILE, pod_view, rank
+from webhook.scheduler.cycle import rank
+from webhook.scheduler.plugins import DEFAULT_PROFILE, NETQOS
+from webhook.scheduler.read import pod_info
 
 
 def test_a_seed_reproduces_the_same_counts():
@@ -43,16 +45,16 @@ def test_the_generator_draws_every_net_class_and_a_quarter_of_pods_with_own_pref
 def test_the_shortcut_predicts_what_a_full_rank_predicts():
     rng = random.Random(11)
     policies = fidelity.policies()
-    netqos_profile = DEFAULT_PROFILE.with_netqos(2)
+    netqos_profile = DEFAULT_PROFILE.with_plugin(NETQOS, 2)
     for _ in range(150):
         case = fidelity.generate(rng, own_share=0.5)
-        before = pod_view(case.pod)
+        before = pod_info(case.pod)
         base = rank(before, case.nodes, case.usage, DEFAULT_PROFILE)
         labels = {n.name: n.labels for n in case.nodes}
         full = rank(before, case.nodes, case.usage, netqos_profile)
         assert fidelity.predict(base, labels, before.preferred, DEFAULT_PROFILE, 2).predicted == set(full.predicted)
         for policy in policies.values():
-            after = pod_view(evaluate(policy, case.pod).pod)
+            after = pod_info(evaluate(policy, case.pod).pod)
             full = rank(after, case.nodes, case.usage, DEFAULT_PROFILE)
             shortcut = fidelity.predict(base, labels, after.preferred, DEFAULT_PROFILE, 0)
             assert shortcut.predicted == set(full.predicted)

@@ -1,7 +1,7 @@
 """The default policy's claims, checked on random clusters drawn here, not by scripts/fidelity's
 generator: other node sizes, label values, taints and pods, and the pods' own preferences on
 other keys. Each pod goes through `policy.evaluate` (what /mutate patches) and is ranked twice
-by `scheduling.rank`: by the stock scheduler after the policy, by the NetQoS scheduler (the same
+by `rank`: by the stock scheduler after the policy, by the NetQoS scheduler (the same
 profile plus the plugin at weight 1) as written.
 
 - every latency-sensitive pod without preferred node affinity of its own, with two or more
@@ -25,7 +25,10 @@ import pytest
 from tests.fixtures import REPO
 from webhook.policy import Decision, Policy, evaluate
 from webhook.policy_file import default_policy, load_policy
-from webhook.scheduling import DEFAULT_PROFILE, Node, NodeUsage, Taint, pod_view, rank
+from webhook.scheduler.cycle import rank
+from webhook.scheduler.model import Node, NodeUsage, Taint
+from webhook.scheduler.plugins import DEFAULT_PROFILE, NETQOS
+from webhook.scheduler.read import pod_info
 
 NET_VALUES = ("high", "high", "low", "low", "medium", "HIGH", "", None, None)  # None: no label
 RACKS = ("r1", "r2", "r3", "r4")
@@ -118,7 +121,7 @@ def measured() -> dict[str, Any]:
         "default": default_policy(),
         "classic": load_policy(REPO / "deploy/examples/policies/classic.yaml"),
     }
-    netqos_profile = DEFAULT_PROFILE.with_netqos(1)
+    netqos_profile = DEFAULT_PROFILE.with_plugin(NETQOS, 1)
     no_own, latency = Tally(), Tally()
     misses: list[str] = []
     exact_cases = ordinary = 0
@@ -127,7 +130,7 @@ def measured() -> dict[str, Any]:
         nodes = [n for n, _ in pairs]
         usage = {n.name: u for n, u in pairs}
         pod = _pod(rng)
-        before = pod_view(pod)
+        before = pod_info(pod)
         netqos = rank(before, nodes, usage, netqos_profile)
         if before.labels.get("qos") != "latency-sensitive":
             ordinary += 1
@@ -142,7 +145,7 @@ def measured() -> dict[str, Any]:
         latency.pods += 1
         no_own.pods += not own
         for name, policy in policies.items():
-            after = pod_view(evaluate(policy, pod).pod)
+            after = pod_info(evaluate(policy, pod).pod)
             agreed = set(rank(after, nodes, usage, DEFAULT_PROFILE).predicted) == set(netqos.predicted)
             latency.add(name, agreed)
             if not own:

@@ -11,7 +11,8 @@ import pytest
 from tests.fixtures import REPO
 from webhook.explain import explain
 from webhook.policy_file import default_policy, load_policy
-from webhook.scheduling import NODE_AFFINITY, Node, Taint
+from webhook.scheduler.model import Node, Taint
+from webhook.scheduler.plugins import NODE_AFFINITY
 from webhook.testing.pods import PAUSE
 from webhook.testing.pods import pod as pod_of
 

@@ -16,7 +16,7 @@ import pytest
 from webhook.affinity import PREFERRED, REQUIRED
 from webhook.explain import explain
 from webhook.policy_file import default_policy
-from webhook.scheduling import Node
+from webhook.scheduler.model import Node
 from webhook.testing.pods import PAUSE
 from webhook.testing.pods import pod as pod_of
 

@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 
 from tests.fixtures import NETQOS_TERMS
-from webhook import placement, scheduling
+from webhook import placement
+from webhook.scheduler.cycle import rank
+from webhook.scheduler.model import Node, usage_by_node, usage_of
+from webhook.scheduler.read import node_info, pod_info
 from webhook.testing.kubeapi import node, pod
 
 QOS = {"qos": "latency-sensitive"}
@@ -47,10 +50,10 @@ ON_FAST_1 = [selected("big-1", cpu="1500m", node_name="fast-1")]  # takes most o
 ON_FAST_5 = [selected("port-1", node_name="fast-5", containers=PORT)]  # holds host port 8080
 
 
-def ranked(pod_: dict[str, Any], high: list[scheduling.Node], usage: Any) -> tuple[str, ...]:
-    """The answer from `scheduling.rank`, as `explain` ranks: the reference."""
-    view = dataclasses.replace(scheduling.pod_view(pod_), node_name="")
-    ranking = scheduling.rank(view, high, usage)
+def ranked(pod_: dict[str, Any], high: list[Node], usage: Any) -> tuple[str, ...]:
+    """The answer from `rank`, as `explain` ranks: the reference."""
+    view = dataclasses.replace(pod_info(pod_), node_name="")
+    ranking = rank(view, high, usage)
     if ranking.feasible:
         return (placement.FEASIBLE_NOW if usage is not None else placement.FEASIBLE_WITHOUT_USAGE,)
     counts = Counter(r for n in ranking.nodes for r in n.reasons)
@@ -84,14 +87,14 @@ PODS = [
 @pytest.mark.parametrize("usage_known", [True, False], ids=["usage-read", "usage-forbidden"])
 @pytest.mark.parametrize("pod_", PODS, ids=[p["metadata"]["name"] for p in PODS])
 def test_why_not_high_is_the_answer_of_explains_ranking(pod_, usage_known):
-    high = [scheduling.node_from_api(n) for n in high_nodes()]
+    high = [node_info(n) for n in high_nodes()]
     usage = placement.high_usage([*ON_FAST_1, *ON_FAST_5], high) if usage_known else None
     why = placement.WhyNotHigh(high, usage)
     assert why(pod_) == ranked(pod_, high, usage)
 
 
 def test_pods_of_other_templates_with_the_same_spec_share_the_answer_and_others_get_their_own():
-    high = [scheduling.node_from_api(n) for n in high_nodes()]
+    high = [node_info(n) for n in high_nodes()]
     usage = placement.high_usage(ON_FAST_1, high)
     why = placement.WhyNotHigh(high, usage)
     answers = {}
@@ -124,7 +127,7 @@ INIT = {"name": "setup", "image": "setup:1", "resources": {"requests": {"cpu": "
 def test_the_usage_of_the_high_nodes_is_what_the_scheduling_view_of_each_pod_takes(spec):
     """Pods that differ in images only share one reading of their resources; the tally is the
     one of every pod's full scheduling view."""
-    high = [scheduling.node_from_api(n) for n in high_nodes()]
+    high = [node_info(n) for n in high_nodes()]
     pods = []
     for i in range(6):
         p = selected(f"on-fast-{i}", node_name="fast-1" if i % 2 else "fast-5", **spec)
@@ -133,7 +136,5 @@ def test_the_usage_of_the_high_nodes_is_what_the_scheduling_view_of_each_pod_tak
         pods.append(p)
     finished = selected("done", node_name="fast-1")
     finished["status"]["phase"] = "Succeeded"
-    expected = scheduling.usage_by_node(scheduling.pod_view(p) for p in pods)
-    assert placement.high_usage([*pods, finished], high) == {
-        n.name: expected.get(n.name, scheduling.usage_of(())) for n in high
-    }
+    expected = usage_by_node(pod_info(p) for p in pods)
+    assert placement.high_usage([*pods, finished], high) == {n.name: expected.get(n.name, usage_of(())) for n in high}

@@ -1,5 +1,5 @@
 """rebalance's plan: which stranded pods move, where, and why the others do not. The prediction it
-keeps up to date per pod spec is checked against `scheduling.rank` (what `explain` prints) on
+keeps up to date per pod spec is checked against `rank` (what `explain` prints) on
 random clusters; every never-evicted kind is skipped with its reason; capacity is reserved across
 the planned candidates; the order is stable (longest on a slow node first)."""
 
@@ -12,9 +12,16 @@ from typing import Any
 
 import pytest
 
-from webhook import owners, rebalance, scheduling
+from webhook import owners, rebalance
 from webhook.policy import Policy
 from webhook.policy_file import default_policy
+from webhook.scheduler import incremental
+from webhook.scheduler.cycle import rank
+from webhook.scheduler.incremental import Predictor, World
+from webhook.scheduler.model import PodInfo
+from webhook.scheduler.plugins import DEFAULT_PROFILE
+from webhook.scheduler.read import pod_info
+from webhook.scheduler.scores import NETQOS_TARGET
 from webhook.testing.kubeapi import node, pod
 
 NOW = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
@@ -342,7 +349,7 @@ def test_summary_counts() -> None:
     assert rebalance.summary(candidates) == {"candidates": 2, "movable": 1, "evicted": 0, "blocked": 0, "skipped": 1}
 
 
-# --- the prediction is scheduling.rank's -----------------------------------------------------------
+# --- the prediction is rank's -----------------------------------------------------------
 
 
 def random_cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -370,7 +377,7 @@ def random_cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_the_prediction_is_scheduling_ranks_as_usage_changes(seed: int) -> None:
+def test_the_prediction_is_the_cycles_as_usage_changes(seed: int) -> None:
     rng = random.Random(seed)
     nodes, pods = random_cluster(rng)
     cluster = rebalance.Cluster(default_policy(), rebalance.Options(now=NOW))
@@ -378,27 +385,27 @@ def test_the_prediction_is_scheduling_ranks_as_usage_changes(seed: int) -> None:
         cluster.add_node(n)
     for p in pods:
         cluster.add_pod(p)
-    state = rebalance._State(cluster, scheduling.DEFAULT_PROFILE)
+    state = World(cluster.nodes, cluster.usage(), DEFAULT_PROFILE, NETQOS_TARGET)
     tolerations = [{"key": "k", "operator": "Equal", "value": "a"}] if rng.random() < 0.5 else []
     incoming = app_pod("new", "", labels=QOS, tolerations=tolerations, resources={"requests": {"cpu": "500m"}})
-    outcome_view = scheduling.pod_view(incoming)
+    outcome_view = pod_info(incoming)
     view = dataclasses.replace(outcome_view, preferred=default_policy().rules[0].preferences, node_name="")
-    predictor = rebalance.Predictor(view, state)
+    predictor = Predictor(view, state)
     for _ in range(12):
         usage = {n.name: state.usage[i] for i, n in enumerate(state.nodes)}
-        expected = sorted(scheduling.rank(view, state.nodes, usage).predicted)
+        expected = sorted(rank(view, state.nodes, usage).predicted)
         # choice() first: it scores lazily, only the nodes that could beat the best net=high node
         high = {n.name for n in state.nodes if n.labels.get("net") == "high"}
         target = predictor.choice().target
         assert target == (expected[0] if expected and set(expected) <= high else None)
         assert predictor.predicted() == expected
         # a pod moves: one node gains, another loses (if it has one)
-        mover = scheduling.pod_view(app_pod("m", "", resources={"requests": {"cpu": rng.choice(["250m", "1"])}}))
+        mover = pod_info(app_pod("m", "", resources={"requests": {"cpu": rng.choice(["250m", "1"])}}))
         feasible = sorted(predictor.feasible)  # fill the feasible nodes: the best raw scores change
-        state._change(rng.choice(feasible) if feasible else 0, mover, remove=False)
+        state.move(rng.choice(feasible) if feasible else 0, mover, remove=False)
         loaded = [i for i, t in enumerate(state.tallies) if t.pods and t.requested.get("cpu", 0) >= 1000]
         if loaded and rng.random() < 0.3:
-            state._change(rng.choice(loaded), mover, remove=True)
+            state.move(rng.choice(loaded), mover, remove=True)
         predictor.sync()
 
 
@@ -412,28 +419,28 @@ def test_the_prediction_renormalises_when_the_best_feasible_node_fills() -> None
     for n in nodes:
         cluster.add_node(n)
     cluster.add_pod(busy)
-    state = rebalance._State(cluster, scheduling.DEFAULT_PROFILE)
-    view = scheduling.pod_view(app_pod("new", "", resources={"requests": {"cpu": "500m", "memory": "128Mi"}}))
+    state = World(cluster.nodes, cluster.usage(), DEFAULT_PROFILE, NETQOS_TARGET)
+    view = pod_info(app_pod("new", "", resources={"requests": {"cpu": "500m", "memory": "128Mi"}}))
     view = dataclasses.replace(view, preferred=default_policy().rules[0].beside_own)  # the classic terms
-    predictor = rebalance.Predictor(view, state)
+    predictor = Predictor(view, state)
     assert predictor.predicted() == ["fast"]
-    state._change(state.index["fast"], scheduling.pod_view(busy), remove=False)  # fast is full now
+    state.move(state.index["fast"], pod_info(busy), remove=False)  # fast is full now
     predictor.sync()
     usage = {n.name: state.usage[i] for i, n in enumerate(state.nodes)}
-    assert predictor.predicted() == list(scheduling.rank(view, state.nodes, usage).predicted) == ["plain"]
+    assert predictor.predicted() == list(rank(view, state.nodes, usage).predicted) == ["plain"]
 
 
 def test_pods_that_differ_only_in_their_labels_share_one_prediction(monkeypatch: pytest.MonkeyPatch) -> None:
     """A StatefulSet's pods carry their own names as labels: one Predictor (one pass over every
     node) serves them all, as long as what the scheduler reads of them is the same."""
-    made: list[scheduling.PodView] = []
+    made: list[PodInfo] = []
 
-    class Counting(rebalance.Predictor):
-        def __init__(self, view: scheduling.PodView, state: Any) -> None:
+    class Counting(Predictor):
+        def __init__(self, view: PodInfo, state: Any) -> None:
             made.append(view)
             super().__init__(view, state)
 
-    monkeypatch.setattr(rebalance, "Predictor", Counting)
+    monkeypatch.setattr(incremental, "Predictor", Counting)
     pods = [
         app_pod(f"db-{i}", "slow", owner=f"db-{i}", labels={**QOS, "statefulset.kubernetes.io/pod-name": f"db-{i}"})
         for i in range(4)

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.schedconfig import SchedulerConfigError, profile_for
-from webhook.scheduling import DEFAULT_WEIGHTS, REASON_ENFORCED_AFFINITY, Node, ScoringStrategy, pod_view, rank
+from webhook.scheduler.config import SchedulerConfigError, profile_for
+from webhook.scheduler.cycle import rank
+from webhook.scheduler.filters import REASON_ENFORCED_AFFINITY
+from webhook.scheduler.model import Node, ScoringStrategy
+from webhook.scheduler.plugins import DEFAULT_WEIGHTS
+from webhook.scheduler.read import pod_info
 
 
 def config(*profiles: dict) -> dict:
@@ -88,7 +92,7 @@ def test_added_affinity_filters_and_scores_every_pod_of_the_profile():
     }
     profile = profile_for(config({"pluginConfig": [{"name": "NodeAffinity", "args": args}]}), "default-scheduler")
     nodes = [Node("a", {"pool": "a"}), Node("h", {"pool": "a", "net": "high"}), Node("b", {"pool": "b"})]
-    ranking = rank(pod_view({"metadata": {"name": "p"}, "spec": {}}), nodes, None, profile)
+    ranking = rank(pod_info({"metadata": {"name": "p"}, "spec": {}}), nodes, None, profile)
     assert [n.reasons for n in ranking.nodes] == [(), (), (REASON_ENFORCED_AFFINITY,)]
     assert [n.affinity_raw for n in ranking.nodes[:2]] == [0, 10] and ranking.predicted == ("h",)
 

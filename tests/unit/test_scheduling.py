@@ -12,24 +12,18 @@ from webhook.affinity import (
     node_selector_matches,
     preferred_score,
 )
-from webhook.scheduling import (
+from webhook.scheduler.cycle import Sampling, nodes_scored_at_most, rank
+from webhook.scheduler.filters import (
     REASON_NODE_AFFINITY,
     REASON_NODE_NAME,
     REASON_NOT_IN_PREFILTER,
     REASON_TERMS_CONFLICT,
     REASON_UNSCHEDULABLE,
-    Node,
-    Sampling,
-    Taint,
-    Toleration,
     first_untolerated_taint,
-    netqos_score,
-    node_from_api,
-    nodes_scored_at_most,
-    normalize,
-    pod_view,
-    rank,
 )
+from webhook.scheduler.model import Node, Taint, Toleration
+from webhook.scheduler.read import node_info, pod_info
+from webhook.scheduler.scores import default_normalize, netqos_score
 from webhook.testing.pods import pod
 
 
@@ -233,14 +227,14 @@ FILTERS = [
 
 @pytest.mark.parametrize("spec, node, expected", FILTERS)
 def test_a_node_is_filtered_with_the_first_rejecting_plugins_reason(spec, node, expected):
-    (result,) = rank(pod_view(pod(**spec)), [node]).nodes
+    (result,) = rank(pod_info(pod(**spec)), [node]).nodes
     assert result.reason == expected
     assert result.feasible is (expected is None)
 
 
 def test_required_terms_naming_nodes_leave_the_others_to_prefilter():
     spec = required({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]})
-    ranking = rank(pod_view(pod(**spec)), [Node("n1", {}), Node("n2", {}), Node("n3", {}, (DEDICATED,))])
+    ranking = rank(pod_info(pod(**spec)), [Node("n1", {}), Node("n2", {}), Node("n3", {}, (DEDICATED,))])
     assert [n.reason for n in ranking.nodes] == [REASON_NOT_IN_PREFILTER, None, REASON_NOT_IN_PREFILTER]
     assert ranking.filter_message() == "1/3 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
 
@@ -250,7 +244,7 @@ def test_required_terms_naming_disjoint_nodes_conflict_in_prefilter():
         return {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
 
     both = {"matchFields": name_in("n1")["matchFields"] + name_in("n2")["matchFields"]}  # one term: ANDed
-    ranking = rank(pod_view(pod(**required(both))), [Node("n1", {}), Node("n2", {})])
+    ranking = rank(pod_info(pod(**required(both))), [Node("n1", {}), Node("n2", {})])
     assert [n.reason for n in ranking.nodes] == [REASON_TERMS_CONFLICT] * 2
     assert ranking.filter_message() == "0/2 nodes are available: pod affinity terms conflict."
 
@@ -261,7 +255,7 @@ def test_the_fit_error_groups_reasons_with_counts_sorted_as_strings():
         Node("b", {"zone": "c"}),
         Node("c", {"zone": "a"}, (Taint("k", "v", "NoSchedule"),)),
     ]
-    ranking = rank(pod_view(pod(nodeSelector={"zone": "a"})), nodes)
+    ranking = rank(pod_info(pod(nodeSelector={"zone": "a"})), nodes)
     assert ranking.filter_message() == (
         "0/3 nodes are available: 1 node(s) had untolerated taint {k: v}, "
         "2 node(s) didn't match Pod's node affinity/selector."
@@ -271,7 +265,7 @@ def test_the_fit_error_groups_reasons_with_counts_sorted_as_strings():
 
 def test_the_fit_error_sorts_counts_as_text_like_go_does():
     nodes = [Node(f"n{i}", {}, (DEDICATED,)) for i in range(10)] + [Node("x", {}), Node("y", {})]
-    ranking = rank(pod_view(pod(nodeSelector={"zone": "a"})), nodes)
+    ranking = rank(pod_info(pod(nodeSelector={"zone": "a"})), nodes)
     assert ranking.filter_message() == (
         "0/12 nodes are available: 10 node(s) had untolerated taint {dedicated: gpu}, "
         "2 node(s) didn't match Pod's node affinity/selector."
@@ -297,7 +291,7 @@ NORMALIZE = [
 
 @pytest.mark.parametrize("raw, expected", NORMALIZE)
 def test_normalisation_is_default_normalize_score(raw, expected):
-    assert normalize(raw) == expected
+    assert default_normalize(raw) == expected
 
 
 NETQOS = [
@@ -332,7 +326,7 @@ def test_infeasible_nodes_are_not_normalised_and_do_not_set_the_max():
         }
     }
     nodes = [Node("high", {"net": "high"}, (DEDICATED,)), Node("plain", {}), Node("low", {"net": "low"})]
-    ranking = rank(pod_view(pod({"qos": "latency-sensitive"}, **spec)), nodes)
+    ranking = rank(pod_info(pod({"qos": "latency-sensitive"}, **spec)), nodes)
     assert [(n.affinity_raw, n.affinity_normalized, n.affinity_weighted) for n in ranking.nodes] == [
         (100, None, None),
         (10, 100, 200),  # the best feasible node sets the max
@@ -342,14 +336,14 @@ def test_infeasible_nodes_are_not_normalised_and_do_not_set_the_max():
 
 
 def test_one_feasible_node_means_the_scheduler_skips_scoring():
-    ranking = rank(pod_view(pod()), [Node("a", {}), Node("b", {}, (DEDICATED,))])
+    ranking = rank(pod_info(pod()), [Node("a", {}), Node("b", {}, (DEDICATED,))])
     assert ranking.scoring_skipped
     assert ranking.affinity_choice == ranking.netqos_choice == ("a",)
-    assert not rank(pod_view(pod()), [Node("a", {}), Node("b", {})]).scoring_skipped
+    assert not rank(pod_info(pod()), [Node("a", {}), Node("b", {})]).scoring_skipped
 
 
 def test_ties_keep_every_top_node():
-    ranking = rank(pod_view(pod()), [Node("a", {}), Node("b", {})])
+    ranking = rank(pod_info(pod()), [Node("a", {}), Node("b", {})])
     assert ranking.affinity_choice == ranking.netqos_choice == ("a", "b")
 
 
@@ -392,7 +386,7 @@ def _cluster(count: int, infeasible_every: int = 0) -> list[Node]:
 
 def test_a_sampled_cycle_walks_from_its_start_round_the_list_until_it_has_found_enough_feasible_nodes():
     nodes = _cluster(200, infeasible_every=4)  # every 4th node tainted
-    view = pod_view(pod())
+    view = pod_info(pod())
     ranking = rank(view, nodes, sampling=Sampling(start=190))  # 200 nodes: 49% -> 98, raised to 100
     walked = [n.name for n in ranking.nodes]
     assert walked[:3] == ["n190", "n191", "n192"] and walked[10] == "n000"  # round the end of the list
@@ -405,7 +399,7 @@ def test_a_sampled_cycle_walks_from_its_start_round_the_list_until_it_has_found_
 def test_a_sample_is_normalised_by_its_own_best_node():
     nodes = _cluster(300)  # net=high every 7th node
     term = {"weight": 100, "preference": expr("net", "In", "high")}
-    view = pod_view(pod(preferred=[term]))
+    view = pod_info(pod(preferred=[term]))
     sampled = rank(view, nodes, sampling=Sampling(start=0))  # 48% of 300 = 144 nodes
     assert {n.affinity_normalized for n in sampled.feasible if n.net == "high"} == {100}
     assert {n.name for n in sampled.nodes} == {f"n{i:03}" for i in range(144)}
@@ -415,7 +409,7 @@ def test_a_sample_is_normalised_by_its_own_best_node():
 
 
 def test_a_node_is_read_from_api_data():
-    node = node_from_api(
+    node = node_info(
         {
             "metadata": {"name": "n1", "labels": {"net": "high"}},
             "spec": {
@@ -439,4 +433,4 @@ def test_preferred_weights_outside_1_to_100_are_refused_with_the_field():
         ValueError,
         match=r"preferredDuringSchedulingIgnoredDuringExecution\[0\]\.weight must be an integer from 1 to 100",
     ):
-        pod_view(pod(**spec))
+        pod_info(pod(**spec))

@@ -3,36 +3,26 @@ value is worked out by hand from the Go source (the comment beside it shows the 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from webhook.apidata import ShapeError
 from webhook.resources import CPU, MEMORY, HostPort, parse_quantity, resource_list
-from webhook.scheduling import (
-    BALANCED_ALLOCATION,
-    DEFAULT_PROFILE,
-    NETQOS,
-    NODE_AFFINITY,
-    REASON_NODE_PORTS,
-    REASON_TOO_MANY_PODS,
-    Node,
-    NodeUsage,
-    ScoringStrategy,
-    Taint,
+from webhook.scheduler.cycle import filter_reasons, rank
+from webhook.scheduler.filters import REASON_NODE_PORTS, REASON_TOO_MANY_PODS, insufficient_resources, ports_fit
+from webhook.scheduler.model import Node, NodeUsage, ScoringStrategy, Taint, normalized_image_name, usage_of
+from webhook.scheduler.plugins import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY
+from webhook.scheduler.read import pod_info
+from webhook.scheduler.scores import (
     balanced_allocation,
     balanced_score,
     broken_linear,
     default_normalize,
-    filter_reasons,
     image_locality,
-    insufficient_resources,
     least_allocated,
     most_allocated,
-    normalized_image_name,
-    pod_view,
-    ports_fit,
-    rank,
     requested_to_capacity_ratio,
-    usage_of,
 )
 from webhook.testing.pods import pod
 
@@ -124,14 +114,14 @@ REQUESTS = [
 
 @pytest.mark.parametrize("spec, requests, non_zero", REQUESTS)
 def test_the_pod_request_is_computed_as_kube_scheduler_does(spec, requests, non_zero):
-    view = pod_view(pod(**spec))
+    view = pod_info(pod(**spec))
     assert dict(view.requests) == requests
     if non_zero is not None:
         assert dict(view.non_zero_requests) == non_zero
 
 
 def test_node_usage_sums_the_requests_and_non_zero_requests_of_its_pods():
-    pods = [pod_view(pod(containers=[container("500m", "1Gi")])), pod_view(pod(containers=[container()]))]
+    pods = [pod_info(pod(containers=[container("500m", "1Gi")])), pod_info(pod(containers=[container()]))]
     usage = usage_of(pods)
     assert (dict(usage.requested), dict(usage.non_zero_requested), usage.pods) == (
         {"cpu": 500, "memory": GI},
@@ -193,12 +183,12 @@ def test_host_ports_conflict_as_host_port_info_checks_them(wanted, used, fits):
 
 def test_a_host_port_in_use_filters_the_node_after_node_affinity():
     spec = {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}
-    view = pod_view(pod(**spec))
+    view = pod_info(pod(**spec))
     used = usage_of([view])
     assert filter_reasons(view, Node("n", {}), used) == (REASON_NODE_PORTS,)
     # a sidecar's host port counts too (util.GetHostPorts)
     sidecar = {"initContainers": [{"name": "s", "restartPolicy": "Always", "ports": [{"hostPort": 8080}]}]}
-    assert filter_reasons(pod_view(pod(**sidecar)), Node("n", {}), used) == (REASON_NODE_PORTS,)
+    assert filter_reasons(pod_info(pod(**sidecar)), Node("n", {}), used) == (REASON_NODE_PORTS,)
 
 
 # --- score plugins ----------------------------------------------------------------------------
@@ -329,14 +319,14 @@ PREFER_NOT = Taint("maintenance", "soon", "PreferNoSchedule")
 
 def test_identical_nodes_tie_and_all_are_predicted():
     nodes = [Node(n, {"net": "high"}, allocatable=EMPTY) for n in ("a", "b", "c")]
-    ranking = rank(pod_view(pod(containers=[container("1", "1Gi")])), nodes)
+    ranking = rank(pod_info(pod(containers=[container("1", "1Gi")])), nodes)
     assert ranking.predicted == ("a", "b", "c")
     assert len({n.total for n in ranking.nodes}) == 1
 
 
 def test_one_feasible_node_is_predicted_without_scoring():
     nodes = [Node("a", {}, allocatable=EMPTY), Node("b", {}, allocatable={**EMPTY, "cpu": 500})]
-    ranking = rank(pod_view(pod(containers=[container("1")])), nodes)
+    ranking = rank(pod_info(pod(containers=[container("1")])), nodes)
     assert ranking.scoring_skipped and ranking.predicted == ("a",)
     assert ranking.nodes[1].reasons == ("Insufficient cpu",) and ranking.nodes[1].total is None
 
@@ -358,7 +348,7 @@ def test_totals_weigh_each_plugin_of_the_default_profile():
             }
         },
     }
-    a, b = rank(pod_view(pod(**spec)), nodes, usage).nodes
+    a, b = rank(pod_info(pod(**spec)), nodes, usage).nodes
     # a: taint 1 of max 1 -> 0; affinity 100; fit cpu 3000*100//4000 = 75, memory 7Gi*100//8Gi = 87 -> 81;
     #    balanced: shares with the pod 0.25, 0.125 -> std 0.0625 -> 93, without 0, 0 -> 100,
     #    so 50 + (50 + 93 - 100) // 2 = 71 (the change in balance, kube-scheduler 1.36); no images -> 0
@@ -383,7 +373,7 @@ def test_totals_weigh_each_plugin_of_the_default_profile():
 
 
 def test_a_best_effort_pod_skips_balanced_allocation():
-    ranking = rank(pod_view(pod(containers=[container()])), [Node("a", {}, allocatable=EMPTY)] * 1)
+    ranking = rank(pod_info(pod(containers=[container()])), [Node("a", {}, allocatable=EMPTY)] * 1)
     assert ranking.skipped == (BALANCED_ALLOCATION,)
     assert BALANCED_ALLOCATION not in ranking.nodes[0].scores
 
@@ -393,9 +383,9 @@ def test_the_netqos_scheduler_adds_the_plugins_raw_score_at_its_weight(weight):
     nodes = [
         Node(n, labels, allocatable=EMPTY) for n, labels in (("h", {"net": "high"}), ("u", {}), ("l", {"net": "low"}))
     ]
-    view = pod_view(pod(LATENCY_SENSITIVE, containers=[container("1", "1Gi")]))
+    view = pod_info(pod(LATENCY_SENSITIVE, containers=[container("1", "1Gi")]))
     plain = rank(view, nodes, None, DEFAULT_PROFILE)
-    netqos = rank(view, nodes, None, DEFAULT_PROFILE.with_netqos(weight))
+    netqos = rank(view, nodes, None, DEFAULT_PROFILE.with_plugin(NETQOS, weight))
     assert [n.scores[NETQOS] for n in netqos.nodes] == [100, 10, 0]
     assert [q.total - p.total for p, q in zip(plain.nodes, netqos.nodes, strict=True)] == [
         100 * weight,
@@ -406,10 +396,10 @@ def test_the_netqos_scheduler_adds_the_plugins_raw_score_at_its_weight(weight):
 
 
 def test_pods_that_finished_take_nothing():
-    from webhook.scheduling import usage_by_node
+    from webhook.scheduler.model import usage_by_node
 
     spec = {"nodeName": "a", "containers": [container("4")]}
-    pods = [pod_view(pod(status={"phase": phase}, **spec)) for phase in ("Succeeded", "Failed", "Running", "")]
+    pods = [pod_info(pod(status={"phase": phase}, **spec)) for phase in ("Succeeded", "Failed", "Running", "")]
     usage = usage_by_node(pods)
     assert usage["a"].pods == 2 and usage["a"].requested["cpu"] == 8000
 
@@ -417,22 +407,26 @@ def test_pods_that_finished_take_nothing():
 def test_a_strategy_of_the_profile_changes_the_fit_score():
     nodes = [Node("a", {}, allocatable=EMPTY)]
     usage = {"a": NodeUsage({"cpu": 2000, "memory": 0}, {"cpu": 2000, "memory": 0}, 1)}
-    view = pod_view(pod(containers=[container("1", "2Gi")]))
-    most = DEFAULT_PROFILE.__class__(scoring_strategy=ScoringStrategy("MostAllocated"))
+    view = pod_info(pod(containers=[container("1", "2Gi")]))
+    most = dataclasses.replace(DEFAULT_PROFILE, scoring_strategy=ScoringStrategy("MostAllocated"))
     # cpu 3000 of 4000 -> 75, memory 2Gi of 8Gi -> 25
     assert rank(view, nodes, usage, most).nodes[0].scores["NodeResourcesFit"] == 50
     assert rank(view, nodes, usage).nodes[0].scores["NodeResourcesFit"] == 50  # least: 25 and 75
 
 
-def test_node_filter_reasons_counts_only_the_running_pods_bound_to_that_node():
-    from webhook.scheduling import node_filter_reasons
+def test_a_nodes_usage_counts_only_the_running_pods_bound_to_that_node():
+    from webhook.scheduler.cycle import filter_reasons
+    from webhook.scheduler.model import PodInfo, usage_by_node
+
+    def node_filter_reasons(new: PodInfo, node: Node, pods: list[PodInfo]) -> tuple[str, ...]:
+        return filter_reasons(new, node, usage_by_node(pods).get(node.name, NodeUsage()))
 
     node = Node("a", {}, allocatable={"cpu": 1000, "memory": GI, "pods": 10})
-    new = pod_view(pod(containers=[container("600m")]))
+    new = pod_info(pod(containers=[container("600m")]))
 
     def bound(name: str, node_name: str, phase: str = "Running") -> object:
         spec = {"nodeName": node_name, "containers": [container("500m")]}
-        return pod_view({"metadata": {"name": name}, "spec": spec, "status": {"phase": phase}})
+        return pod_info({"metadata": {"name": name}, "spec": spec, "status": {"phase": phase}})
 
     assert node_filter_reasons(new, node, [bound("x", "b"), bound("y", "a", "Succeeded")]) == ()
     assert node_filter_reasons(new, node, [bound("x", "a")]) == ("Insufficient cpu",)

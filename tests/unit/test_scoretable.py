@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from webhook.affinity import preferred_score
-from webhook.scheduling import normalize
+from webhook.scheduler.scores import default_normalize
 from webhook.scoretable import SchedulerWeights, ScoreTable, TableError, classic_terms, compile_table
 
 DEFAULT = ScoreTable("net", (("high", 100), ("low", 0)), 10)
@@ -22,7 +22,7 @@ def classes(table: ScoreTable) -> list[dict[str, str]]:
 
 def weighted_affinity(terms, nodes: list[dict[str, str]], weight: int) -> list[int]:
     """What kube-scheduler adds to each node's total: raw, normalised by the best, times the weight."""
-    return [n * weight for n in normalize([preferred_score(terms, labels) for labels in nodes])]
+    return [n * weight for n in default_normalize([preferred_score(terms, labels) for labels in nodes])]
 
 
 def test_the_default_table_compiles_to_the_table_plus_a_constant_pair():

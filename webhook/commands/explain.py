@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TextIO, TypeVar
 
-from webhook import cluster, documents, scheduling
+from webhook import cluster, documents
 from webhook.affinity import PreferredTerm
 from webhook.apidata import ShapeError, show
 from webhook.commands.tables import aligned
@@ -24,7 +24,18 @@ from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE
 from webhook.policy import Decision, Policy
 from webhook.policy_file import load_policy
-from webhook.schedconfig import SchedulerConfigError, profile_for
+from webhook.scheduler.config import SchedulerConfigError, profile_for
+from webhook.scheduler.cycle import NodeResult
+from webhook.scheduler.model import Node, PodInfo, Profile
+from webhook.scheduler.plugins import (
+    BALANCED_ALLOCATION,
+    DEFAULT_PROFILE,
+    IMAGE_LOCALITY,
+    NODE_AFFINITY,
+    NODE_RESOURCES_FIT,
+    TAINT_TOLERATION,
+)
+from webhook.scheduler.read import node_info, pod_info
 
 HELP = "Predict the node the stock kube-scheduler picks for a pod the webhook mutated, beside the NetQoS scheduler's."
 EXAMPLE = "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml"
@@ -129,7 +140,7 @@ def _where(args: ExplainArgs) -> str:
     )
 
 
-def _nodes(args: ExplainArgs, list_nodes: Lister | None) -> list[scheduling.Node]:
+def _nodes(args: ExplainArgs, list_nodes: Lister | None) -> list[Node]:
 
     if args.nodes:
         return load_nodes(args.nodes)
@@ -137,7 +148,7 @@ def _nodes(args: ExplainArgs, list_nodes: Lister | None) -> list[scheduling.Node
     return nodes_from_api(list_nodes(args.kubeconfig, args.context), _where(args))
 
 
-def _pods(args: ExplainArgs, list_pods: Lister | None) -> list[scheduling.PodView]:
+def _pods(args: ExplainArgs, list_pods: Lister | None) -> list[PodInfo]:
 
     if args.pods:
         return load_pods(args.pods)
@@ -148,10 +159,10 @@ def _pods(args: ExplainArgs, list_pods: Lister | None) -> list[scheduling.PodVie
     return _pods_from([(f"items[{i}].", item) for i, item in enumerate(items)], _where(args))
 
 
-def _profile(path: str | None, pod: dict[str, Any]) -> scheduling.Profile:
+def _profile(path: str | None, pod: dict[str, Any]) -> Profile:
 
     if path is None:
-        return scheduling.DEFAULT_PROFILE
+        return DEFAULT_PROFILE
     scheduler_name = _scheduler_name(pod)
     try:
         return profile_for(read_document(path, "scheduler configuration", ExplainError), scheduler_name)
@@ -163,7 +174,7 @@ def _scheduler_name(pod: dict[str, Any]) -> str:
 
     spec = pod.get("spec")
     name = spec.get("schedulerName") if isinstance(spec, dict) else None
-    return name if isinstance(name, str) and name else scheduling.DEFAULT_PROFILE.scheduler_name
+    return name if isinstance(name, str) and name else DEFAULT_PROFILE.scheduler_name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,12 +206,12 @@ def load_pod(path: str) -> dict[str, Any]:
     return pod
 
 
-def load_nodes(path: str) -> list[scheduling.Node]:
+def load_nodes(path: str) -> list[Node]:
     """The Nodes in `path`: Node documents, or List documents (NodeList, List) holding Nodes."""
     return _nodes_from(_objects(path, "nodes"), f"nodes file {path}")
 
 
-def load_pods(path: str) -> list[scheduling.PodView]:
+def load_pods(path: str) -> list[PodInfo]:
     """The Pods in `path`: Pod documents, or List documents (PodList, List) holding Pods."""
     return _pods_from(_objects(path, "pods"), f"pods file {path}")
 
@@ -221,9 +232,9 @@ def _prefix(place: Place) -> str:
     return document + "".join(f"items[{i}]." for i in place.items)
 
 
-def _pods_from(objects: Sequence[tuple[str, Any]], source: str) -> list[scheduling.PodView]:
+def _pods_from(objects: Sequence[tuple[str, Any]], source: str) -> list[PodInfo]:
 
-    return _read_objects(objects, source, "Pod", scheduling.pod_view)
+    return _read_objects(objects, source, "Pod", pod_info)
 
 
 def _read_objects(objects: Sequence[tuple[str, Any]], source: str, kind: str, read: Callable[[Any], T]) -> list[T]:
@@ -243,18 +254,16 @@ def _read_objects(objects: Sequence[tuple[str, Any]], source: str, kind: str, re
     return out
 
 
-def nodes_from_api(items: Sequence[Any], source: str) -> list[scheduling.Node]:
+def nodes_from_api(items: Sequence[Any], source: str) -> list[Node]:
     """Nodes from API data (e.g. the cluster's list), checked like a file's."""
     return _nodes_from([(f"items[{i}].", item) for i, item in enumerate(items)], source)
 
 
-def _nodes_from(objects: Sequence[tuple[str, Any]], source: str) -> list[scheduling.Node]:
+def _nodes_from(objects: Sequence[tuple[str, Any]], source: str) -> list[Node]:
 
-    nodes: list[scheduling.Node] = []
+    nodes: list[Node] = []
     seen: set[str] = set()
-    for (prefix, _), node in zip(
-        objects, _read_objects(objects, source, "Node", scheduling.node_from_api), strict=True
-    ):
+    for (prefix, _), node in zip(objects, _read_objects(objects, source, "Node", node_info), strict=True):
         if node.name in seen:
             raise ExplainError(f"{source}: {prefix}metadata.name {node.name!r} appears twice; node names are unique")
         seen.add(node.name)
@@ -319,11 +328,11 @@ def render_json(report: Report) -> str:
 # Short column names for the score plugins (the legend under the table names them in full).
 SHORT_NAMES: Mapping[str, str] = MappingProxyType(
     {
-        scheduling.TAINT_TOLERATION: "TAINT",
-        scheduling.NODE_AFFINITY: "AFFINITY",
-        scheduling.NODE_RESOURCES_FIT: "FIT",
-        scheduling.BALANCED_ALLOCATION: "BALANCED",
-        scheduling.IMAGE_LOCALITY: "IMAGE",
+        TAINT_TOLERATION: "TAINT",
+        NODE_AFFINITY: "AFFINITY",
+        NODE_RESOURCES_FIT: "FIT",
+        BALANCED_ALLOCATION: "BALANCED",
+        IMAGE_LOCALITY: "IMAGE",
     }
 )
 
@@ -393,7 +402,7 @@ def _describe_term(term: PreferredTerm) -> str:
 
 
 def _row(
-    node: scheduling.NodeResult, plugins: Sequence[str], weights: Mapping[str, int], netqos_total: int | None
+    node: NodeResult, plugins: Sequence[str], weights: Mapping[str, int], netqos_total: int | None
 ) -> tuple[str, ...]:
     def num(value: int | None) -> str:
         return "-" if value is None else str(value)

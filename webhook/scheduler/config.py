@@ -1,8 +1,10 @@
 """A `KubeSchedulerConfiguration` (kubescheduler.config.k8s.io/v1) read into the `Profile` that
 scores a pod: the profile named by the pod's `schedulerName`. Pure: API data in, a Profile out.
+The plugins it can evaluate, and the default profile it starts from, are `plugins`'.
 
-What is read, with kube-scheduler's merge rules (pkg/scheduler/apis/config/v1/default_plugins.go
-`mergePlugins`, pkg/scheduler/framework/runtime/framework.go `expandMultiPointPlugins`):
+What is read, with kube-scheduler's merge rules (kubernetes v1.36: pkg/scheduler/apis/config/v1/
+default_plugins.go `mergePlugins`, pkg/scheduler/framework/runtime/framework.go
+`expandMultiPointPlugins`):
 - `plugins.multiPoint` changes the default plugin set: `disabled` removes plugins (`*` all of
   them), `enabled` adds one or replaces a default with its new weight;
 - `plugins.score` then decides the Score extension point: `disabled` removes plugins (`*` every
@@ -16,29 +18,25 @@ Other extension points (filter, preScore) are taken as the defaults.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from webhook import apidata
 from webhook.affinity import node_affinity_from_api
 from webhook.apidata import ShapeError, expect
-from webhook.scheduling import (
+from webhook.scheduler.model import DEFAULT_SCHEDULER, Profile, ScoringStrategy
+from webhook.scheduler.plugins import (
     BALANCED_ALLOCATION,
     DEFAULT_WEIGHTS,
     EVALUATED_SCORE_PLUGINS,
     NODE_AFFINITY,
     NODE_RESOURCES_FIT,
     NOT_EVALUATED,
-    Profile,
-    ScoringStrategy,
+    NOT_EVALUATED_SCORE,
 )
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
-DEFAULT_SCHEDULER = "default-scheduler"
 STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
-# The default profile's score plugins that are not evaluated, with their weights.
-_NOT_EVALUATED_SCORE: Mapping[str, int] = MappingProxyType({"PodTopologySpread": 2, "InterPodAffinity": 2})
 
 
 class SchedulerConfigError(ValueError):
@@ -80,8 +78,8 @@ def _profile(raw: Mapping[str, Any], path: str, name: str) -> Profile:
     weights = _score_weights(plugins, f"{path}.plugins")
     args = _plugin_args(raw, f"{path}.pluginConfig")
     evaluated = {p: w for p, w in weights.items() if p in EVALUATED_SCORE_PLUGINS}
-    unknown = tuple(p for p in weights if p not in EVALUATED_SCORE_PLUGINS and p not in _NOT_EVALUATED_SCORE)
-    not_evaluated = tuple(p for p in NOT_EVALUATED if p not in _NOT_EVALUATED_SCORE or p in weights) + unknown
+    unknown = tuple(p for p in weights if p not in EVALUATED_SCORE_PLUGINS and p not in NOT_EVALUATED_SCORE)
+    not_evaluated = tuple(p for p in NOT_EVALUATED if p not in NOT_EVALUATED_SCORE or p in weights) + unknown
     fit_path, fit = args.get(NODE_RESOURCES_FIT, ("", {}))
     balanced_path, balanced = args.get(BALANCED_ALLOCATION, ("", {}))
     affinity_path, affinity = args.get(NODE_AFFINITY, ("", {}))
@@ -101,7 +99,7 @@ def _profile(raw: Mapping[str, Any], path: str, name: str) -> Profile:
 
 def _score_weights(plugins: Mapping[str, Any], path: str) -> dict[str, int]:
     """The Score extension point's plugins and weights after both merges."""
-    multi: dict[str, int] = {**DEFAULT_WEIGHTS, **_NOT_EVALUATED_SCORE}
+    multi: dict[str, int] = {**DEFAULT_WEIGHTS, **NOT_EVALUATED_SCORE}
     _merge(multi, apidata.obj(plugins, "multiPoint", f"{path}.multiPoint"), f"{path}.multiPoint")
     score = dict(multi)
     _merge(score, apidata.obj(plugins, "score", f"{path}.score"), f"{path}.score")

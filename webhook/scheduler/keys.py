@@ -1,0 +1,110 @@
+"""Keys that let pods of one template share work, and the one cap on how many are remembered.
+
+A cluster has many pods and few pod templates: what a pod takes of its node, the filters' verdict
+and the plugins' scores depend on a few of its fields, so callers compute them once per key.
+Two kinds of key:
+- on the pod's API object (`spec_key` and its uses): taken before the pod is read, so the reading
+  too is shared; containers go in reduced to the fields that matter;
+- on the scheduler's view (`node_filter_key`, `filter_key`, `scheduling_key`): built from the
+  plugin tables' own `key`s, so a plugin added to the table is keyed without another edit here.
+`Memo` remembers at most `TEMPLATES` keys; past that it computes again instead of growing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
+
+import orjson
+
+from webhook.affinity import REQUIRED
+from webhook.scheduler import plugins
+from webhook.scheduler.model import PodInfo, Profile
+
+TEMPLATES = 4096  # distinct pod specs any cache of the scheduler wing remembers
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+# What a pod takes of its node (`read.usage_info`): per container its resources, ports and restart
+# policy (a sidecar's requests add up), the overhead and the pod-level resources.
+USAGE_CONTAINER_FIELDS = ("resources", "ports", "restartPolicy")
+USAGE_SPEC_FIELDS = ("overhead", "resources")
+
+
+def spec_key(
+    spec: Mapping[str, Any], fields: Iterable[str], container_fields: Iterable[str] | None = None, *extra: Any
+) -> bytes:
+    """The key of a pod spec's `fields` (and `extra` values), with its containers and init
+    containers reduced to `container_fields` (None: left out). Keys compare as the JSON does,
+    object keys sorted; a field of the wrong shape goes in as it is (the reader refuses it)."""
+    parts: list[Any] = list(extra)
+    if container_fields is not None:
+        wanted = tuple(container_fields)
+        parts += [_containers(spec.get(key), wanted) for key in ("containers", "initContainers")]
+    parts += [spec.get(f) for f in fields]
+    return orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)
+
+
+def _containers(containers: Any, fields: tuple[str, ...]) -> Any:
+    if not isinstance(containers, list):
+        return containers
+    return [[c.get(f) for f in fields] if isinstance(c, Mapping) else c for c in containers]
+
+
+def usage_key(spec: Mapping[str, Any]) -> bytes:
+    """The fields of a pod's spec that make what it takes of its node (`read.usage_info`)."""
+    return spec_key(spec, USAGE_SPEC_FIELDS, USAGE_CONTAINER_FIELDS)
+
+
+def pod_filter_key(pod: Mapping[str, Any]) -> bytes:
+    """The pod fields PreFilter and Filter read (`cycle.filter_reasons`): node selector,
+    required node affinity, tolerations; the requests of containers, init containers, overhead and
+    pod-level resources; host ports. Containers go in whole, a superset of what is read, so the key
+    cannot go stale when the filters read another container field, and pods of one template still
+    share it. spec.nodeName is left out: the pod is judged as if unbound."""
+    spec = pod.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        return orjson.dumps([spec])
+    affinity = spec.get("affinity") or {}
+    node_affinity = (affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else affinity) or {}
+    required = node_affinity.get(REQUIRED) if isinstance(node_affinity, Mapping) else node_affinity
+    fields = ("nodeSelector", "tolerations", "containers", "initContainers", "overhead", "resources")
+    return spec_key(spec, fields, None, required)
+
+
+def node_filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:
+    """What PreFilter and the Filter plugins that read the node alone read of the pod."""
+    return tuple(p.key(pod) for p in plugins.node_filters(profile))
+
+
+def filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:
+    """What PreFilter and every Filter plugin read of the pod."""
+    return node_filter_key(pod, profile), tuple(p.key(pod) for p in plugins.usage_filters(profile))
+
+
+def scheduling_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:
+    """What the whole cycle reads of the pod (filters and the profile's scores), and which
+    plugins it uses that are not evaluated: pods with one key are ranked alike."""
+    scored = tuple((p.name, p.key(pod, profile)) for p, _ in plugins.score_plugins(profile))
+    return filter_key(pod, profile), scored, pod.uses
+
+
+class Memo(Generic[K, V]):
+    """Values by key, remembered for at most `cap` keys: past it, values are computed each time
+    (a cluster of more templates costs time, never memory)."""
+
+    def __init__(self, cap: int = TEMPLATES) -> None:
+        self.cap = cap
+        self._values: dict[K, V] = {}
+
+    def get(self, key: K, compute: Callable[[], V]) -> V:
+        found = self._values.get(key)
+        if found is None:
+            found = compute()
+            if len(self._values) < self.cap:
+                self._values[key] = found
+        return found
+
+    def __len__(self) -> int:
+        return len(self._values)

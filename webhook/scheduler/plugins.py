@@ -1,0 +1,257 @@
+"""The plugin table: every Filter and Score plugin evaluated here, by kube-scheduler's name, with
+the functions it runs, its normalisation and what it reads. `cycle` (explain, status) and
+`incremental` (rebalance) iterate these tables and nothing else, so a plugin added here is
+evaluated by all of them.
+
+A `Profile` says which Score plugins run, with which weights; `Profile.variants` picks another
+entry of `SCORE_PLUGINS` for a plugin name (a Kubernetes version that scores it differently is one
+entry: `BALANCED_ALLOCATION_WITH_POD`, NodeResourcesBalancedAllocation before 1.36). The default
+profile is kube-scheduler v1.36's (pkg/scheduler/apis/config/v1/default_plugins.go).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from webhook.affinity import preferred_score
+from webhook.names import DEFAULT_NODE_AFFINITY_WEIGHT
+from webhook.scheduler import filters, scores
+from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile
+
+# kube-scheduler's plugin names
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_NAME = "NodeName"
+TAINT_TOLERATION = "TaintToleration"
+NODE_AFFINITY = "NodeAffinity"
+NODE_PORTS = "NodePorts"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
+IMAGE_LOCALITY = "ImageLocality"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+INTER_POD_AFFINITY = "InterPodAffinity"
+NETQOS = "NetQoS"  # the NetQoS scheduler plugin, in a profile that enables it
+# The variant of NodeResourcesBalancedAllocation that kube-scheduler ran before v1.36.
+BALANCED_ALLOCATION_WITH_POD = "NodeResourcesBalancedAllocation (before 1.36)"
+
+
+class Reads(enum.Enum):
+    """What a plugin's verdict on a node depends on besides the pod."""
+
+    NODE = "the node"  # its labels, taints, images, allocatable
+    USAGE = "the node and what the pods on it take"  # NodeUsage: requests, pods, host ports
+
+
+FilterFunction = Callable[[PodInfo, Node, NodeUsage, Profile], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class FilterPlugin:
+    """One Filter plugin: `filter` gives a node's reasons, () when it passes; `key` is what of
+    the pod its verdict depends on (pods with one key are filtered alike)."""
+
+    name: str
+    filter: FilterFunction
+    reads: Reads
+    key: Callable[[PodInfo], Hashable]
+
+
+@dataclass(frozen=True)
+class DefaultNormalize:
+    """helper.DefaultNormalizeScore: scores scaled so the best feasible node has 100 (reversed:
+    the best has 0 and a node scoring 0 has 100)."""
+
+    reverse: bool = False
+
+    def __call__(self, raw: Sequence[int]) -> list[int]:
+        return scores.default_normalize(raw, self.reverse)
+
+    def one(self, raw: int, top: int) -> int:
+        """One node's normalised score, given the best raw score over the nodes normalised."""
+        return scores.normalized(raw, top, self.reverse)
+
+
+@dataclass(frozen=True)
+class ScorePlugin:
+    """One Score plugin: `prepare` is its PreScore (the state its scores share for one pod over
+    `nodes`, all the nodes of the cluster; None when PreScore skips the pod), `score` the raw
+    score of a node given that state, `normalize` its NormalizeScore (None: already 0-100), and
+    `key` what of the pod and the profile its state depends on (pods with one key score alike)."""
+
+    name: str
+    prepare: Callable[[PodInfo, Sequence[Node], Profile], Any]
+    score: Callable[[Any, Node, NodeUsage], int]
+    normalize: DefaultNormalize | None
+    reads: Reads
+    key: Callable[[PodInfo, Profile], Hashable]
+
+
+# ---------------------------------------------------------------------------------------------
+# Score plugins: PreScore state and raw score
+
+
+def _preferred(pod: PodInfo, profile: Profile) -> Hashable:
+    return (*pod.preferred, *profile.added_preferred)
+
+
+def _affinity_score(terms: Any, node: Node, usage: NodeUsage) -> int:
+    return preferred_score(terms, node.labels, node.name)
+
+
+def _taint_score(tolerations: Any, node: Node, usage: NodeUsage) -> int:
+    return scores.intolerable_prefer_no_schedule(tolerations, node.taints)
+
+
+def _fit_state(pod: PodInfo, nodes: Sequence[Node], profile: Profile) -> Any:
+    return pod.non_zero_requests, profile.scoring_strategy
+
+
+def _fit_score(state: Any, node: Node, usage: NodeUsage) -> int:
+    request, strategy = state
+    return scores.fit_score(request, node, usage, strategy)
+
+
+def _balanced_state(pod: PodInfo, nodes: Sequence[Node], profile: Profile) -> Any:
+    if scores.is_best_effort(pod.requests, profile.balanced_resources):
+        return None
+    return pod.requests, profile.balanced_resources
+
+
+def _balanced_score(state: Any, node: Node, usage: NodeUsage) -> int:
+    return scores.balanced_score(state[0], node, usage, state[1])
+
+
+def _balanced_with_pod_score(state: Any, node: Node, usage: NodeUsage) -> int:
+    return scores.balanced_score_with_pod(state[0], node, usage, state[1])
+
+
+def _requests_key(pod: PodInfo, profile: Profile) -> Hashable:
+    return tuple(sorted(pod.requests.items())), tuple(sorted(pod.non_zero_requests.items()))
+
+
+@dataclass(frozen=True)
+class _Images:
+    images: tuple[str, ...]
+    nodes_with: Mapping[str, int]  # image name -> how many nodes have it
+    total: int
+
+
+def _image_state(pod: PodInfo, nodes: Sequence[Node], profile: Profile) -> _Images:
+    images = pod.images
+    return _Images(images, Counter(name for n in nodes for name in set(n.images) & set(images)), len(nodes))
+
+
+def _image_score(state: Any, node: Node, usage: NodeUsage) -> int:
+    if not state.nodes_with:
+        return 0  # no node has one of its images: every node scores 0
+    return scores.image_locality(state.images, node, state.nodes_with, state.total)
+
+
+def _netqos_score(labels: Any, node: Node, usage: NodeUsage) -> int:
+    return scores.netqos_score(labels, node.labels)
+
+
+def _netqos_key(pod: PodInfo, profile: Profile) -> Hashable:
+    return pod.labels.get(scores.NETQOS_POD_LABEL[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# The tables
+
+# In the default profile's Filter order: the framework stops at the first plugin that rejects a
+# node, and its reasons are the node's. The plugins that read the node alone run first.
+FILTER_PLUGINS: tuple[FilterPlugin, ...] = (
+    FilterPlugin(NODE_UNSCHEDULABLE, filters.node_unschedulable, Reads.NODE, lambda pod: pod.tolerations),
+    FilterPlugin(NODE_NAME, filters.node_name, Reads.NODE, lambda pod: pod.node_name),
+    FilterPlugin(TAINT_TOLERATION, filters.taint_toleration, Reads.NODE, lambda pod: pod.tolerations),
+    # PreFilter reads the required terms too
+    FilterPlugin(
+        NODE_AFFINITY,
+        filters.node_affinity,
+        Reads.NODE,
+        lambda pod: (tuple(sorted(pod.node_selector.items())), pod.required),
+    ),
+    FilterPlugin(NODE_PORTS, filters.node_ports, Reads.USAGE, lambda pod: pod.host_ports),
+    FilterPlugin(
+        NODE_RESOURCES_FIT, filters.node_resources_fit, Reads.USAGE, lambda pod: tuple(sorted(pod.requests.items()))
+    ),
+)
+
+_SCORE_PLUGINS = (
+    ScorePlugin(
+        TAINT_TOLERATION,
+        lambda pod, nodes, profile: pod.tolerations,
+        _taint_score,
+        DefaultNormalize(reverse=True),
+        Reads.NODE,
+        lambda pod, profile: pod.tolerations,
+    ),
+    ScorePlugin(
+        NODE_AFFINITY,
+        lambda pod, nodes, profile: _preferred(pod, profile),
+        _affinity_score,
+        DefaultNormalize(),
+        Reads.NODE,
+        _preferred,
+    ),
+    ScorePlugin(NODE_RESOURCES_FIT, _fit_state, _fit_score, None, Reads.USAGE, _requests_key),
+    ScorePlugin(BALANCED_ALLOCATION, _balanced_state, _balanced_score, None, Reads.USAGE, _requests_key),
+    ScorePlugin(IMAGE_LOCALITY, _image_state, _image_score, None, Reads.NODE, lambda pod, profile: pod.images),
+    ScorePlugin(NETQOS, lambda pod, nodes, profile: pod.labels, _netqos_score, None, Reads.NODE, _netqos_key),
+)
+_VARIANTS = (
+    ScorePlugin(BALANCED_ALLOCATION, _balanced_state, _balanced_with_pod_score, None, Reads.USAGE, _requests_key),
+)
+# Every Score plugin by its entry name: its kube-scheduler name, or a variant's.
+SCORE_PLUGINS: Mapping[str, ScorePlugin] = MappingProxyType(
+    {p.name: p for p in _SCORE_PLUGINS} | {BALANCED_ALLOCATION_WITH_POD: _VARIANTS[0]}
+)
+SCORE_ORDER = tuple(p.name for p in _SCORE_PLUGINS)  # the order scores are computed and shown
+
+# The default profile's Score plugins evaluated here, with their weights (default_plugins.go).
+DEFAULT_WEIGHTS: Mapping[str, int] = MappingProxyType(
+    {
+        TAINT_TOLERATION: 3,
+        NODE_AFFINITY: DEFAULT_NODE_AFFINITY_WEIGHT,
+        NODE_RESOURCES_FIT: 1,
+        BALANCED_ALLOCATION: 1,
+        IMAGE_LOCALITY: 1,
+    }
+)
+EVALUATED_SCORE_PLUGINS = tuple(DEFAULT_WEIGHTS)
+# The default profile's Score plugins that are not evaluated, with their weights.
+NOT_EVALUATED_SCORE: Mapping[str, int] = MappingProxyType({POD_TOPOLOGY_SPREAD: 2, INTER_POD_AFFINITY: 2})
+# Plugins of the default profile whose Filter or Score is not evaluated here.
+NOT_EVALUATED = (
+    POD_TOPOLOGY_SPREAD,
+    INTER_POD_AFFINITY,
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "DynamicResources",
+)
+DEFAULT_PROFILE = Profile(DEFAULT_WEIGHTS, not_evaluated=NOT_EVALUATED)
+
+
+def score_plugins(profile: Profile) -> list[tuple[ScorePlugin, int]]:
+    """The Score plugins `profile` runs, in `SCORE_ORDER`, each with its weight."""
+    return [
+        (SCORE_PLUGINS[profile.variants.get(name, name)], profile.weights[name])
+        for name in SCORE_ORDER
+        if name in profile.weights
+    ]
+
+
+def node_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
+    """The Filter plugins that read the pod and the node alone, in order."""
+    return tuple(p for p in FILTER_PLUGINS if p.reads is Reads.NODE)
+
+
+def usage_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
+    """The Filter plugins that read what the pods on the node take, in order (after the others)."""
+    return tuple(p for p in FILTER_PLUGINS if p.reads is Reads.USAGE)

@@ -1,0 +1,229 @@
+"""The Score plugins' arithmetic: each raw scorer as kube-scheduler computes it, the
+normalisations, and Go's integer helpers. Pure functions of numbers, nodes and usage; which
+plugin runs which of them, with which weight, is `plugins`.
+
+Sources (kubernetes/kubernetes v1.36): pkg/scheduler/framework/plugins/{tainttoleration,
+imagelocality/image_locality.go, noderesources/{least_allocated.go,most_allocated.go,
+requested_to_capacity_ratio.go,balanced_allocation.go,resource_allocation.go},
+helper/{normalize_score.go,shape_score.go}}; the NetQoS plugin's table:
+/work/shared/reference/netqos-scheduler-plugin.txt, docs/scheduling.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from webhook.names import MAX_NODE_SCORE
+from webhook.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar
+from webhook.scheduler.model import Node, NodeUsage, ScoringStrategy, Taint, Target, Toleration
+
+# The NetQoS scheduler plugin's port: the pod label it serves and the node label it scores.
+NETQOS_POD_LABEL = ("qos", "latency-sensitive")
+NETQOS_NODE_LABEL = "net"
+NETQOS_TABLE: Mapping[str, int] = {"high": MAX_NODE_SCORE, "low": 0}  # any other value, or none: 10
+NETQOS_UNLISTED = 10
+NETQOS_TARGET = Target(NETQOS_NODE_LABEL, frozenset(v for v, s in NETQOS_TABLE.items() if s == MAX_NODE_SCORE))
+
+# ImageLocality's thresholds (image_locality.go).
+_MB = 1024 * 1024
+IMAGE_MIN_THRESHOLD = 23 * _MB
+IMAGE_MAX_CONTAINER_THRESHOLD = 1000 * _MB
+# RequestedToCapacityRatio: shape scores are 0-10 (config.MaxCustomPriorityScore), scaled to 0-100.
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100
+
+
+def netqos_score(pod_labels: Mapping[str, str], node_labels: Mapping[str, str]) -> int:
+    """The NetQoS plugin's score table (see docs/scheduling.md for the plugin's fall-through)."""
+    key, value = NETQOS_POD_LABEL
+    if pod_labels.get(key) != value:
+        return 0
+    net = node_labels.get(NETQOS_NODE_LABEL)
+    return NETQOS_TABLE.get(net, NETQOS_UNLISTED) if net is not None else NETQOS_UNLISTED
+
+
+def intolerable_prefer_no_schedule(tolerations: Sequence[Toleration], taints: Sequence[Taint]) -> int:
+    """TaintToleration.Score: how many PreferNoSchedule taints no toleration tolerates."""
+    return sum(1 for t in taints if t.effect == "PreferNoSchedule" and not any(tol.tolerates(t) for tol in tolerations))
+
+
+def least_allocated(requested: Sequence[int], allocatable: Sequence[int], weights: Sequence[int]) -> int:
+    """least_allocated.go leastResourceScorer: free share x 100, weighted mean over resources."""
+    score = weight_sum = 0
+    for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
+        if alloc == 0:
+            continue
+        score += (0 if req > alloc else (alloc - req) * MAX_NODE_SCORE // alloc) * weight
+        weight_sum += weight
+    return score // weight_sum if weight_sum else 0
+
+
+def most_allocated(requested: Sequence[int], allocatable: Sequence[int], weights: Sequence[int]) -> int:
+    """most_allocated.go mostResourceScorer: used share x 100 (capped at full), weighted mean."""
+    score = weight_sum = 0
+    for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
+        if alloc == 0:
+            continue
+        score += min(req, alloc) * MAX_NODE_SCORE // alloc * weight
+        weight_sum += weight
+    return score // weight_sum if weight_sum else 0
+
+
+def broken_linear(shape: Sequence[tuple[int, int]], p: int) -> int:
+    """helper.BuildBrokenLinearFunction over (utilization, score) points, in Go's integer division."""
+    for i, (utilization, score) in enumerate(shape):
+        if p <= utilization:
+            if i == 0:
+                return score
+            u0, s0 = shape[i - 1]
+            return s0 + go_div((score - s0) * (p - u0), utilization - u0)
+    return shape[-1][1]
+
+
+def requested_to_capacity_ratio(
+    requested: Sequence[int], allocatable: Sequence[int], weights: Sequence[int], shape: Sequence[tuple[int, int]]
+) -> int:
+    """requested_to_capacity_ratio.go: the shape at each resource's utilisation, weighted, rounded."""
+    scaled = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
+    score = weight_sum = 0
+    for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
+        if alloc == 0:
+            continue
+        if req > alloc:
+            resource_score = broken_linear(scaled, MAX_UTILIZATION)
+        else:
+            resource_score = broken_linear(scaled, req * MAX_UTILIZATION // alloc)
+        if resource_score > 0:
+            score += resource_score * weight
+            weight_sum += weight
+    return go_round(score / weight_sum) if weight_sum else 0
+
+
+def balanced_allocation(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """balanced_allocation.go balancedResourceScorer: (1 - standard deviation of the used shares) x 100."""
+    fractions = [min(req / alloc, 1.0) for req, alloc in zip(requested, allocatable, strict=True) if alloc != 0]
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def image_locality(images: Sequence[str], node: Node, nodes_with: Mapping[str, int], total_nodes: int) -> int:
+    """image_locality.go: the sizes of the pod's images already on the node, each scaled by the
+    share of nodes that have it, clamped between 23 MB and 1000 MB per container, to 0-100."""
+    total = sum(int(node.images[i] * (nodes_with[i] / total_nodes)) for i in images if i in node.images)
+    max_threshold = IMAGE_MAX_CONTAINER_THRESHOLD * len(images)
+    if max_threshold <= IMAGE_MIN_THRESHOLD:  # no containers: Go divides by a negative range
+        return 0
+    clamped = min(max(total, IMAGE_MIN_THRESHOLD), max_threshold)
+    return MAX_NODE_SCORE * (clamped - IMAGE_MIN_THRESHOLD) // (max_threshold - IMAGE_MIN_THRESHOLD)
+
+
+def default_normalize(scores: Sequence[int], reverse: bool = False) -> list[int]:
+    """helper.DefaultNormalizeScore(MaxNodeScore, reverse) over non-negative scores."""
+    top = max(scores, default=0)
+    return [normalized(score, top, reverse) for score in scores]
+
+
+def normalized(score: int, top: int, reverse: bool = False) -> int:
+    """One score of `default_normalize`, given the best raw score `top` of the nodes normalised."""
+    if top == 0:
+        return MAX_NODE_SCORE if reverse else 0
+    value = MAX_NODE_SCORE * score // top
+    return MAX_NODE_SCORE - value if reverse else value
+
+
+def normalize(raw_scores: Sequence[int]) -> list[int]:
+    """NodeAffinity's normalisation: DefaultNormalizeScore(MaxNodeScore, reverse=false)."""
+    return default_normalize(raw_scores)
+
+
+def go_div(a: int, b: int) -> int:
+    """Go's integer division, which truncates toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def go_round(x: float) -> int:
+    """math.Round: half away from zero."""
+    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+
+
+def _resource_vectors(
+    resources: Sequence[tuple[str, int]],
+    pod_request: Mapping[str, int],
+    node: Node,
+    usage: NodeUsage,
+    non_zero: bool,
+) -> tuple[list[int], list[int], list[int]]:
+    """resourceAllocationScorer.score's inputs: (requested incl. the pod, allocatable, weights).
+
+    calculateResourceAllocatableRequest: cpu and memory count the node's non-zero requests when
+    `non_zero` (NodeResourcesFit) and its real requests otherwise (BalancedAllocation); an
+    extended resource the pod does not request is left out (0, 0).
+    """
+    requested, allocatable, weights = [], [], []
+    node_alloc = node.allocatable or {}
+    node_used = usage.non_zero_requested if non_zero else usage.requested
+    for name, weight in resources:
+        wanted = pod_request.get(name, 0)
+        alloc = node_alloc.get(name, 0)
+        if name in (CPU, MEMORY):
+            used = node_used.get(name, 0)
+        elif name == EPHEMERAL_STORAGE or (is_scalar(name) and wanted and name in node_alloc):
+            used = usage.requested.get(name, 0)
+        else:
+            alloc = used = 0
+        requested.append(used + wanted if alloc else 0)
+        allocatable.append(alloc)
+        weights.append(weight)
+    return requested, allocatable, weights
+
+
+def fit_score(pod_request: Mapping[str, int], node: Node, usage: NodeUsage, strategy: ScoringStrategy) -> int:
+    """NodeResourcesFit.Score with its scoring strategy; `pod_request` is the non-zero request."""
+    requested, allocatable, weights = _resource_vectors(strategy.resources, pod_request, node, usage, True)
+    if strategy.type == "MostAllocated":
+        return most_allocated(requested, allocatable, weights)
+    if strategy.type == "RequestedToCapacityRatio":
+        return requested_to_capacity_ratio(requested, allocatable, weights, strategy.shape)
+    return least_allocated(requested, allocatable, weights)
+
+
+def balanced_score(
+    pod_request: Mapping[str, int], node: Node, usage: NodeUsage, resources: Sequence[tuple[str, int]]
+) -> int:
+    """NodeResourcesBalancedAllocation.Score as kube-scheduler 1.36 computes it; `pod_request` is
+    the real (not non-zero) request.
+
+    Since Kubernetes 1.36 (balanced_allocation.go balancedResourceScorer) it scores how much the
+    pod improves the node's balance: 50 + (50 + balance with the pod - balance without it) / 2,
+    each balance `balanced_allocation` of the used shares; 75 when the pod changes nothing.
+    """
+    requested, allocatable, _ = _resource_vectors(resources, pod_request, node, usage, False)
+    allocated = [
+        used - pod_request.get(name, 0) if alloc else 0
+        for (name, _), used, alloc in zip(resources, requested, allocatable, strict=True)
+    ]
+    with_pod = balanced_allocation(requested, allocatable)
+    without_pod = balanced_allocation(allocated, allocatable)
+    half = MAX_NODE_SCORE // 2
+    return half + go_div(half + with_pod - without_pod, 2)
+
+
+def balanced_score_with_pod(
+    pod_request: Mapping[str, int], node: Node, usage: NodeUsage, resources: Sequence[tuple[str, int]]
+) -> int:
+    """NodeResourcesBalancedAllocation.Score before Kubernetes 1.36 (v1.35 balanced_allocation.go):
+    the balance of the node's used shares with the pod on it, `balanced_allocation`."""
+    requested, allocatable, _ = _resource_vectors(resources, pod_request, node, usage, False)
+    return balanced_allocation(requested, allocatable)
+
+
+def is_best_effort(request: Mapping[str, int], resources: Sequence[tuple[str, int]]) -> bool:
+    """BalancedAllocation.PreScore skips a pod that requests none of its resources."""
+    return not any(request.get(name, 0) for name, _ in resources)
