@@ -50,14 +50,13 @@ from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION, LABELS, OPT_OUT_ANNOTATION
 from webhook.patch import escape
 from webhook.policy import Policy, Rule
-from webhook.scope import pod_scope, webhook_name
+from webhook.scope import OPT_OUT_CONDITION, pod_scope, webhook_name
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 MUTATING_KIND = "MutatingAdmissionPolicy"
 MUTATING_BINDING_KIND = "MutatingAdmissionPolicyBinding"
 VALIDATING_KIND = "ValidatingAdmissionPolicy"
 VALIDATING_BINDING_KIND = "ValidatingAdmissionPolicyBinding"
-OPT_OUT_CONDITION = "not-opted-out"
 WARNINGS_SUFFIX = "-warnings"
 
 # JSON pointers of the fields the patch creates or appends to.

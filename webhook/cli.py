@@ -652,9 +652,11 @@ def _add_rebalance(sub: Any) -> None:
         "Move latency-sensitive pods that run on slower nodes back to net=high nodes that have room now. "
         "Plans, for each such pod in turn (longest on a slow node first), the net=high node its replacement "
         "fits and kube-scheduler would pick, reserving room for every planned pod; skips, with the reason, "
-        "pods that must not be evicted. With --apply, evicts through the Eviction API, so "
-        "PodDisruptionBudgets hold. Exit code 0 when nothing movable is left, 3 when movable pods remain, "
-        "1 when the cluster (or an eviction) fails, 2 for unusable input.",
+        "pods that must not be evicted (among them system-critical pods, and pods whose replacement the live "
+        "registration would not send to the webhook). With --apply, evicts through the Eviction API, so "
+        "PodDisruptionBudgets hold; without an active registration it evicts nothing. Exit code 0 when nothing "
+        "movable is left, 3 when movable pods remain or no registration is active, 1 when the cluster (or an "
+        "eviction) fails, 2 for unusable input.",
         "netqos-webhook rebalance --context prod            # the plan; nothing is evicted\n"
         "  netqos-webhook rebalance --context prod --apply    # evict the first planned pod",
         _rebalance,

@@ -14,14 +14,19 @@ The constraints (`CONSTRAINTS`), and where each follows the descheduler:
   with `SystemCriticalPriority`, the SystemCriticalPods protection) or priorityClassName
   system-cluster-critical / system-node-critical, which the API server's Priority admission
   resolves to such a priority (a pod read from a file may lack `spec.priority`);
+- `scope`: the live registration would not call the webhook for its replacement (the
+  MutatingWebhookConfiguration's or bound admission policies' namespaceSelector, objectSelector and
+  matchConditions, and whether any is active: `webhook.scope`), so it would come back without the
+  terms, and be evicted again on every run: the descheduler's namespace and label filters, read
+  from the webhook's own registration;
 - `local-storage`: an emptyDir or hostPath volume is lost on eviction (the PodsWithLocalStorage
   protection; `--include-local-storage` lifts it);
 - `min-age`: younger than `--min-age` (`evictionConstraintsForMinPodAge`);
 - `replicas`: its controller has fewer ready pods than `--min-replicas`
   (`evictionConstraintsForMinReplicas`).
 
-`rebalance` adds its own after these (see `webhook.rebalance`): the registration's scope, the
-replacement the webhook would make, PodDisruptionBudgets, one pod per owner, the prediction.
+`rebalance` adds its own after these (see `webhook.rebalance`): the replacement the webhook would
+make, PodDisruptionBudgets, one pod per owner, the prediction.
 """
 
 from __future__ import annotations
@@ -88,10 +93,13 @@ class Facts:
 
 @dataclass(frozen=True)
 class Context:
-    """What the constraints read beyond the pod: the options and the ready pods per controller uid."""
+    """What the constraints read beyond the pod: the options, the ready pods per controller uid, and
+    the registration's scope (namespace, labels of the replacement -> why the API server would not
+    call the webhook for it, "" when it would: `scope.Registration.why_not_called`)."""
 
     options: Options
     ready: Mapping[str, int]
+    scope: Callable[[str, Mapping[str, str]], str]
 
 
 class Constraint(NamedTuple):
@@ -156,12 +164,18 @@ def replicas(pod: Facts, context: Context) -> str:
     return ""
 
 
+def scope(pod: Facts, context: Context) -> str:
+    why = context.scope(pod.namespace, pod.labels)
+    return f"its replacement would not be mutated: {why}" if why else ""
+
+
 CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint("terminating", terminating),
     Constraint("mirror", mirror),
     Constraint("no-controller", no_controller),
     Constraint("daemonset", daemonset),
     Constraint("priority", priority),
+    Constraint("scope", scope),
     Constraint("local-storage", local_storage),
     Constraint("min-age", min_age),
     Constraint("replicas", replicas),

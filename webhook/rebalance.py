@@ -11,9 +11,9 @@ move updates:
   terms; opted-out pods and pods with their own `net` affinity are not candidates), on a node
   that is not `net=high`.
 - **Never evicted**, each with its reason: what `webhook.evictability`'s named constraints
-  protect (terminating, mirror, no controller, DaemonSet, system-critical priority, local
-  storage, min age, replicas), and a second pod of one owner (the top owner: a Deployment over
-  its ReplicaSets).
+  protect (terminating, mirror, no controller, DaemonSet, system-critical priority, the live
+  registration's scope, local storage, min age, replicas), and a second pod of one owner (the
+  top owner: a Deployment over its ReplicaSets). Without an active registration nothing moves.
 - **The replacement** is the pod recreated: the webhook's outcome for it (its terms), no nodeName.
   It is filtered and scored over every node by `webhook.scheduler.incremental`, given what the
   pods on each node take, with the candidate itself gone from its node and every move planned so
@@ -45,7 +45,7 @@ from webhook.scheduler.incremental import World
 from webhook.scheduler.model import Node, PodInfo, Profile, Target, UsageTally
 from webhook.scheduler.plugins import DEFAULT_PROFILE
 from webhook.scheduler.scores import NETQOS_NODE_LABEL, NETQOS_TARGET
-from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES
+from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES, Registration
 
 __all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Cluster", "Options", "Owner", "Plan", "plan"]
 
@@ -80,6 +80,7 @@ class Plan:
     nodes: int = 0
     high_nodes: int = 0
     notes: list[str] = field(default_factory=list)  # objects left out (unreadable), and why
+    registration: str = ""  # why no registration is active: nothing may be evicted ("" when one is)
 
     @property
     def movable(self) -> list[Candidate]:
@@ -231,15 +232,23 @@ class Cluster:
 
 def plan(
     cluster: Cluster,
+    registration: Registration,
     owners: Mapping[tuple[str, str, str], Owner] | None = None,
     profile: Profile = DEFAULT_PROFILE,
 ) -> Plan:
-    """Judge every candidate in order and plan the moves; `owners` maps (namespace, kind, name) of
-    a controller to its top owner, for the controllers `Cluster.owner_lookups` named."""
+    """Judge every candidate in order and plan the moves. `registration` is the live registration
+    (a pod whose replacement it would not send to the webhook is never evicted); `owners` maps
+    (namespace, kind, name) of a controller to its top owner, for the controllers
+    `Cluster.owner_lookups` named."""
     owners = owners or {}
-    context = evictability.Context(cluster.options, cluster.ready)
+    context = evictability.Context(cluster.options, cluster.ready, registration.why_not_called)
     state = _State(cluster, profile)
-    result = Plan(nodes=len(cluster.nodes), high_nodes=len(state.world.fast), notes=list(cluster.notes))
+    result = Plan(
+        nodes=len(cluster.nodes),
+        high_nodes=len(state.world.fast),
+        notes=list(cluster.notes),
+        registration=registration.problem(),
+    )
     planned_owners: set[tuple[str, Owner]] = set()
     for pending in sorted(cluster.pending, key=lambda p: (p.since, p.namespace, p.name)):
         owner = _owner(pending, owners)

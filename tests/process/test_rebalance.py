@@ -18,6 +18,9 @@ import yaml
 from tests.fixtures import CLASSIC_TERMS, REPO
 from webhook.cli import main
 from webhook.commands.rebalance import RebalanceArgs, run
+from webhook.manifests import webhook_configuration
+from webhook.policy import Policy
+from webhook.policy_file import load_policy, policy_from_bytes
 from webhook.testing import kubeapi
 from webhook.testing.kubeapi import Snapshot, node, pod, workload
 
@@ -50,10 +53,34 @@ def workloads(*deployments: str) -> list[dict[str, Any]]:
     return out
 
 
-def base_cluster() -> list[dict[str, Any]]:
+def registration(ready: int = 2, policy: Policy | None = None, **changes: Any) -> list[dict[str, Any]]:
+    """The webhook registered for the policy (what `register` applies: a caBundle) and its Service's
+    EndpointSlice with `ready` ready endpoints; `changes` replace fields of every entry."""
+    policy = policy or load_policy(POLICY)
+    config = webhook_configuration(policy, namespace=NS, ca_bundle=b"-----BEGIN CERTIFICATE-----")
+    for entry in config["webhooks"]:
+        entry.update(changes)
+    endpoints = [{"addresses": [f"10.0.0.{i + 1}"], "conditions": {"ready": True}} for i in range(ready)]
+    slice_ = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "netqos-webhook-abcde",
+            "namespace": NS,
+            "labels": {"kubernetes.io/service-name": "netqos-webhook"},
+        },
+        "addressType": "IPv4",
+        "endpoints": endpoints,
+    }
+    return [config, slice_, kubeapi.namespace(NS), kubeapi.namespace("kube-system")]
+
+
+def base_cluster(registered: bool = True) -> list[dict[str, Any]]:
     """fast-1 (net=high) has room for two 1-CPU pods, fast-2 (net=high) for none; web-a, web-b and
-    web-c each run a pod on a slow node (oldest first) and a second, ready, on fast-2."""
+    web-c each run a pod on a slow node (oldest first) and a second, ready, on fast-2; the webhook
+    registered and serving."""
     objs = [
+        *(registration() if registered else []),
         kubeapi.namespace("shop"),
         sized(node("fast-1", "high"), "2"),
         sized(node("fast-2", "high"), "3"),
@@ -139,12 +166,23 @@ def test_nothing_movable_is_exit_0(tmp_path: Path) -> None:
 def test_pods_and_nodes_are_read_with_one_paginated_list_each_and_owners_by_get(tmp_path: Path) -> None:
     _, _, _, requests = rebalance(base_cluster(), tmp_path)
     lists = sorted(r.split("?")[0] for r in requests if "?" in r)
-    assert lists == ["/api/v1/nodes", "/api/v1/pods"]
+    registration = [
+        "/api/v1/namespaces",
+        f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices",
+        "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies",
+        "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
+    ]
+    assert lists == sorted(["/api/v1/nodes", "/api/v1/pods", *registration])
     pods = next(r for r in requests if r.startswith("/api/v1/pods?"))
     assert "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed" in pods
     assert "limit=500" in pods
+    slices = next(r for r in requests if "endpointslices?" in r)
+    assert "labelSelector=kubernetes.io/service-name%3Dnetqos-webhook" in slices
     gets = sorted(r for r in requests if "?" not in r)
-    assert gets == [f"/apis/apps/v1/namespaces/shop/replicasets/{d}-rs" for d in ("web-a", "web-b", "web-c")]
+    assert gets == [
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/netqos-webhook",
+        *(f"/apis/apps/v1/namespaces/shop/replicasets/{d}-rs" for d in ("web-a", "web-b", "web-c")),
+    ]
 
 
 # --- --apply ------------------------------------------------------------------------------------
@@ -298,8 +336,9 @@ def test_without_config_the_policy_is_the_one_the_webhook_serves(tmp_path: Path)
   - weight: 80
     matchExpressions: [{key: net, operator: In, values: [high]}]
 """
-    objs = [o for o in base_cluster() if o["kind"] != "Namespace"]
+    objs = [o for o in base_cluster(registered=False) if o["kind"] != "Namespace"]
     objs += kubeapi.installation(None, deployment, policy, None, NS)
+    objs += registration(policy=policy_from_bytes(policy.encode(), "gold"))[:2]
     objs.append(app("gold-1", "slow-1", "gold-rs", labels={"tier": "gold"}))
     objs.append(app("gold-2", "fast-2", "gold-rs", labels={"tier": "gold"}))
     with kubeapi.serve(Snapshot().add_all(objs), tmp_path) as api:
@@ -382,7 +421,7 @@ def test_the_cronjobs_cluster_role_grants_exactly_the_requests_rebalance_apply_s
         method, _, path = request.rpartition(" ")
         parts = path.split("?")[0].strip("/").split("/")
         group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
-        if rest[0] == "namespaces":
+        if rest[0] == "namespaces" and len(rest) > 2:
             rest = rest[2:]
         resource = "/".join([rest[0], *rest[2:]])
         verb = "create" if method == "POST" else "get" if len(rest) > 1 else "list"
@@ -398,3 +437,59 @@ def test_the_cronjobs_cluster_role_grants_exactly_the_requests_rebalance_apply_s
         (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
     }
     assert used == granted
+
+
+# --- the live registration ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("case", "objs", "problem"),
+    [
+        (
+            "not registered",
+            lambda: base_cluster(registered=False),
+            "no active registration calls the webhook: MutatingWebhookConfiguration netqos-webhook does not exist "
+            "and no MutatingAdmissionPolicy *.netqos.io is bound",
+        ),
+        (
+            "registered, no ready endpoints",
+            lambda: [*base_cluster(registered=False), *registration(ready=0)],
+            "no active registration calls the webhook: webhook entry netqos.netqos.io: Service netqos-webhook in "
+            "namespace netqos-system has no ready endpoints: every call fails and pods are created without the "
+            "preference",
+        ),
+    ],
+)
+def test_apply_without_an_active_registration_evicts_nothing_says_so_and_exits_3(
+    case: str, objs: Any, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report, evictions, requests = rebalance(objs(), tmp_path, "apply", "true", "max_evictions", "5")
+    assert evictions == [] and not any(r.startswith("POST") for r in requests)
+    assert report["registration"] == {"active": False, "problem": problem}
+    assert {(c["action"], c["constraint"]) for c in report["candidates"]} == {("skip", "scope")}
+    assert code == 3
+    assert f"nothing may be evicted: {problem}" in capsys.readouterr().err
+
+
+def test_pods_in_a_namespace_the_registration_excludes_are_skipped_saying_why(tmp_path: Path) -> None:
+    """The chart's webhook.excludeNamespaces: the registration's namespaceSelector leaves shop out,
+    so a replacement there would be created without the terms and evicted again every run."""
+    selector = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["shop"]}]}
+    objs = [*base_cluster(registered=False), *registration(namespaceSelector=selector)]
+    code, report, evictions, _ = rebalance(objs, tmp_path, "apply", "true", "max_evictions", "5")
+    assert evictions == []
+    assert report["registration"]["active"] is True
+    assert {c["reason"] for c in report["candidates"]} == {
+        "its replacement would not be mutated: the registration does not call the webhook in namespace shop "
+        "(namespaceSelector of webhook entry netqos.netqos.io)"
+    }
+    assert code == 0  # nothing movable, and the webhook is registered and serving
+
+
+def test_the_table_says_the_webhook_is_not_active(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with kubeapi.serve(Snapshot().add_all(base_cluster(registered=False)), tmp_path) as api:
+        argv = ["rebalance", "--kubeconfig", str(api.kubeconfig), "--config", POLICY, "--apply"]
+        assert main(argv) == 3
+    out = capsys.readouterr().out
+    assert "WEBHOOK NOT ACTIVE: no active registration calls the webhook: MutatingWebhookConfiguration" in out
+    assert "none: no active registration would give a replacement the preference" in out

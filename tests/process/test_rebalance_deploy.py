@@ -161,6 +161,12 @@ def test_the_cluster_role_grants_exactly_what_rebalance_does(rendered) -> None:
         ("", "nodes", "list"),
         ("apps", "replicasets", "get"),
         ("batch", "jobs", "get"),
+        # the live registration: only pods whose replacement the webhook will mutate are evicted
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies", "list"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings", "list"),
+        ("discovery.k8s.io", "endpointslices", "list"),
+        ("", "namespaces", "list"),
         ("", "pods/eviction", "create"),
     }
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from webhook import owners, rebalance
+from webhook import owners, rebalance, scope
+from webhook.manifests import webhook_configuration
 from webhook.policy import Policy
 from webhook.policy_file import default_policy
 from webhook.scheduler import incremental
@@ -46,19 +47,33 @@ def replicas(owner: str, count: int, node_name: str = "busy") -> list[dict[str, 
     return [app_pod(f"{owner}-peer-{i}", node_name, owner, labels={"app": "web"}) for i in range(count)]
 
 
+def registered(policy: Policy, ready: int = 2, **changes: Any) -> scope.Registration:
+    """The registration `manifests` makes for `policy` (with a caBundle), its Service with `ready`
+    endpoints; `changes` replace fields of every entry."""
+    configuration = webhook_configuration(policy, ca_bundle=b"-----BEGIN CERTIFICATE-----")
+    for entry in configuration["webhooks"]:
+        entry.update(changes)
+    endpoints = [{"addresses": [f"10.0.0.{i}"], "conditions": {"ready": True}} for i in range(ready)]
+    slices = {("netqos-system", "netqos-webhook"): [{"endpoints": endpoints}]}
+    namespaces = {n: {"kubernetes.io/metadata.name": n} for n in ("shop", "kube-system", "netqos-system")}
+    return scope.Registration.read(scope.Live(configuration, slices, namespaces=namespaces))
+
+
 def make_plan(
     nodes: list[dict[str, Any]],
     pods: list[dict[str, Any]],
     policy: Policy | None = None,
     owners: dict[tuple[str, str, str], rebalance.Owner] | None = None,
+    registration: scope.Registration | None = None,
     **options: Any,
 ) -> rebalance.Plan:
-    cluster = rebalance.Cluster(policy or default_policy(), rebalance.Options(now=NOW, **options))
+    policy = policy or default_policy()
+    cluster = rebalance.Cluster(policy, rebalance.Options(now=NOW, **options))
     for n in nodes:
         cluster.add_node(n)
     for p in pods:
         cluster.add_pod(p)
-    return rebalance.plan(cluster, owners)
+    return rebalance.plan(cluster, registration or registered(policy), owners)
 
 
 def rows(plan: rebalance.Plan) -> list[tuple[str, str, str | None]]:
@@ -464,3 +479,32 @@ def test_objects_missing_fields_are_left_out_not_a_crash() -> None:
     plan = make_plan([*CLUSTER, bare_node], [{"kind": "Pod"}, {"metadata": {}, "spec": None}, app_pod("a", "bare")])
     [row] = plan.candidates
     assert (row.name, row.node, row.net) == ("a", "bare", None)
+
+
+# --- the live registration ----------------------------------------------------------------------
+
+
+def test_a_pod_the_registration_does_not_call_the_webhook_for_is_never_evicted() -> None:
+    # the chart's webhook.excludeNamespaces: the shop namespace is left out by the namespaceSelector
+    excluded = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["shop"]}]}
+    plan = make_plan(
+        CLUSTER,
+        [app_pod("a", "slow"), *replicas("web-1", 1)],
+        registration=registered(default_policy(), **{"namespaceSelector": excluded}),
+    )
+    [row] = plan.candidates
+    assert (row.action, row.constraint) == ("skip", "scope")
+    assert row.reason == (
+        "its replacement would not be mutated: the registration does not call the webhook in namespace shop "
+        "(namespaceSelector of webhook entry netqos.netqos.io)"
+    )
+    assert plan.registration == ""
+
+
+def test_without_an_active_registration_nothing_is_movable_and_the_plan_says_why() -> None:
+    plan = make_plan(
+        CLUSTER, [app_pod("a", "slow"), *replicas("web-1", 1)], registration=registered(default_policy(), ready=0)
+    )
+    assert plan.movable == []
+    assert plan.registration.startswith("no active registration calls the webhook: webhook entry netqos.netqos.io: ")
+    assert [c.constraint for c in plan.candidates] == ["scope"]

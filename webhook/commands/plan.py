@@ -1,29 +1,27 @@
 """What `rebalance` plans from, read from a cluster: every node, every pod bound to a node and not
 finished (one paginated list: the prediction for a replacement scores every node, so it needs what
-each holds), and the candidates' ReplicaSets and Jobs for their Deployment or CronJob. Shared by
-`rebalance`, which acts on the plan, and `status`, which counts the pods it would move.
+each holds), the candidates' ReplicaSets and Jobs for their Deployment or CronJob, and the live
+registration (`read_registration`). Shared by `rebalance`, which acts on the plan, and `status`,
+which counts the pods it would move.
 """
 
 from __future__ import annotations
 
-from webhook import cluster, owners, rebalance
+from typing import Any
+
+from webhook import cluster, owners, rebalance, scope
 from webhook.apidata import ShapeError
+from webhook.names import CONFIGURATION_NAME
 from webhook.owners import Owner
 from webhook.policy import Policy
 
 
 def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options) -> rebalance.Plan:
-    """The plan for the cluster `reader` reads: every node, every bound pod, the candidates' owners.
-    `status` asks it too, for how many pods would move now."""
-    state = reader.restarting(lambda: _state(reader, policy, options))
-    return rebalance.plan(state, _owners(reader, state))
-
-
-def _state(reader: cluster.Reader, policy: Policy, options: rebalance.Options) -> rebalance.Cluster:
-    """Every node and every bound pod, read into a new state (a restart after an expired list
-    starts from an empty one)."""
+    """The plan for the cluster `reader` reads: every node, every bound pod, the candidates' owners,
+    the registration. `status` asks it too, for how many pods would move now."""
     state = rebalance.Cluster(policy, options)
     try:
+        registration = scope.Registration.read(read_registration(reader))
         for node in reader.list("Node"):
             state.add_node(node)
         for pod in reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED):
@@ -32,7 +30,50 @@ def _state(reader: cluster.Reader, policy: Policy, options: rebalance.Options) -
         raise cluster.ClusterError(
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
         ) from None
-    return state
+    return rebalance.plan(state, registration, _owners(reader, state))
+
+
+def read_registration(reader: cluster.Reader) -> scope.Live:
+    """The objects the live registration is read from: the MutatingWebhookConfiguration, the
+    EndpointSlices of the Services its entries call, our admission policies and their bindings,
+    the Namespaces' labels. What RBAC forbids is left out and named."""
+    unreadable: list[str] = []
+    try:
+        configuration = reader.get("MutatingWebhookConfiguration", CONFIGURATION_NAME)
+    except cluster.Forbidden:
+        configuration = None
+        unreadable.append(f"the MutatingWebhookConfiguration {CONFIGURATION_NAME}")
+    slices = {}
+    for namespace, name in sorted(scope.services(configuration)):
+        try:
+            selector = f"{scope.SERVICE_NAME_LABEL}={name}"
+            slices[(namespace, name)] = list(reader.list("EndpointSlice", namespace, label_selector=selector))
+        except cluster.Forbidden:
+            unreadable.append(f"the EndpointSlices in namespace {namespace}")
+    policies = _admission_listed(reader, "MutatingAdmissionPolicy", unreadable)
+    bindings = _admission_listed(reader, "MutatingAdmissionPolicyBinding", unreadable)
+    namespaces: dict[str, Any] = {}
+    try:
+        for obj in reader.list("Namespace"):
+            meta = obj.get("metadata") or {}
+            namespaces[str(meta.get("name") or "")] = meta.get("labels") or {}
+    except cluster.Forbidden:
+        return scope.Live(configuration, slices, policies, bindings, None, tuple(unreadable))
+    return scope.Live(configuration, slices, policies, bindings, namespaces, tuple(unreadable))
+
+
+def _admission_listed(reader: cluster.Reader, kind: str, unreadable: list[str]) -> list[dict[str, Any]]:
+    """Every object of an admission policy kind; none where the API server predates the v1 API
+    (Kubernetes before 1.36 answers 404) or the client does (kubernetes < 36)."""
+    try:
+        return list(reader.list(kind))
+    except cluster.NotFound:
+        return []
+    except cluster.Forbidden:
+        unreadable.append(f"the {kind}s")
+        return []
+    except AttributeError:
+        return []
 
 
 def _owners(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], Owner]:

@@ -76,6 +76,8 @@ class Report:
     def exit_code(self) -> int:
         if any(e.result == ERROR for e in self.evictions):
             return EXIT_RUNTIME
+        if self.plan.registration:  # nothing may move until the webhook is registered and serving
+            return EXIT_FOUND
         return self.movable_exit_code if self.remaining > 0 else EXIT_OK
 
 
@@ -107,6 +109,8 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
     if args.output == "json":
         for note in plan.notes:
             print(f"netqos-webhook rebalance: {note}", file=sys.stderr)
+        if plan.registration:
+            print(f"netqos-webhook rebalance: nothing may be evicted: {plan.registration}", file=sys.stderr)
     return report.exit_code
 
 
@@ -164,6 +168,7 @@ def to_json(report: Report) -> dict[str, Any]:
             for e in report.evictions
         ],
         "summary": rebalance.summary(report.plan.candidates, report.evictions),
+        "registration": {"active": not report.plan.registration, "problem": report.plan.registration},
     }
 
 
@@ -178,6 +183,7 @@ def render_table(report: Report, limit: int = TABLE_LIMIT) -> str:
     lines = [
         f"POLICY  {report.policy_source}",
         f"NODES   {plan.nodes}, {plan.high_nodes} net=high",
+        f"WEBHOOK {'active' if not plan.registration else 'NOT ACTIVE: ' + plan.registration}",
         f"PLAN    {counts['candidates']} pod(s) off the net=high nodes: {counts['movable']} movable, "
         f"{counts['skipped']} skipped",
     ]
@@ -209,6 +215,8 @@ def render_table(report: Report, limit: int = TABLE_LIMIT) -> str:
                 [("NAMESPACE/NAME", "RESULT", "MESSAGE")]
                 + [(f"{e.namespace}/{e.name}", e.result, e.message) for e in report.evictions]
             )
+        elif plan.registration:
+            lines.append("none: no active registration would give a replacement the preference")
         else:
             lines.append("none: nothing movable")
     else:
