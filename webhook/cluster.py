@@ -189,15 +189,20 @@ _YAML_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
 
 
 def _check_shape(source: str) -> None:
-    """Each kubeconfig file is a YAML mapping (`apiVersion: v1`, `kind: Config`, ...): the client
-    would index into a list or a string and say so in Python's words."""
-    import yaml
+    """Each kubeconfig file is one YAML mapping (`apiVersion: v1`, `kind: Config`, ...), read by
+    the one document reader (its line and column, its depth limit): the client would index into a
+    list or a string, or recurse through a document nested thousands deep, in Python's words."""
+    from webhook.documents import document_from_bytes
 
     for path in (p for p in source.split(os.pathsep) if p):
         try:
-            document = yaml.safe_load(Path(path).expanduser().read_bytes())
-        except (OSError, yaml.YAMLError):
-            continue  # missing files of a $KUBECONFIG list are skipped; the client reports bad YAML
+            data = Path(path).expanduser().read_bytes()
+        except OSError:
+            continue  # missing files of a $KUBECONFIG list are skipped, as kubectl skips them
+        try:
+            document = document_from_bytes(data, path, "kubeconfig", KubeconfigError)
+        except KubeconfigError as err:
+            raise KubeconfigError(f"cannot use {err}") from None
         if document is not None and not isinstance(document, dict):
             kind = next(name for types, name in _YAML_KINDS if isinstance(document, types))
             raise KubeconfigError(

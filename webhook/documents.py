@@ -3,6 +3,13 @@
 One reader for policy files, pods to review or explain, and node lists, so every command reports
 an unreadable input the same way: the kind of file, its path, what is wrong, what to do. One rule
 for `List` documents (`list_items`), so every command reads `kubectl get -o yaml` output alike.
+
+A document nests at most `MAX_DEPTH` lists and mappings. The API server's decoders allow 10,000
+levels (Go's encoding/json `maxNestingDepth`, go-yaml's `max_depth`), far beyond what Python's
+recursion limit lets PyYAML's composer, the printers and the JSON encoder go; a Kubernetes object
+nests about a dozen levels (a Pod's deepest field, a node affinity term's values, is at 9; a
+CRD's schema a few dozen). Deeper is refused while it is read, before it is built, with the
+line and column where the limit was passed, so no reader fails later with a RecursionError.
 """
 
 from __future__ import annotations
@@ -20,14 +27,39 @@ import yaml
 from webhook.apidata import describe, show
 from webhook.errors import UsageError
 
+MAX_DEPTH = 200  # lists and mappings within each other, the document itself the first
+
 
 class DocumentError(UsageError, ValueError):
     """An input file that cannot be read or parsed."""
 
 
+class _TooDeep(Exception):
+    """The document nests more than MAX_DEPTH levels; `mark` is where the next level starts."""
+
+    def __init__(self, mark: yaml.Mark | None) -> None:
+        super().__init__(mark)
+        self.mark = mark
+
+
 class _Loader(yaml.SafeLoader):
     """YAML as the API server reads it: timestamps stay strings, as they are in JSON (a datetime
-    would neither compare equal to the JSON the API server sends nor encode back to JSON)."""
+    would neither compare equal to the JSON the API server sends nor encode back to JSON); at
+    most MAX_DEPTH levels deep (the composer is PyYAML's one recursive stage, so it is counted
+    there; its parser and constructor keep their own stacks)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH and self.check_event(yaml.CollectionStartEvent):
+                raise _TooDeep(self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -110,6 +142,12 @@ def _parse(text: str, path: str | Path, what: str, error: type[Exception]) -> li
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except yaml.YAMLError as err:
         raise error(f"{what} file {path}: not valid YAML or JSON: {_yaml_problem(err, text)}") from None
+    except _TooDeep as err:
+        where = f"at line {err.mark.line + 1}, column {err.mark.column + 1}" if err.mark is not None else ""
+        raise error(
+            f"{what} file {path}: lists and mappings nested more than {MAX_DEPTH} levels deep {where}, the limit "
+            "of this reader (a Kubernetes object or a policy nests a few dozen at most); fix the file"
+        ) from None
 
 
 def _yaml_problem(err: yaml.YAMLError, text: str) -> str:

@@ -382,7 +382,7 @@ def test_a_kubeconfig_that_is_not_yaml_is_exit_2(tmp_path: Path, certs: CertFile
     code = main(["register", "--kubeconfig", str(bad), "--certs", str(certs.directory)])
     captured = capsys.readouterr()
     assert code == 2
-    assert captured.err.startswith(f"netqos-webhook register: cannot use kubeconfig {bad}: ")
+    assert captured.err.startswith(f"netqos-webhook register: cannot use kubeconfig file {bad}: not valid YAML")
     assert len(captured.err.strip().splitlines()) == 1
 
 
