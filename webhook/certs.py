@@ -41,9 +41,6 @@ from webhook.names import DEFAULT_CA_DAYS, DEFAULT_CERT_DAYS, DEFAULT_NAMESPACE,
 from webhook.validation import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain_caseless
 
 PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
-# A certificate with fewer days left is due: `certs --renew-before 30` renews it; register and
-# status warn about it.
-RENEWAL_DAYS = 30
 _CLOCK_SKEW = dt.timedelta(minutes=5)  # accept clients whose clock runs a little behind
 
 

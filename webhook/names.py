@@ -31,6 +31,9 @@ DEV_HOSTS = ("localhost", "127.0.0.1", "::1")
 # --- certificates --------------------------------------------------------------------------------
 DEFAULT_CA_DAYS = 3650  # every CA we make: outlives many server certificates, so renewals keep the caBundle
 DEFAULT_CERT_DAYS = 365
+# A certificate with fewer days left is due: `certs --renew-before 30` renews it; register and
+# status warn about it.
+RENEWAL_DAYS = 30
 KEY_TYPES = ("ecdsa", "rsa")
 
 # --- serving -------------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from webhook.certs import (
-    RENEWAL_DAYS,
     CertFiles,
     days_left,
     first_certificate,
@@ -29,7 +28,7 @@ from webhook.certs import (
 )
 from webhook.errors import UsageError
 from webhook.manifests import webhook_configuration
-from webhook.names import DEFAULT_SERVICE, LABELS, TLS_SECRET
+from webhook.names import DEFAULT_SERVICE, LABELS, RENEWAL_DAYS, TLS_SECRET
 from webhook.policy import Policy
 
 

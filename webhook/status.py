@@ -40,18 +40,27 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypedDict, TypeVar
-
-from cryptography import x509
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeVar
 
 from webhook import apidata, owners, placement
 from webhook.admission_policy import MUTATING_KIND, mutating_policy
 from webhook.apidata import ShapeError
-from webhook.certs import RENEWAL_DAYS, days_left, first_certificate, refusal
+from webhook.errors import EXIT_FOUND, EXIT_OK
 from webhook.manifests import webhook_configuration
-from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE, NAMESPACE_NAME_LABEL, TLS_SECRET, WEBHOOK_DOMAIN
+from webhook.names import (
+    CONFIGURATION_NAME,
+    DEFAULT_SERVICE,
+    NAMESPACE_NAME_LABEL,
+    RENEWAL_DAYS,
+    TLS_SECRET,
+    WEBHOOK_DOMAIN,
+)
 from webhook.policy import Decision, Policy, Rule, evaluate, policy_warnings
 from webhook.selector import LabelSelector, label_selector_from_api
+
+if TYPE_CHECKING:  # webhook.certs imports cryptography: only when a certificate is inspected, so
+    from cryptography import x509  # `status --help` stays light
+
 
 DAYS_WARNING = RENEWAL_DAYS  # a certificate with fewer days left is a problem
 COVERAGE = {
@@ -60,8 +69,6 @@ COVERAGE = {
     Decision.SKIPPED_OPT_OUT: "opted_out",
     Decision.MUTATED: "missing",
 }
-EXIT_OK = 0
-EXIT_PROBLEMS = 3
 
 
 @dataclass(frozen=True)
@@ -197,7 +204,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_PROBLEMS if self.problems or self.missing else EXIT_OK
+        return EXIT_FOUND if self.problems or self.missing else EXIT_OK
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,6 +418,8 @@ def _deployment(view: ClusterView, report: Report) -> None:
 
 
 def _certificates(view: ClusterView, report: Report, entries: Sequence[Mapping[str, Any]]) -> None:
+    from webhook.certs import first_certificate
+
     secret = view.secret
     ns = view.webhook_namespace
     bundles = [(w["name"], _ca_bundle(w)) for w in entries if w.get("clientConfig")]
@@ -446,6 +455,8 @@ def _certificates(view: ClusterView, report: Report, entries: Sequence[Mapping[s
 def _check_certificate(
     cert: x509.Certificate, bundles: Sequence[tuple[str, str]], server_name: str, now: dt.datetime, report: Report
 ) -> Certificate:
+    from webhook.certs import refusal
+
     validity = _validity(cert, now)
     failures = []
     for name, bundle in bundles:
@@ -464,6 +475,8 @@ def _check_certificate(
 
 
 def _validity(cert: x509.Certificate, now: dt.datetime) -> Certificate:
+    from webhook.certs import days_left
+
     return Certificate(_rfc3339(cert.not_valid_after_utc), days_left(cert, now))
 
 

@@ -15,8 +15,9 @@ import pytest
 from tests.fixtures import REPO
 from webhook import errors
 from webhook.certs import RenewError
-from webhook.cli import Range, build_parser, main
+from webhook.cli import build_parser, main
 from webhook.cluster import ClusterError, KubeconfigError
+from webhook.commands.flags import Range
 from webhook.documents import DocumentError
 from webhook.explain import ExplainError
 from webhook.manifests import ManifestError

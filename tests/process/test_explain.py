@@ -32,7 +32,7 @@ def explained(*argv: str, list_nodes=None, list_pods=None) -> str:
     out = io.StringIO()
     options = typed(explain.ExplainArgs, args)
     list_pods = list_pods or (lambda kubeconfig, context: [])
-    assert explain.run(options, default_policy(), list_nodes=list_nodes, list_pods=list_pods, stdout=out) == 0
+    assert explain.run(options, out, default_policy(), list_nodes=list_nodes, list_pods=list_pods) == 0
     return out.getvalue()
 
 
@@ -449,7 +449,7 @@ def test_finished_pods_and_the_explained_pod_itself_are_not_counted(tmp_path):
 def test_run_takes_typed_options():
     out = io.StringIO()
     options = explain.ExplainArgs(pod=TEST_POD, nodes=EXPERIMENT_NODES, netqos_weight=2, output="json")
-    assert explain.run(options, default_policy(), stdout=out) == 0
+    assert explain.run(options, out, default_policy()) == 0
     document = json.loads(out.getvalue())
     assert document["netqos_weight"] == 2
     # at weight 2 the plugin leads by 200, the compiled terms (for weight 1) by 100

@@ -1,8 +1,12 @@
-"""One module per `netqos-webhook` command: typed arguments in, an exit code out.
+"""One module per `netqos-webhook` command, none importing another (an import contract says so).
 
-No argparse here: `webhook.cli` parses the command line, builds the command's arguments and maps
-`webhook.errors.NetqosError` to exit codes. A command module imports what it needs (gunicorn,
-cryptography, the kubernetes client) inside its `run`, so `--help` for any command stays light.
+Each command module holds its typed arguments (a frozen dataclass, `<Name>Args`), its flags
+beside them (`add_command(subparsers)`, the flags several commands share from
+`webhook.commands.flags`) and one entry point, `run(args, out) -> exit code`, which writes its
+result to `out`. `webhook.cli` owns the root parser, dispatch, exit codes and signals. A command
+module imports what it needs to run (gunicorn, cryptography, the kubernetes client) inside its
+`run`, so `--help` for any command stays light. What two commands share lives beside them here
+(flags, tables, installed, plan), never in a command.
 """
 
 from __future__ import annotations

@@ -3,16 +3,26 @@ or roll the CA over; never replace a CA by accident."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
+from webhook.commands import flags, typed
 from webhook.errors import RuntimeFailure, UsageError
-from webhook.names import DEFAULT_CA_DAYS, DEFAULT_CERT_DAYS, DEFAULT_NAMESPACE, DEFAULT_SERVICE
+from webhook.names import DEFAULT_CA_DAYS, DEFAULT_CERT_DAYS, DEFAULT_NAMESPACE, DEFAULT_SERVICE, KEY_TYPES
 
 if TYPE_CHECKING:  # webhook.certs imports cryptography: only when a certificate is made
     from webhook.certs import CertFiles
+
+HELP = (
+    "Write a CA (10 years) and a server certificate (1 year) for the webhook's Service: ca.crt, ca.key, "
+    "tls.crt, tls.key. An existing CA is never replaced without --new-ca or --force; --renew-before "
+    "re-issues the server certificate under it."
+)
+EXAMPLE = "netqos-webhook certs --out certs --service netqos-webhook --namespace netqos-system --host 127.0.0.1"
+MAX_CERT_DAYS = 36500  # 100 years, well inside X.509's dates (the year 9999)
 
 
 @dataclass(frozen=True)
@@ -29,7 +39,68 @@ class CertsArgs:
     new_ca: bool = False  # replace an existing CA, keeping the old one in ca-bundle.crt
 
 
-def run(args: CertsArgs) -> int:
+def add_command(sub: flags.Subcommands) -> None:
+    p = flags.command(sub, "certs", HELP, EXAMPLE, _main)
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory to write the four files into")
+    p.add_argument(
+        "--service", default=DEFAULT_SERVICE, metavar="NAME", help=f"Service name (default {DEFAULT_SERVICE})"
+    )
+    p.add_argument(
+        "--namespace", default=DEFAULT_NAMESPACE, metavar="NS", help=f"Service namespace (default {DEFAULT_NAMESPACE})"
+    )
+    p.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        metavar="H",
+        help="extra DNS name or IP address for the certificate (repeatable)",
+    )
+    flags.number(
+        p,
+        "--days",
+        1,
+        MAX_CERT_DAYS,
+        DEFAULT_CERT_DAYS,
+        "server certificate validity in days; the CA must outlive it",
+    )
+    flags.number(
+        p,
+        "--ca-days",
+        1,
+        MAX_CERT_DAYS,
+        DEFAULT_CA_DAYS,
+        "CA validity in days: longer than --days, so --renew-before can re-issue the server certificate "
+        "under the same CA",
+    )
+    p.add_argument("--key-type", choices=KEY_TYPES, default="ecdsa", help="ecdsa (P-256, default) or rsa (2048)")
+    replace = p.add_mutually_exclusive_group()
+    replace.add_argument(
+        "--new-ca",
+        action="store_true",
+        help="replace the CA in --out by a new one (a rollover): also writes ca-bundle.crt, the new and the "
+        "previous CA, for the caBundle while the servers switch to the new certificate",
+    )
+    replace.add_argument(
+        "--force", action="store_true", help="replace the CA in --out by a new one, trusting only the new one"
+    )
+    flags.number(
+        p,
+        "--renew-before",
+        1,
+        MAX_CERT_DAYS,
+        None,
+        "renew only: re-issue tls.crt/tls.key from the existing CA in --out when the certificate "
+        "expires within DAYS (or is missing, or lacks a --host); leave a valid one alone. The CA "
+        "is kept, so the webhook's caBundle stays the same",
+        "DAYS",
+    )
+
+
+def _main(parsed: argparse.Namespace, out: TextIO) -> int:
+    return run(typed(CertsArgs, parsed, hosts=tuple(parsed.host)), out)
+
+
+def run(args: CertsArgs, out: TextIO) -> int:
     from webhook.certs import CertFiles, check_names
 
     files = CertFiles(args.out)
@@ -39,7 +110,7 @@ def run(args: CertsArgs) -> int:
     if args.renew_before is not None:
         if args.force or args.new_ca:
             raise UsageError("--renew-before keeps the CA; it does not go with --force or --new-ca")
-        return _renew(args, files)
+        return _renew(args, files, out)
     if files.has_ca() and not (args.force or args.new_ca):
         raise UsageError(_refusal(files))
     if (files.cert.exists() or files.key.exists()) and not files.has_ca() and not args.force:
@@ -65,11 +136,11 @@ def run(args: CertsArgs) -> int:
         raise RuntimeFailure(f"cannot write certificates into {args.out}: {err.strerror}") from None
     for path in (files.ca_cert, files.ca_key, files.cert, files.key, files.ca_bundle):
         if path.exists():
-            print(path)
+            print(path, file=out)
     return 0
 
 
-def _renew(args: CertsArgs, files: CertFiles) -> int:
+def _renew(args: CertsArgs, files: CertFiles, out: TextIO) -> int:
     from webhook.certs import renew
 
     try:
@@ -78,9 +149,9 @@ def _renew(args: CertsArgs, files: CertFiles) -> int:
         raise RuntimeFailure(f"cannot write certificates into {args.out}: {err.strerror}") from None
     if done.renewed:
         until = f"{done.not_after:%Y-%m-%d %H:%M}Z"
-        print(f"renewed {files.cert} ({done.reason}): now valid until {until} for {', '.join(done.names)}")
+        print(f"renewed {files.cert} ({done.reason}): now valid until {until} for {', '.join(done.names)}", file=out)
     else:
-        print(f"left {files.cert} alone: {done.reason}")
+        print(f"left {files.cert} alone: {done.reason}", file=out)
     return 0
 
 

@@ -7,8 +7,8 @@ Nodes and pods come from files or, with --kubeconfig or --context, from the clus
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -17,11 +17,12 @@ from typing import Any, TextIO, TypeVar
 from webhook import cluster, documents
 from webhook.affinity import PreferredTerm
 from webhook.apidata import ShapeError, show
+from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
 from webhook.documents import Place, read_document, read_documents
 from webhook.explain import ExplainError, Report, explain
 from webhook.manifests import check_namespace
-from webhook.names import DEFAULT_NAMESPACE
+from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
 from webhook.policy import Decision, Policy
 from webhook.policy_file import load_policy
 from webhook.scheduler.config import SchedulerConfigError, profile_for
@@ -91,15 +92,57 @@ class ExplainArgs:
         return self.kubeconfig is not None or self.context is not None
 
 
+def add_command(sub: flags.Subcommands) -> None:
+    p = flags.command(sub, "explain", HELP, EXAMPLE, _main)
+    p.description = DESCRIPTION
+    p.epilog = EPILOG
+    p.add_argument("--pod", required=True, metavar="FILE", help="the Pod manifest (YAML or JSON) to explain")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
+        "--nodes",
+        metavar="FILE",
+        help="Node objects (YAML or JSON): one Node, several documents, or a List (kubectl get nodes -o yaml)",
+    )
+    flags.cluster(p, "read the nodes and pods from the cluster of ", exclusive=source)
+    p.add_argument(
+        "--pods",
+        metavar="FILE",
+        help="the pods already on the nodes: Pods, or a List (kubectl get pods -A -o yaml); pods not bound to a "
+        "listed node, Succeeded or Failed are ignored (default: none with --nodes, the cluster's otherwise)",
+    )
+    p.add_argument(
+        "--scheduler-config",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration (v1): the profile of the pod's schedulerName (default: the default profile)",
+    )
+    flags.number(
+        p,
+        "--netqos-weight",
+        1,
+        100,
+        None,
+        "the NetQoS plugin's weight in the NetQoS scheduler's profile; default: the policy's "
+        f"schedulerWeights.netqos ({DEFAULT_NETQOS_WEIGHT} unless set)",
+    )
+    flags.output(p, ("table", "json"), "output format (default: table)")
+    flags.config(p)
+    flags.webhook_namespace(p)
+
+
+def _main(parsed: argparse.Namespace, out: TextIO) -> int:
+    return run(typed(ExplainArgs, parsed), out)
+
+
 def run(
     args: ExplainArgs,
+    out: TextIO,
     policy: Policy | None = None,
     *,
     list_nodes: Lister | None = None,
     list_pods: Lister | None = None,
-    stdout: TextIO | None = None,
 ) -> int:
-    """Explain `args.pod` under `policy` (None: the policy of `args.config`) and print it; 0 when done.
+    """Explain `args.pod` under `policy` (None: the policy of `args.config`) and write it to `out`;
+    0 when done.
 
     Raises ExplainError for unusable input and cluster.ClusterError when the cluster cannot be
     read; the CLI turns them into its one-line errors. `list_nodes(kubeconfig, context)` and
@@ -129,7 +172,7 @@ def run(
         pods_given=args.pods is not None or args.live,
         webhook_namespace=args.webhook_namespace,
     )
-    (stdout or sys.stdout).write(render_json(report) if args.output == "json" else render_table(report))
+    out.write(render_json(report) if args.output == "json" else render_table(report))
     return 0
 
 

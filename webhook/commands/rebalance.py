@@ -14,6 +14,7 @@ the run stops asking.
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import sys
 from collections.abc import Sequence
@@ -23,8 +24,9 @@ from typing import Any, TextIO
 import orjson
 
 from webhook import cluster, rebalance
+from webhook.commands import flags, typed
+from webhook.commands.installed import policy_in_force
 from webhook.commands.plan import read_plan
-from webhook.commands.status import policy_in_force
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME, RuntimeFailure
 from webhook.names import DEFAULT_NAMESPACE
@@ -33,6 +35,23 @@ from webhook.policy_file import load_policy
 MAX_FAILED_EVICTIONS = 10  # refused evictions (429, 403, ...) after which a run stops asking
 TABLE_LIMIT = 50  # rows per section of the table; -o json lists every candidate
 EVICTED, BLOCKED, ERROR = "evicted", "blocked", "error"
+MAX_EVICTIONS = 1000  # per run: the point of a run is a few moves the budgets can absorb
+MAX_REPLICAS = 100_000
+
+HELP = (
+    "Move latency-sensitive pods that run on slower nodes back to net=high nodes that have room now. "
+    "Plans, for each such pod in turn (longest on a slow node first), the net=high node its replacement "
+    "fits and kube-scheduler would pick, reserving room for every planned pod; skips, with the reason, "
+    "pods that must not be evicted (among them system-critical pods, and pods whose replacement the live "
+    "registration would not send to the webhook). With --apply, evicts through the Eviction API, so "
+    "PodDisruptionBudgets hold; without an active registration it evicts nothing. Exit code 0 when nothing "
+    "movable is left, 3 when movable pods remain or no registration is active, 1 when the cluster (or an "
+    "eviction) fails, 2 for unusable input."
+)
+EXAMPLE = (
+    "netqos-webhook rebalance --context prod            # the plan; nothing is evicted\n"
+    "  netqos-webhook rebalance --context prod --apply    # evict the first planned pod"
+)
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,55 @@ class Report:
         if self.plan.registration:  # nothing may move until the webhook is registered and serving
             return EXIT_FOUND
         return self.movable_exit_code if self.remaining > 0 else EXIT_OK
+
+
+def add_command(sub: flags.Subcommands) -> None:
+    p = flags.command(sub, "rebalance", HELP, EXAMPLE, _main)
+    flags.cluster(p, "rebalance the cluster of ")
+    flags.webhook_namespace(
+        p, f"namespace the webhook runs in: its policy is read from there (default {DEFAULT_NAMESPACE})"
+    )
+    flags.config(p, "plan by this policy file instead of the one the installed webhook serves (its ConfigMap)")
+    flags.output(p, ("table", "json"), "output format (default table)")
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="evict the planned pods (at most --max-evictions); without it nothing is written to the cluster",
+    )
+    flags.number(p, "--max-evictions", 1, MAX_EVICTIONS, 1, "evict at most N pods in one run")
+    flags.number(
+        p,
+        "--min-replicas",
+        0,
+        MAX_REPLICAS,
+        rebalance.DEFAULT_MIN_REPLICAS,
+        "never evict a pod whose controller has fewer than N ready pods",
+    )
+    p.add_argument(
+        "--min-age",
+        type=flags.duration,
+        default=rebalance.DEFAULT_MIN_AGE,
+        metavar="DURATION",
+        help="never evict a pod younger than this (default 10m; e.g. 1h, 90s, 0)",
+    )
+    p.add_argument(
+        "--include-local-storage",
+        action="store_true",
+        help="also evict pods with emptyDir or hostPath volumes (their data is lost)",
+    )
+    flags.number(
+        p,
+        "--movable-exit-code",
+        0,
+        255,
+        EXIT_FOUND,
+        "exit code when movable pods remain (a CronJob that moves a few pods per run passes 0)",
+        "CODE",
+    )
+
+
+def _main(parsed: argparse.Namespace, out: TextIO) -> int:
+    return run(typed(RebalanceArgs, parsed), out)
 
 
 def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int:

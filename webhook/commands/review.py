@@ -16,6 +16,7 @@ chosen decisions into exit code 3, for CI.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import os
@@ -23,15 +24,16 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
+from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
-from webhook.errors import EXIT_FOUND, UsageError
+from webhook.errors import EXIT_FOUND, EXIT_OK, UsageError
 from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE
-from webhook.policy import policy_warnings
+from webhook.policy import Decision, policy_warnings
 from webhook.scope import NOT_CALLED, not_called_reason
 from webhook.workloads import KIND_NAMES
 
@@ -47,6 +49,18 @@ OUTPUTS = SINGLE_OUTPUTS + LIST_OUTPUTS
 SUFFIXES = (".yaml", ".yml", ".json")
 REVIEWER = "netqos-webhook-review"
 ACCEPTED = f"a Pod, an AdmissionReview or a workload ({', '.join(KIND_NAMES)})"
+DECISIONS = (*(d.value for d in Decision), NOT_CALLED)
+
+HELP = (
+    "Dry-run the webhook offline over Pods, AdmissionReviews and the pod templates of workloads "
+    f"({', '.join(KIND_NAMES)}): the same code as POST /mutate. Each FILE is a YAML or JSON file "
+    "with one or more documents, a directory of them (not recursive), or - for stdin (e.g. kubectl "
+    "kustomize DIR | netqos-webhook review -); other objects are listed as 'not a pod'."
+)
+EXAMPLE = (
+    "kubectl kustomize deploy/base | netqos-webhook review - --fail-on skipped_explicit,invalid\n"
+    "  netqos-webhook review deploy/examples/test-pod.yaml deploy/examples/latency-sensitive-deployment.yaml"
+)
 
 
 @dataclass(frozen=True)
@@ -93,7 +107,45 @@ class Reviewed:
         }
 
 
-def run(args: ReviewArgs) -> int:
+def add_command(sub: flags.Subcommands) -> None:
+    p = flags.command(sub, "review", HELP, EXAMPLE, _main)
+    p.add_argument("files", nargs="+", metavar="FILE|DIR|-", help="manifests to review")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=OUTPUTS,
+        default=None,
+        help="for one object of one file: response (default), the AdmissionReview answer; patch, the decoded "
+        "JSON patch; pod, the mutated pod as YAML; workload, the workload with its mutated template. For "
+        "several (or a directory): table (default), one row per object; json, one record per object; pod "
+        "and workload, a YAML stream (workload: every object, pod templates mutated)",
+    )
+    flags.config(p)
+    flags.webhook_namespace(p)
+    p.add_argument(
+        "--fail-on",
+        type=_decisions,
+        default=frozenset(),
+        metavar="DECISIONS",
+        help=f"exit with code 3 when an object gets one of these comma-separated decisions: {', '.join(DECISIONS)}",
+    )
+
+
+def _decisions(text: str) -> frozenset[str]:
+    chosen = frozenset(word.strip() for word in text.split(",") if word.strip())
+    unknown = sorted(chosen - set(DECISIONS))
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(unknown) or repr(text)}: not a decision; choose from {', '.join(DECISIONS)}"
+        )
+    return chosen
+
+
+def _main(parsed: argparse.Namespace, out: TextIO) -> int:
+    return run(typed(ReviewArgs, parsed, files=tuple(parsed.files)), out)
+
+
+def run(args: ReviewArgs, out: TextIO) -> int:
     from webhook.policy_file import load_policy
 
     items, notices = read_inputs(args.files)
@@ -115,13 +167,13 @@ def run(args: ReviewArgs) -> int:
     check_namespace(args.webhook_namespace)
     results = [review_item(policy, item, single=single, webhook_namespace=args.webhook_namespace) for item in items]
     if output in SINGLE_OUTPUTS and single:
-        print(_single(results[0], output), end="")
+        out.write(_single(results[0], output))
     elif output in ("pod", "workload"):
-        print(_stream(results, output), end="")
+        out.write(_stream(results, output))
     elif output == "json":
-        print(json.dumps([r.record() for r in results], indent=2))
+        out.write(json.dumps([r.record() for r in results], indent=2) + "\n")
     else:
-        print(table(results), end="")
+        out.write(table(results))
     for r in results:
         prefix = "" if len(results) == 1 else f"{r.kind} {r.namespace}/{r.name}: "
         for warning in r.warnings:
@@ -306,7 +358,7 @@ def _stream(results: Sequence[Reviewed], output: str) -> str:
 def _verdict(results: Sequence[Reviewed], fail_on: frozenset[str]) -> int:
     failing = [r for r in results if r.decision in fail_on]
     if not failing:
-        return 0
+        return EXIT_OK
     decisions = ", ".join(sorted({r.decision for r in failing}))
     print(
         f"netqos-webhook review: {len(failing)} of {len(results)} objects decided {decisions} (--fail-on)",

@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import logging
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
-from webhook.commands import typed
+from webhook.commands import flags, typed
 from webhook.errors import UsageError
-from webhook.names import DEV_CERT_DIR, DEV_HOSTS
+from webhook.names import (
+    DEFAULT_BIND,
+    DEFAULT_BODY_BUDGET_BYTES,
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEPALIVE_SECONDS,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_WORKERS,
+    DEV_CERT_DIR,
+    DEV_HOSTS,
+    LOG_FORMATS,
+    LOG_LEVELS,
+    METRICS_DIR_ENV,
+    RENEWAL_DAYS,
+    WORKER_CLASSES,
+)
 from webhook.policy import policy_warnings
 from webhook.validation import is_dns1123_subdomain_caseless
 
@@ -20,6 +37,20 @@ if TYPE_CHECKING:  # webhook.certs imports cryptography: only when certs/ is use
     from webhook.certs import CertFiles
 
 log = logging.getLogger("webhook")
+
+HELP = "Serve the webhook over HTTPS (gunicorn, TLS 1.2+)."
+EXAMPLE = "netqos-webhook serve --bind 0.0.0.0:8443 --certfile /tls/tls.crt --keyfile /tls/tls.key"
+
+# The ranges of the numeric flags. Workers and threads: far above what one pod's CPUs use
+# (docs/performance.md), far below what exhausts a machine. Seconds: five minutes for a deadline
+# or an hour of keep-alive. Bodies: from 1 KiB to 64 MiB, the budget up to 1 GiB.
+MAX_WORKERS = 64
+MAX_THREADS = 256
+MAX_SECONDS = 300
+MAX_KEEPALIVE_SECONDS = 3600
+MIN_BODY_BYTES = 1024
+MAX_BODY_BYTES = 64 * 2**20
+MAX_BODY_BUDGET_BYTES = 2**30
 
 # HOST:PORT, [IPV6]:PORT or :PORT; the host is a DNS name or an IP address.
 # Matched whole (fullmatch): a `$` would let a trailing newline through.
@@ -48,6 +79,85 @@ class ServeArgs:
     log_format: str
     client_ca: Path | None
     metrics_dir: Path | None
+
+
+def add_command(sub: flags.Subcommands) -> None:
+    p = flags.command(sub, "serve", HELP, EXAMPLE, _main)
+    p.add_argument(
+        "--bind",
+        default=DEFAULT_BIND,
+        metavar="HOST:PORT",
+        help=f"address to listen on (default {DEFAULT_BIND}; IPv6 as [::]:8443)",
+    )
+    p.add_argument("--certfile", type=Path, metavar="FILE", help="server certificate (PEM); default certs/tls.crt")
+    p.add_argument("--keyfile", type=Path, metavar="FILE", help="server private key (PEM); default certs/tls.key")
+    flags.config(p)
+    flags.number(p, "--workers", 1, MAX_WORKERS, DEFAULT_WORKERS, "worker processes")
+    p.add_argument(
+        "--worker-class",
+        choices=WORKER_CLASSES,
+        default="gevent",
+        help="gunicorn worker class (default gevent; see docs/performance.md)",
+    )
+    flags.number(p, "--threads", 1, MAX_THREADS, 1, "threads per worker, for --worker-class gthread only")
+    flags.number(
+        p,
+        "--keepalive",
+        1,
+        MAX_KEEPALIVE_SECONDS,
+        DEFAULT_KEEPALIVE_SECONDS,
+        "keep idle connections this long; the API server keeps them 90 s",
+        "SECONDS",
+    )
+    flags.number(
+        p,
+        "--max-body-bytes",
+        MIN_BODY_BYTES,
+        MAX_BODY_BYTES,
+        DEFAULT_MAX_BODY_BYTES,
+        "larger request bodies get 413; the default is the API server's own limit, 3 MiB",
+    )
+    flags.number(
+        p,
+        "--body-budget-bytes",
+        MIN_BODY_BYTES,
+        MAX_BODY_BUDGET_BYTES,
+        DEFAULT_BODY_BUDGET_BYTES,
+        "request-body bytes one worker holds at once; a body beyond gets 503 with Retry-After. It must "
+        "leave room for a body of --max-body-bytes beside those reserved for small bodies; see "
+        "docs/operations.md, Hostile clients",
+    )
+    for stage, default, what in (
+        ("handshake", DEFAULT_HANDSHAKE_TIMEOUT, "a TLS handshake, from accept; then the connection is closed"),
+        ("header", DEFAULT_HEADER_TIMEOUT, "the request line and headers, from their first byte; then closed"),
+        ("body", DEFAULT_BODY_TIMEOUT, "a request body; then 408 and closed (gevent workers)"),
+    ):
+        flags.number(p, f"--{stage}-timeout", 1, MAX_SECONDS, int(default), f"deadline for {what}", "SECONDS")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="log level (default info)")
+    p.add_argument(
+        "--log-format",
+        default="json",
+        choices=LOG_FORMATS,
+        help="json: one JSON object per line (default); text: for a terminal",
+    )
+    p.add_argument(
+        "--client-ca",
+        type=Path,
+        metavar="FILE",
+        help="require TLS clients (the API server) to present a certificate signed by this CA (PEM)",
+    )
+    p.add_argument(
+        "--metrics-dir",
+        type=Path,
+        metavar="DIR",
+        default=os.environ.get(METRICS_DIR_ENV) or None,
+        help=f"writable directory for the workers' metric files, emptied at start "
+        f"(default: ${METRICS_DIR_ENV}, else a temporary directory)",
+    )
+
+
+def _main(parsed: argparse.Namespace, out: TextIO) -> int:
+    return run(typed(ServeArgs, parsed), out)
 
 
 def check_bind(bind: str) -> tuple[str, int]:
@@ -83,7 +193,9 @@ def _is_host(host: str) -> bool:
         return host.isascii() and not is_dns1123_subdomain_caseless(host)
 
 
-def run(args: ServeArgs) -> int:
+def run(args: ServeArgs, out: TextIO) -> int:
+    """Check the flags and files, then serve until stopped; `out` is unused: the server logs
+    (JSON lines) to stderr."""
     check_bind(args.bind)
     if (args.certfile is None) != (args.keyfile is None):
         raise UsageError("--certfile and --keyfile go together: give both, or neither to use certs/")
@@ -163,7 +275,7 @@ def _dev_certificate() -> tuple[Path, Path]:
     pair, the pair is issued under that CA (as `certs --renew-before` does). A new CA is made only
     into a directory holding none of the files `netqos-webhook certs` writes. Anything else (half a
     pair, half a CA, a rollover bundle alone) is refused with the file found and the one missing."""
-    from webhook.certs import RENEWAL_DAYS, CertFiles, generate, renew
+    from webhook.certs import CertFiles, generate, renew
 
     files = CertFiles(DEV_CERT_DIR)
     if files.cert.exists() and files.key.exists():
@@ -196,8 +308,6 @@ def _dev_certificate() -> tuple[Path, Path]:
 
 def _refuse_half_pair(files: CertFiles) -> None:
     """tls.crt without tls.key, or the reverse: never replaced, whatever else the directory holds."""
-    from webhook.certs import RENEWAL_DAYS
-
     for found, missing in ((files.cert, files.key), (files.key, files.cert)):
         if found.exists() and not missing.exists():
             if files.ca_cert.exists() and files.ca_key.exists():

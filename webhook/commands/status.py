@@ -10,27 +10,37 @@ reported, not a failure. The report renders here, as a table or as JSON.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime as dt
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO, TypeVar, cast
+from typing import Any, TextIO
 
 import orjson
 
 from webhook import apidata, cluster, placement, rebalance, status
 from webhook.apidata import ShapeError
+from webhook.commands import flags, typed
+from webhook.commands.installed import get_object, policy_of
 from webhook.commands.plan import read_plan
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
 from webhook.placement import NET_CLASSES
 from webhook.policy import Policy
-from webhook.policy_file import PolicyError, default_policy, load_policy, policy_from_bytes
+from webhook.policy_file import load_policy
 from webhook.selector import LabelSelector
 from webhook.status import Certificate, MissingPod, Report
 
-Obj = TypeVar("Obj", bound=status.ObjectJSON)
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
+
+HELP = (
+    "Check, read-only, that a cluster carries out NetQoS: the webhook's registration, certificate and "
+    "endpoints; which selected pods carry the preference (and which were created without it); whether "
+    "they run on net=high nodes, and if not, why. Exit code 0 when all is well, 3 when there are "
+    "problems or pods missing the preference, 1 when the cluster fails, 2 for unusable input."
+)
+EXAMPLE = "netqos-webhook status --context prod -o json"
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,19 @@ class StatusArgs:
     config: str | None = None  # a policy file instead of the one the webhook serves
     namespace: str | None = None  # None: every namespace
     output: str = "table"  # table | json
+
+
+def add_command(sub: flags.Subcommands) -> None:
+    p = flags.command(sub, "status", HELP, EXAMPLE, _main)
+    flags.cluster(p, "read the cluster of ")
+    flags.webhook_namespace(p, f"namespace the webhook runs in (default {DEFAULT_NAMESPACE})")
+    flags.config(p, "judge by this policy file instead of the one the installed webhook serves (its ConfigMap)")
+    flags.namespaces(p, "the pods")
+    flags.output(p, ("table", "json"), "output format (default table)")
+
+
+def _main(parsed: argparse.Namespace, out: TextIO) -> int:
+    return run(typed(StatusArgs, parsed), out)
 
 
 def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
@@ -63,7 +86,7 @@ def _report(reader: cluster.Reader, args: StatusArgs, override: Policy | None, n
         view = _view(reader, args, override, now)
         report = status.analyse(view)
         lookups = status.owner_lookups(report)
-        owners = {key: _get(reader, key[1], status.ObjectJSON, key[2], key[0]) for key in sorted(lookups)}
+        owners = {key: get_object(reader, key[1], status.ObjectJSON, key[2], key[0]) for key in sorted(lookups)}
         status.with_owners(report, owners)
         _movable(reader, view, args.namespace, report)
     except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
@@ -97,18 +120,20 @@ def _movable(reader: cluster.Reader, view: status.ClusterView, namespace: str | 
 
 def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime) -> status.ClusterView:
     ns = args.webhook_namespace
-    deployment = _get(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
-    policy, source, problem = _policy(reader, deployment, ns, override, args.config)
+    deployment = get_object(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
+    policy, source, problem = policy_of(reader, deployment, ns, override, args.config)
     return status.ClusterView(
         webhook_namespace=ns,
         policy=policy,
         policy_source=source,
-        configuration=_get(reader, "MutatingWebhookConfiguration", status.WebhookConfigurationJSON, CONFIGURATION_NAME),
+        configuration=get_object(
+            reader, "MutatingWebhookConfiguration", status.WebhookConfigurationJSON, CONFIGURATION_NAME
+        ),
         deployment=deployment,
         endpoint_slices=_listed(
             reader, "EndpointSlice", ns, label_selector=f"kubernetes.io/service-name={DEFAULT_SERVICE}"
         ),
-        secret=_get(reader, "Secret", status.SecretJSON, TLS_SECRET, ns),
+        secret=get_object(reader, "Secret", status.SecretJSON, TLS_SECRET, ns),
         namespaces=_namespaces(reader),
         nodes=_lazy(reader, "nodes", lambda: reader.list("Node")),
         pods=_lazy(reader, "pods", lambda: _selected_pods(reader, policy, args.namespace)),
@@ -118,52 +143,6 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
         admission_policies=_admission_listed(reader, "MutatingAdmissionPolicy"),
         admission_policy_bindings=_admission_listed(reader, "MutatingAdmissionPolicyBinding"),
     )
-
-
-def policy_in_force(
-    reader: cluster.Reader, ns: str, override: Policy | None, config: str | None
-) -> tuple[Policy, str, str | None]:
-    """The policy the webhook in namespace `ns` serves (or `override`), where it came from, and why
-    the cluster's could not be used: what `status` judges by, for any command that asks. With
-    `override`, nothing is read."""
-    if override is not None:
-        return override, str(config), None
-    deployment = _get(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
-    return _policy(reader, deployment, ns, override, config)
-
-
-def _policy(
-    reader: cluster.Reader,
-    deployment: status.Read[status.DeploymentJSON],
-    ns: str,
-    override: Policy | None,
-    config: str | None,
-) -> tuple[Policy, str, str | None]:
-    """The policy to judge by, where it came from, and why the cluster's could not be used."""
-    if override is not None:
-        return override, str(config), None
-    builtin = "the built-in default policy"
-    if deployment is None or isinstance(deployment, status.Unknown):
-        return default_policy(), f"{builtin} (the webhook's Deployment could not be read)", None
-    location = status.policy_location(deployment)
-    if location is None:
-        return default_policy(), builtin, None
-    if location.config_map is None:
-        why = f"the webhook's --config {location.path}: {location.elsewhere}"
-        return default_policy(), f"{builtin} ({why}; pass --config FILE)", None
-    name, key = location.config_map, location.key
-    where = f"ConfigMap {ns}/{name} key {key}"
-    config_map = _get(reader, "ConfigMap", status.ConfigMapJSON, name, ns)
-    if isinstance(config_map, status.Unknown) or config_map is None:
-        what = "forbidden" if config_map is not None else "missing"
-        return default_policy(), f"{builtin} ({where} {what}; pass --config FILE)", None
-    text = apidata.string_map(config_map, "data", "data").get(key)
-    if text is None:
-        return default_policy(), builtin, f"{where} does not exist: the webhook cannot load its policy"
-    try:
-        return policy_from_bytes(text.encode(), where), where, None
-    except PolicyError as err:
-        return default_policy(), builtin, f"the webhook's policy is invalid: {err}"
 
 
 def _selected_pods(reader: cluster.Reader, policy: Policy, namespace: str | None) -> Iterator[dict[str, Any]]:
@@ -230,18 +209,6 @@ def _namespaces(reader: cluster.Reader) -> dict[str, Mapping[str, str]] | status
         meta = apidata.obj(namespace, "metadata", "metadata")
         out[apidata.text(meta, "name", "metadata.name")] = apidata.string_map(meta, "labels", "metadata.labels")
     return out
-
-
-def _get(
-    reader: cluster.Reader, kind: str, shape: type[Obj], name: str, namespace: str | None = None
-) -> status.Read[Obj]:
-    """The object, None when it does not exist, or Unknown when RBAC forbids reading it; `shape`
-    is the JSON the API server sends for `kind` (taken on trust: it decoded into Go types first)."""
-    try:
-        return cast(Obj | None, reader.get(kind, name, namespace))
-    except cluster.Forbidden:
-        where = f" in namespace {namespace}" if namespace else ""
-        return status.Unknown(f"{kind} {name}{where}")
 
 
 def _listed(
