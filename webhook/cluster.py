@@ -508,6 +508,49 @@ def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list
             raise ClusterError(f"{err}; explain a smaller cluster, or give --nodes and --pods files") from None
 
 
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+
+
+def check_api_server(cluster: Cluster) -> None:
+    """Prove the credentials usable before anything is written: the server answers the discovery
+    of admissionregistration.k8s.io/v1 (`GET /apis/admissionregistration.k8s.io/v1`, what kubectl
+    reads before it applies) with the APIResourceList a Kubernetes API server sends, listing
+    mutatingwebhookconfigurations. A login page or a proxy answering 200 to everything is not one,
+    and is said so in one line naming the server (`ClusterError`, exit code 1)."""
+    from kubernetes import client
+
+    path = f"/apis/{ADMISSION_API}"
+    with client.ApiClient(cluster.configuration) as api:
+        response = _request(
+            cluster,
+            f"GET {path}",
+            lambda: client.AdmissionregistrationV1Api(api).get_api_resources(
+                _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            ),
+            forbidden="a Kubernetes API server lets every authenticated user read its discovery; check the credentials",
+        )
+        data, content_type = response.data, str(response.getheader("Content-Type") or "no content type")
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        decoded = None
+    resources = decoded.get("resources") if isinstance(decoded, dict) else None
+    names = {r.get("name") for r in resources if isinstance(r, dict)} if isinstance(resources, list) else set()
+    if not (
+        isinstance(decoded, dict)
+        and decoded.get("kind") == "APIResourceList"
+        and decoded.get("groupVersion") == ADMISSION_API
+        and "mutatingwebhookconfigurations" in names
+    ):
+        what = "JSON of another shape" if decoded is not None else f"{len(data)} bytes of {content_type.split(';')[0]}"
+        raise ClusterError(
+            f"the server at {cluster.host} ({cluster.where}) is not a Kubernetes API server: GET {path} answered "
+            f"HTTP {response.status} with {what}, not the APIResourceList listing mutatingwebhookconfigurations; "
+            "check that the kubeconfig's server is the cluster's API server, not a login page or proxy "
+            "(kubectl config view --minify)"
+        )
+
+
 def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:
     """Server-side apply each object (Secrets and MutatingWebhookConfigurations) in order; report
     one line per object. Stops at the first failure with a `ClusterError`."""
@@ -581,6 +624,13 @@ def _request(cluster: Cluster, action: str, send: Callable[[], Any], forbidden: 
         return send()
     except client.ApiException as err:
         if err.status:  # the API server answered, and said no
+            if 300 <= err.status < 400:  # an API server never redirects an API request; a login page does
+                where = (err.headers or {}).get("Location") or "elsewhere"
+                raise ClusterError(
+                    f"the server at {cluster.host} ({cluster.where}) is not a Kubernetes API server: asked to "
+                    f"{action}, it redirected to {where} (HTTP {err.status}); check that the kubeconfig's server is "
+                    "the cluster's API server, not a login page or proxy (kubectl config view --minify)"
+                ) from None
             hint = {
                 401: "the credentials were rejected: log in again or pick another --context",
                 403: forbidden,

@@ -5,7 +5,7 @@ an unreadable input the same way: the kind of file, its path, what is wrong, wha
 for `List` documents (`list_items`), so every command reads `kubectl get -o yaml` output alike.
 
 A document nests at most `MAX_DEPTH` lists and mappings. The API server's decoders allow 10,000
-levels (Go's encoding/json `maxNestingDepth`, go-yaml's `max_depth`), far beyond what Python's
+levels (Go's encoding/json `maxNestingDepth`; go-yaml's `max_flow_level` and `max_indents`), far beyond what Python's
 recursion limit lets PyYAML's composer, the printers and the JSON encoder go; a Kubernetes object
 nests about a dozen levels (a Pod's deepest field, a node affinity term's values, is at 9; a
 CRD's schema a few dozen). Deeper is refused while it is read, before it is built, with the

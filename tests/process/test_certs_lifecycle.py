@@ -17,6 +17,7 @@ from cryptography import x509
 
 from tests.fixtures import fixture
 from webhook.certs import CertFiles
+from webhook.testing.kubeapi import ScriptedAPI, discovering, status_body
 from webhook.testing.server import start_server
 
 CA_DAYS = 3650
@@ -53,25 +54,13 @@ def made_by_serve(tmp: Path) -> Path:
 
 
 def made_by_register(tmp: Path) -> Path:
-    """register's pair: generated into --certs once its kubeconfig is usable, before it sends
-    anything (nothing listens at the kubeconfig's server here)."""
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        server = f"https://127.0.0.1:{closed.getsockname()[1]}"
-    kubeconfig = tmp / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": server}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "c",
-            }
-        )
-    )
-    done = netqos("register", "--certs", str(tmp / "reg"), "--kubeconfig", str(kubeconfig), cwd=tmp)
+    """register's pair: generated into --certs once its kubeconfig has proved usable (its server
+    answers discovery as an API server does), before it sends anything (refused here)."""
+    api = ScriptedAPI(discovering(lambda request: (403, status_body(403, "Forbidden", "forbidden"))))
+    with api:
+        kubeconfig = api.kubeconfig(tmp)
+        done = netqos("register", "--certs", str(tmp / "reg"), "--kubeconfig", str(kubeconfig), cwd=tmp)
+    assert done.returncode == 1 and "refused to apply" in done.stderr, done.stderr
     assert "generated a CA and a server certificate" in done.stderr, done.stderr
     return tmp / "reg"
 

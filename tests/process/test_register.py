@@ -23,7 +23,7 @@ from webhook.cli import main
 from webhook.manifests import webhook_configuration
 from webhook.policy_file import load_policy
 from webhook.register import CertificateError, check_certificates, objects
-from webhook.testing.kubeapi import Request, ScriptedAPI, status_body
+from webhook.testing.kubeapi import ADMISSION_DISCOVERY, Request, ScriptedAPI, discovering, status_body
 
 POLICY = str(REPO / "deploy/base/policy.yaml")
 SECRET_PATH = "/api/v1/namespaces/netqos-system/secrets/netqos-webhook-tls"
@@ -211,8 +211,9 @@ def closed_port() -> int:
 
 
 def applying_api(fail: tuple[int, str, str] | None = None) -> ScriptedAPI:
-    """A loopback API server answering PATCH like one doing server-side apply: 201 the first time
-    a path is applied, then 200; or `fail` = (status, reason, message) for every request."""
+    """A loopback API server answering its discovery, and PATCH like one doing server-side apply:
+    201 the first time a path is applied, then 200; or `fail` = (status, reason, message) for
+    every PATCH. `patches` are the PATCH requests it received."""
     seen: set[str] = set()
 
     def answer(request: Request) -> tuple[int, Any]:
@@ -222,7 +223,13 @@ def applying_api(fail: tuple[int, str, str] | None = None) -> ScriptedAPI:
         seen.add(request.path)
         return code, request.json()
 
-    return ScriptedAPI(answer)
+    return _Applying(discovering(answer))
+
+
+class _Applying(ScriptedAPI):
+    @property
+    def patches(self) -> list[Request]:
+        return [r for r in self.requests if r.method == "PATCH"]
 
 
 def test_register_server_side_applies_the_secret_then_the_configuration(
@@ -235,11 +242,11 @@ def test_register_server_side_applies_the_secret_then_the_configuration(
         first = capsys.readouterr()
         assert main(args) == 0
         second = capsys.readouterr()
-    assert [(r.path, r.json()) for r in api.requests[:2]] == [
+    assert [(r.path, r.json()) for r in api.patches[:2]] == [
         (SECRET_PATH, expected_secret(certs)),
         (CONFIG_PATH, expected_config(certs)),
     ]
-    for request in api.requests:
+    for request in api.patches:
         assert request.headers["Content-Type"] == "application/apply-patch+yaml"
         assert request.query["fieldManager"] == ["netqos-webhook"]
         # the API server parses it with Go's strconv.ParseBool; older clients send "True"
@@ -271,7 +278,7 @@ def test_register_with_a_url_sends_no_secret(
             url,
         ]
         assert main(args) == 0
-    assert [(r.path, r.json()) for r in api.requests] == [(CONFIG_PATH, expected_config(certs, url=url))]
+    assert [(r.path, r.json()) for r in api.patches] == [(CONFIG_PATH, expected_config(certs, url=url))]
 
 
 def test_register_without_certificates_generates_them_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -280,7 +287,7 @@ def test_register_without_certificates_generates_them_first(tmp_path: Path, caps
         assert main(["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--certs", str(target)]) == 0
     files = CertFiles(target)
     check_certificates(files, "netqos-system")
-    assert api.requests[0].json()["data"]["tls.crt"] == b64(files.cert)
+    assert api.patches[0].json()["data"]["tls.crt"] == b64(files.cert)
     assert f"generated a CA and a server certificate in {target}/" in capsys.readouterr().err
 
 
@@ -330,7 +337,36 @@ def test_api_errors_are_one_clear_message_and_exit_1(
     assert expected in captured.err
     assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
     assert captured.out == ""
-    assert len(api.requests) == 1  # it stops at the first refusal
+    assert len(api.patches) == 1  # it stops at the first refusal
+
+
+# what answers at the kubeconfig's server: (status, body, headers), and what the one line says of it
+NOT_AN_API_SERVER = {
+    "a login page": (
+        (200, b"<!doctype html><title>Sign in</title><form>...</form>", {"Content-Type": "text/html; charset=utf-8"}),
+        "answered HTTP 200 with 53 bytes of text/html",
+    ),
+    "a redirect to a login page": ((302, b"", {"Location": "/login"}), "it redirected to /login (HTTP 302)"),
+    "a proxy answering 200 to everything": ((200, b"OK", {"Content-Type": "text/plain"}), "2 bytes of text/plain"),
+    "a proxy answering {} to everything": ((200, {}, {}), "answered HTTP 200 with JSON of another shape"),
+}
+
+
+@pytest.mark.parametrize("server", NOT_AN_API_SERVER, ids=list(NOT_AN_API_SERVER))
+def test_a_server_that_is_not_an_api_server_is_named_and_nothing_is_generated_or_sent(
+    tmp_path: Path, capsys, server: str
+) -> None:
+    answer, said = NOT_AN_API_SERVER[server]
+    with ScriptedAPI(lambda request: answer) as api:
+        target = tmp_path / "new-certs"
+        code = main(["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--certs", str(target)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
+    assert f"the server at {api.url} (kubeconfig {tmp_path}/kubeconfig) is not a Kubernetes API server" in captured.err
+    assert said in captured.err
+    assert not target.exists(), "no certificates before the kubeconfig has proved usable"
+    assert [(r.method, r.path.rstrip("/")) for r in api.requests] == [("GET", ADMISSION_DISCOVERY)]
 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])

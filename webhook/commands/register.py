@@ -72,7 +72,7 @@ def _main(parsed: argparse.Namespace, out: TextIO) -> int:
 
 def run(args: RegisterArgs, out: TextIO) -> int:
     from webhook.certs import CertFiles, generate
-    from webhook.cluster import apply, connect, describe
+    from webhook.cluster import apply, check_api_server, connect, describe
     from webhook.manifests import check_namespace, check_url
     from webhook.policy_file import load_policy
     from webhook.register import check_certificates, objects
@@ -81,9 +81,12 @@ def run(args: RegisterArgs, out: TextIO) -> int:
     check_namespace(args.namespace)
     if args.url is not None:
         check_url(args.url)
-    # The cluster's credentials before anything is written: a kubeconfig that cannot be used
-    # leaves no certificates behind. ClusterError: exit 2 for the kubeconfig, else 1.
+    # The cluster's credentials before anything is written: a kubeconfig that cannot be used, or
+    # whose server is no Kubernetes API server, leaves no certificates behind. ClusterError: exit 2
+    # for the kubeconfig, else 1.
     cluster = None if args.dry_run else connect(args.kubeconfig, args.context)
+    if cluster is not None:
+        check_api_server(cluster)
     files = CertFiles(args.certs)
     none_there = not any(p.exists() for p in (files.ca_cert, files.ca_key, files.cert, files.key))
     if none_there and cluster is not None:  # --dry-run makes nothing

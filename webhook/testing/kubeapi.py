@@ -470,8 +470,38 @@ class Request:
         return json.loads(self.body)
 
 
-# request -> (HTTP status, body: bytes as they are, anything else as JSON)
-Answer = Callable[[Request], tuple[int, Any]]
+# request -> (HTTP status, body: bytes as they are, anything else as JSON[, headers])
+Answer = Callable[[Request], tuple[int, Any] | tuple[int, Any, dict[str, str]]]
+
+ADMISSION_DISCOVERY = "/apis/admissionregistration.k8s.io/v1"
+
+
+def admission_discovery() -> dict[str, Any]:
+    """The APIResourceList a Kubernetes API server answers to GET /apis/admissionregistration.k8s.io/v1
+    (its two webhook configuration resources; `register` reads it before anything else)."""
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "admissionregistration.k8s.io/v1",
+        "resources": [
+            {"name": name, "singularName": name[:-1], "namespaced": False, "kind": kind, "verbs": ["create", "patch"]}
+            for name, kind in (
+                ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
+                ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
+            )
+        ],
+    }
+
+
+def discovering(answer: Answer) -> Answer:
+    """`answer`, with the admission API's discovery answered as a Kubernetes API server does."""
+
+    def answered(request: Request) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
+        if request.method == "GET" and request.path.rstrip("/") == ADMISSION_DISCOVERY:
+            return 200, admission_discovery()
+        return answer(request)
+
+    return answered
 
 
 class ScriptedAPI:
@@ -494,10 +524,12 @@ class ScriptedAPI:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = Request(self.command, url.path, parse_qs(url.query), self.headers, self.rfile.read(length))
                 recorded.append(request)
-                code, body = respond(request)
+                code, body, *more = respond(request)
+                headers = {"Content-Type": "application/json", **(more[0] if more else {})}
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json")
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
