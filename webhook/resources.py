@@ -131,16 +131,26 @@ def _go_parse_quantity(text: str) -> Decimal | None:
     else:
         return None
     digits = num + denom
+    # The slow path (inf.Dec's SetString of the text before the suffix) needs a digit; the fast
+    # path reads "." or "+." as 0. So ".Ki" and ".e-9" are 0 but ".Pi" and ".e-10" are refused.
+    has_digit = any(c in _DIGITS for c in value)
     if base == 10:
         # Fast path (scale >= -9, at most 18 digits): digits x 10^int32(exponent - len(denom)).
         # Otherwise the inf.Dec path: scale int32(len(denom) + int32(-exponent)); the two agree
         # unless the exponent sits at int32's edges, where Go's wrap-around decides.
         scale = _int32(exponent - len(denom))
         if not (18 - len(digits) >= 0 and scale >= -9):
+            if not has_digit:
+                return None
             scale = -_int32(len(denom) + _int32(-exponent))
         amount = Decimal(f"{digits}E{scale}")
     else:
-        amount = _EXACT.multiply(Decimal(value.lstrip("+-") or "0"), Decimal(2**exponent))
+        # Fast path: no fraction and few enough digits for the power of two (quantity.go's
+        # precision, 15 - len(num) - int(exponent*3/10) - 1 >= 0); else inf.Dec's.
+        fast = not denom and 15 - len(num) - exponent * 3 // 10 - 1 >= 0
+        if not (fast or has_digit):
+            return None
+        amount = _EXACT.multiply(Decimal(f"{num}.{denom or '0'}"), Decimal(2**exponent))
         amount = min(amount, Decimal(INT64_MAX))  # the cap: binary quantities only, as in Go
     return amount if positive else -amount
 
