@@ -92,11 +92,19 @@ def build(nodes: int, pods: int, selected: int, cluster: str = "shared") -> Snap
     namespaces = [f"team-{t:02}" for t in range(50)]
     for ns in namespaces:
         snapshot.add(kubeapi.namespace(ns))
+    resources = {"requests": {"cpu": "100m", "memory": "128Mi"}}
+    # the pod template of the selected pods' ReplicaSets: what rebalance makes a replacement from
+    template = {
+        "metadata": {"labels": QOS},
+        "spec": {"containers": [{"name": "app", "image": "registry.example/app:1", "resources": resources}]},
+    }
     for d in range(100):  # the Deployments whose pods predate the webhook
         ns = namespaces[d % len(namespaces)]
         snapshot.add(workload("Deployment", ns, f"old-{d:03}"))
-        snapshot.add(workload("ReplicaSet", ns, f"old-{d:03}-5d8f", owner=("Deployment", f"old-{d:03}")))
-    resources = {"requests": {"cpu": "100m", "memory": "128Mi"}}
+        owner = ("Deployment", f"old-{d:03}")
+        snapshot.add(workload("ReplicaSet", ns, f"old-{d:03}-5d8f", owner=owner, template=template))
+    for w in range(300):  # the ReplicaSets of the pods that carry the terms (pod i: web-{i % 300}, team-{i % 50})
+        snapshot.add(workload("ReplicaSet", namespaces[w % len(namespaces)], f"web-{w:03}-7c9d", template=template))
     high = names[::10]
     for i in range(pods):
         ns = namespaces[i % len(namespaces)]

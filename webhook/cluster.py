@@ -52,6 +52,7 @@ MAX_PAGES = 10_000  # any other list is read a page at a time: a bound on a list
 ASSIGNED_NOT_FINISHED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 APPLY_PATCH = "application/apply-patch+yaml"
 IN_CLUSTER = "the in-cluster service account"
+DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
 T = TypeVar("T")
 
 
@@ -81,7 +82,17 @@ class Expired(ClusterError):
 
 
 class TooManyRequests(ClusterError):
-    """The API server answered 429: for an eviction, a PodDisruptionBudget allows no disruption now."""
+    """The API server answered 429. For an eviction, a PodDisruptionBudget that allows no disruption
+    now says so in its Status: a cause of type `DisruptionBudget` (k8s.io/api/policy/v1
+    DisruptionBudgetCause; pkg/registry/core/pod/storage/eviction.go, v1.36.3). API Priority and
+    Fairness answers 429 too, without that cause and with a Retry-After header."""
+
+    causes: tuple[str, ...] = ()  # the types of the Status's details.causes
+    retry_after: float | None = None  # seconds, from the Retry-After header
+
+    @property
+    def disruption_budget(self) -> bool:
+        return DISRUPTION_BUDGET_CAUSE in self.causes
 
 
 class KubeconfigError(ClusterError):
@@ -278,8 +289,22 @@ _READ = {
     "ReplicaSet": ("AppsV1Api", "read_namespaced_replica_set", "list_namespaced_replica_set", False, "replicasets"),
     "StatefulSet": ("AppsV1Api", "read_namespaced_stateful_set", "list_namespaced_stateful_set", False, "statefulsets"),
     "DaemonSet": ("AppsV1Api", "read_namespaced_daemon_set", "list_namespaced_daemon_set", False, "daemonsets"),
+    "ReplicationController": (
+        "CoreV1Api",
+        "read_namespaced_replication_controller",
+        "list_namespaced_replication_controller",
+        False,
+        "replicationcontrollers",
+    ),
     "Job": ("BatchV1Api", "read_namespaced_job", "list_namespaced_job", False, "jobs"),
     "CronJob": ("BatchV1Api", "read_namespaced_cron_job", "list_namespaced_cron_job", False, "cronjobs"),
+    "PodDisruptionBudget": (
+        "PolicyV1Api",
+        "read_namespaced_pod_disruption_budget",
+        "list_namespaced_pod_disruption_budget",
+        False,
+        "poddisruptionbudgets",
+    ),
     "EndpointSlice": (
         "DiscoveryV1Api",
         "read_namespaced_endpoint_slice",
@@ -311,7 +336,10 @@ _READ = {
     ),
 }
 # Namespaced kinds listed across every namespace when no namespace is given.
-_LIST_ALL = {"Pod": "list_pod_for_all_namespaces"}
+_LIST_ALL = {
+    "Pod": "list_pod_for_all_namespaces",
+    "PodDisruptionBudget": "list_pod_disruption_budget_for_all_namespaces",
+}
 
 
 class Reader:
@@ -642,6 +670,8 @@ def _request(cluster: Cluster, action: str, send: Callable[[], Any], forbidden: 
                 + (f"; {hint}" if hint else "")
             )
             refused.detail = _api_error(err)
+            if isinstance(refused, TooManyRequests):
+                refused.causes, refused.retry_after = _causes(err), _retry_after(err)
             raise refused from None
         # Status 0: no answer. The client reports some TLS failures so, as "SSLError\n<what failed>".
         failure = _first_line(str(err.reason).strip().splitlines()[-1])
@@ -661,6 +691,25 @@ def _api_error(err: Any) -> str:
     except (ValueError, AttributeError):
         message = ""
     return f"{said}: {_first_line(message)}" if message and message != err.reason else said
+
+
+def _causes(err: Any) -> tuple[str, ...]:
+    """The types of a Status's details.causes."""
+    try:
+        details = json.loads(err.body or "{}").get("details") or {}
+        return tuple(str(c.get("type") or "") for c in details.get("causes") or () if isinstance(c, dict))
+    except (ValueError, AttributeError):
+        return ()
+
+
+def _retry_after(err: Any) -> float | None:
+    """The Retry-After header in seconds (the API server sends whole seconds), None without one."""
+    headers = getattr(err, "headers", None) or {}
+    try:
+        value = float(str(headers.get("Retry-After")))
+    except (TypeError, ValueError):
+        return None
+    return value if value >= 0 else None
 
 
 def _first_line(err: BaseException | str) -> str:

@@ -23,7 +23,14 @@ The constraints (`CONSTRAINTS`), and where each follows the descheduler:
   protection; `--include-local-storage` lifts it);
 - `min-age`: younger than `--min-age` (`evictionConstraintsForMinPodAge`);
 - `replicas`: its controller has fewer ready pods than `--min-replicas`
-  (`evictionConstraintsForMinReplicas`).
+  (`evictionConstraintsForMinReplicas`);
+- `scheduler`: its replacement is scheduled by another scheduler than the one whose profile the
+  prediction uses (the default scheduler's): where it would land is not known;
+- `pdb`: a PodDisruptionBudget that selects it allows no disruption now (its
+  `status.disruptionsAllowed`, less the evictions planned before it in this run), or is still being
+  processed, or more than one selects it (the Eviction API refuses those): planned as blocked, and
+  no room is reserved for it. The descheduler leaves this to the Eviction API's 429; reading the
+  budgets first keeps a blocked pod from taking a fast node's room in the plan.
 
 `rebalance` adds its own after these (see `webhook.rebalance`): the replacement the webhook would
 make, PodDisruptionBudgets, one pod per owner, the prediction.
@@ -32,12 +39,13 @@ make, PodDisruptionBudgets, one pod per owner, the prediction.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from webhook import apidata, owners
 from webhook.owners import Owner
+from webhook.selector import LabelSelector, label_selector_from_api
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # set by the kubelet on a static pod's mirror
 # k8s.io/api/scheduling/v1 (v1.36.3): SystemCriticalPriority = 2 * HighestUserDefinablePriority,
@@ -47,6 +55,7 @@ SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 LOCAL_VOLUMES = ("emptyDir", "hostPath")
 DEFAULT_MIN_REPLICAS = 2
 DEFAULT_MIN_AGE = dt.timedelta(minutes=10)
+DEFAULT_SCHEDULER = "default-scheduler"
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,8 @@ class Facts:
     priority_class: str
     local_volume: str  # "emptyDir volume NAME" or ""
     created: str  # RFC 3339
+    scheduler_name: str = DEFAULT_SCHEDULER  # the replacement's (its controller's template's, once read)
+    replacement_labels: Mapping[str, str] | None = None  # the replacement's labels, once its template is read
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> Facts:
@@ -88,6 +99,7 @@ class Facts:
             priority_class=apidata.text(spec, "priorityClassName", "spec.priorityClassName"),
             local_volume=_local_volume(spec),
             created=apidata.text(meta, "creationTimestamp", "metadata.creationTimestamp"),
+            scheduler_name=apidata.text(spec, "schedulerName", "spec.schedulerName") or DEFAULT_SCHEDULER,
         )
 
 
@@ -100,6 +112,8 @@ class Context:
     options: Options
     ready: Mapping[str, int]
     scope: Callable[[str, Mapping[str, str]], str]
+    budgets: Budgets | None = None  # None: the PodDisruptionBudgets could not be read
+    scheduler: str = DEFAULT_SCHEDULER  # the scheduler whose profile the prediction uses
 
 
 class Constraint(NamedTuple):
@@ -165,8 +179,33 @@ def replicas(pod: Facts, context: Context) -> str:
 
 
 def scope(pod: Facts, context: Context) -> str:
-    why = context.scope(pod.namespace, pod.labels)
+    labels = pod.replacement_labels if pod.replacement_labels is not None else pod.labels
+    why = context.scope(pod.namespace, labels)
     return f"its replacement would not be mutated: {why}" if why else ""
+
+
+def scheduler(pod: Facts, context: Context) -> str:
+    if pod.scheduler_name != context.scheduler:
+        return (
+            f"its replacement is scheduled by {pod.scheduler_name}: the prediction is {context.scheduler}'s, "
+            "whose profile may place it otherwise"
+        )
+    return ""
+
+
+def disruption_budget(pod: Facts, context: Context) -> str:
+    if context.budgets is None:
+        return ""
+    found = context.budgets.selecting(pod)
+    if len(found) > 1:
+        names = ", ".join(b.name for b in found)
+        return f"more than one PodDisruptionBudget selects it ({names}): the Eviction API refuses to evict such a pod"
+    for budget in found:
+        if budget.processing:
+            return f"blocked: PodDisruptionBudget {budget.name} is still being processed by the disruption controller"
+        if budget.allowed <= 0:
+            return f"blocked: PodDisruptionBudget {budget.name} allows no disruption now ({budget.allowed} allowed)"
+    return ""
 
 
 CONSTRAINTS: tuple[Constraint, ...] = (
@@ -179,7 +218,57 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint("local-storage", local_storage),
     Constraint("min-age", min_age),
     Constraint("replicas", replicas),
+    Constraint("scheduler", scheduler),
+    Constraint("pdb", disruption_budget),
 )
+
+
+@dataclass
+class Budget:
+    """A PodDisruptionBudget as the Eviction API checks it (pkg/registry/core/pod/storage/eviction.go,
+    v1.36.3): the pods its selector selects in its namespace, and the disruptions it allows now."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None  # None (no selector) selects no pod
+    allowed: int  # status.disruptionsAllowed, less the evictions planned in this run
+    processing: bool  # status.observedGeneration behind metadata.generation: the API server answers 429
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> Budget:
+        meta, spec, status = (apidata.obj(obj, key, key) for key in ("metadata", "spec", "status"))
+        raw = spec.get("selector")
+        return cls(
+            namespace=apidata.text(meta, "namespace", "metadata.namespace"),
+            name=apidata.text(meta, "name", "metadata.name"),
+            selector=None if raw is None else label_selector_from_api(raw, "spec.selector"),
+            allowed=apidata.integer(status, "disruptionsAllowed", "status.disruptionsAllowed"),
+            processing=apidata.integer(status, "observedGeneration", "status.observedGeneration")
+            < apidata.integer(meta, "generation", "metadata.generation"),
+        )
+
+
+class Budgets:
+    """The cluster's PodDisruptionBudgets during planning: each planned eviction takes one
+    disruption from the budgets that select the pod, so the next pod they cover is blocked once
+    none is left, as the Eviction API would answer."""
+
+    def __init__(self, objs: Iterable[Mapping[str, Any]]) -> None:
+        self._by_namespace: dict[str, list[Budget]] = {}
+        for obj in objs:
+            budget = Budget.of(obj)
+            self._by_namespace.setdefault(budget.namespace, []).append(budget)
+
+    def selecting(self, pod: Facts) -> list[Budget]:
+        return [
+            b
+            for b in self._by_namespace.get(pod.namespace, ())
+            if b.selector is not None and b.selector.matches(pod.labels)
+        ]
+
+    def take(self, pod: Facts) -> None:
+        for budget in self.selecting(pod):
+            budget.allowed -= 1
 
 
 def judge(pod: Facts, context: Context, constraints: tuple[Constraint, ...] = CONSTRAINTS) -> Verdict | None:

@@ -14,7 +14,9 @@ move updates:
   protect (terminating, mirror, no controller, DaemonSet, system-critical priority, the live
   registration's scope, local storage, min age, replicas), and a second pod of one owner (the
   top owner: a Deployment over its ReplicaSets). Without an active registration nothing moves.
-- **The replacement** is the pod recreated: the webhook's outcome for it (its terms), no nodeName.
+- **The replacement** is the pod its controller would create in its place, from the controller's
+  pod template (`workloads.pod_of`; not from the running pod, which may carry an older policy's
+  terms or an older spec): the webhook's outcome for it (its terms), no nodeName.
   It is filtered and scored over every node by `webhook.scheduler.incremental`, given what the
   pods on each node take, with the candidate itself gone from its node and every move planned so
   far counted on its target. The move is planned when kube-scheduler's prediction (the best total,
@@ -34,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook import evictability, owners
+from webhook import evictability, owners, workloads
 from webhook.apidata import ShapeError
 from webhook.evictability import DEFAULT_MIN_AGE, DEFAULT_MIN_REPLICAS, Facts
 from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
@@ -50,6 +52,15 @@ from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES, Registration
 __all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Cluster", "Options", "Owner", "Plan", "plan"]
 
 EVICT = "evict"
+# A StatefulSet's replacement keeps the name and ordinal of the pod it replaces.
+STATEFUL_LABELS = ("statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
+NOT_MUTATED = {
+    Decision.SKIPPED_EXPLICIT: "its template's own node affinity uses the policy's keys",
+    Decision.SKIPPED_OPT_OUT: "its template opts out",
+    Decision.NOT_SELECTED: "no rule selects its template's labels",
+    Decision.INVALID: "its template is not a pod the webhook can read",
+    Decision.ERROR: "the webhook fails on it",
+}
 SKIP = "skip"
 
 
@@ -99,6 +110,15 @@ class _Template:
     decision: Decision
     replacement: PodInfo | None
     error: str = ""
+
+
+@dataclass(frozen=True)
+class _Replacement:
+    """The pod a candidate's controller would create in its place, as the plan reads it."""
+
+    template: _Template  # the webhook's decision for it, its scheduling view
+    labels: Mapping[str, str]  # what the registration's objectSelector sees
+    scheduler: str  # its schedulerName
 
 
 @dataclass(frozen=True)
@@ -210,8 +230,52 @@ class Cluster:
             try:
                 replacement = dataclasses.replace(read.pod_info(outcome.pod), node_name="")
             except ShapeError as err:
-                error = f"cannot evaluate the pod's scheduling fields: {err}"
+                error = f"cannot evaluate the replacement's scheduling fields: {err}"
+        else:
+            error = f"the webhook would not give its replacement the preference: {NOT_MUTATED[outcome.decision]}"
         return _Template(outcome.decision, replacement, error)
+
+    def controller_lookups(self) -> set[tuple[str, str, str]]:
+        """(namespace, kind, name) of each candidate's controller that re-creates it from a pod
+        template (ReplicaSet, StatefulSet, Job, ReplicationController): the command reads them."""
+        return {
+            (p.namespace, c.kind, c.name)
+            for p in self.pending
+            if (c := p.facts.controller) is not None and c.kind in owners.TEMPLATED
+        }
+
+    def replacement(
+        self, pending: _Pending, controllers: Mapping[tuple[str, str, str], Mapping[str, Any] | str]
+    ) -> _Replacement | str:
+        """The pod the candidate's controller would create in its place, from the controller's pod
+        template (not from the running pod: the template may have changed since, and the pod may
+        carry terms of an older policy), run through the policy; or why it cannot be known."""
+        controller = pending.facts.controller
+        if controller is None:
+            return "no controller: nothing would re-create it"
+        if controller.kind not in owners.TEMPLATED:
+            return (
+                f"its controller {controller} is not a ReplicaSet, StatefulSet, Job or ReplicationController: "
+                "the pod it would create in its place cannot be read"
+            )
+        found = controllers.get((pending.namespace, controller.kind, controller.name), "not read")
+        if isinstance(found, str):
+            return f"cannot read its {controller} ({found}): the pod it would create in its place is not known"
+        kind = workloads.kind_of(dict(found))
+        if kind is None or kind.kind != controller.kind:
+            return f"its {controller} is not a {controller.kind} object"
+        try:
+            pod = workloads.pod_of(dict(found), kind)
+        except workloads.NotAWorkload as err:
+            return f"its {controller} has no usable pod template: {err}"
+        meta = pod["metadata"]
+        if kind.kind == "StatefulSet":  # the replacement keeps the pod's name and ordinal
+            own = pending.facts.labels
+            meta["labels"] = {**(meta.get("labels") or {}), **{k: own[k] for k in STATEFUL_LABELS if k in own}}
+        template = self._templates.get(_template_key(meta, pod.get("spec") or {}), lambda: self._judge(pod))
+        spec = pod.get("spec") or {}
+        scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
+        return _Replacement(template, dict(meta.get("labels") or {}), str(scheduler or evictability.DEFAULT_SCHEDULER))
 
     def owner_lookups(self) -> set[tuple[str, str, str]]:
         """(namespace, kind, name) of each candidate's controller that may itself be owned
@@ -233,15 +297,23 @@ class Cluster:
 def plan(
     cluster: Cluster,
     registration: Registration,
+    controllers: Mapping[tuple[str, str, str], Mapping[str, Any] | str],
     owners: Mapping[tuple[str, str, str], Owner] | None = None,
     profile: Profile = DEFAULT_PROFILE,
+    budgets: evictability.Budgets | None = None,
 ) -> Plan:
-    """Judge every candidate in order and plan the moves. `registration` is the live registration
-    (a pod whose replacement it would not send to the webhook is never evicted); `owners` maps
-    (namespace, kind, name) of a controller to its top owner, for the controllers
-    `Cluster.owner_lookups` named."""
+    """Judge every candidate in order and plan the moves.
+
+    `registration` is the live registration (a pod whose replacement it would not send to the
+    webhook is never evicted); `controllers` maps (namespace, kind, name) of each controller
+    `Cluster.controller_lookups` named to its API object (or why it could not be read): the
+    replacement is predicted from its pod template; `owners` maps a controller to its top owner;
+    `budgets` are the PodDisruptionBudgets (None: they could not be read, and the Eviction API's
+    429 is the only word on them)."""
     owners = owners or {}
-    context = evictability.Context(cluster.options, cluster.ready, registration.why_not_called)
+    context = evictability.Context(
+        cluster.options, cluster.ready, registration.why_not_called, budgets, profile.scheduler_name
+    )
     state = _State(cluster, profile)
     result = Plan(
         nodes=len(cluster.nodes),
@@ -249,22 +321,35 @@ def plan(
         notes=list(cluster.notes),
         registration=registration.problem(),
     )
+    if budgets is None:
+        result.notes.append(
+            "cannot read PodDisruptionBudgets (forbidden by RBAC): the plan does not know them; the Eviction API "
+            "still enforces them (429)"
+        )
     planned_owners: set[tuple[str, Owner]] = set()
     for pending in sorted(cluster.pending, key=lambda p: (p.since, p.namespace, p.name)):
         owner = _owner(pending, owners)
         row = _Row(pending, cluster.net.get(pending.node), owner)
-        verdict = evictability.judge(pending.facts, context)
+        replacement = cluster.replacement(pending, controllers)
+        facts = pending.facts
+        if isinstance(replacement, _Replacement):
+            facts = dataclasses.replace(
+                facts, replacement_labels=replacement.labels, scheduler_name=replacement.scheduler
+            )
+        verdict = evictability.judge(facts, context)
         if verdict is not None:
             result.candidates.append(row.skip(verdict.reason, verdict.constraint))
+            continue
+        if isinstance(replacement, str):
+            result.candidates.append(row.skip(replacement, "replacement"))
             continue
         if owner is not None and (pending.namespace, owner) in planned_owners:
             reason = f"another pod of {owner} is moved in this run (one pod per owner)"
             result.candidates.append(row.skip(reason, "one-per-owner"))
             continue
-        template = pending.template
+        template = replacement.template
         if template.replacement is None:
-            reason = template.error or "the webhook would not mutate its replacement"
-            result.candidates.append(row.skip(reason, "replacement"))
+            result.candidates.append(row.skip(template.error, "replacement"))
             continue
         target, why = state.place(pending, template)
         if target is None:
@@ -272,6 +357,8 @@ def plan(
             continue
         if owner is not None:
             planned_owners.add((pending.namespace, owner))
+        if budgets is not None:
+            budgets.take(facts)
         result.candidates.append(row.evict(target, why))
     return result
 
@@ -396,4 +483,7 @@ def summary(candidates: Sequence[Candidate], results: Iterable[Any] = ()) -> dic
         "evicted": outcome["evicted"],
         "blocked": outcome["blocked"],
         "skipped": len(candidates) - movable,
+        "gone": outcome["gone"],
+        "throttled": outcome["throttled"],
+        "blocked_in_plan": sum(1 for c in candidates if c.constraint == "pdb"),
     }

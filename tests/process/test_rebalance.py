@@ -46,10 +46,19 @@ def app(name: str, node_name: str, rs: str, created: str = "2026-05-01T00:00:00Z
     return p
 
 
+def template(labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The pod template `app` pods are made from (the webhook mutates pods, not templates)."""
+    container = {"name": "app", "image": "registry.example/app:1", "resources": CPU1}
+    return {"metadata": {"labels": labels or QOS}, "spec": {"containers": [container]}}
+
+
 def workloads(*deployments: str) -> list[dict[str, Any]]:
     out = []
     for d in deployments:
-        out += [workload("Deployment", "shop", d), workload("ReplicaSet", "shop", f"{d}-rs", owner=("Deployment", d))]
+        out += [
+            workload("Deployment", "shop", d),
+            workload("ReplicaSet", "shop", f"{d}-rs", owner=("Deployment", d), template=template()),
+        ]
     return out
 
 
@@ -119,6 +128,9 @@ def _with(args: RebalanceArgs, flag: str, value: str) -> RebalanceArgs:
     return dataclasses.replace(args, **{flag: converted})
 
 
+NOTHING_DONE = dict.fromkeys(("evicted", "blocked", "gone", "throttled", "blocked_in_plan"), 0)
+
+
 def plan_rows(report: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return [(c["name"], c["action"], c["target"]) for c in report["candidates"]]
 
@@ -151,7 +163,7 @@ def test_the_plan_names_the_pods_and_targets_reserving_room_and_evicts_nothing(t
         "no net=high node fits the replacement: 2/2 net=high node(s): Insufficient cpu"
     )
     assert report["evicted"] == []
-    assert report["summary"] == {"candidates": 3, "movable": 2, "evicted": 0, "blocked": 0, "skipped": 1}
+    assert report["summary"] == {**NOTHING_DONE, "candidates": 3, "movable": 2, "skipped": 1}
     assert code == 3
     assert evictions == [] and not any(r.startswith("POST") for r in requests)
 
@@ -171,6 +183,7 @@ def test_pods_and_nodes_are_read_with_one_paginated_list_each_and_owners_by_get(
         f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices",
         "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies",
         "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
+        "/apis/policy/v1/poddisruptionbudgets",
     ]
     assert lists == sorted(["/api/v1/nodes", "/api/v1/pods", *registration])
     pods = next(r for r in requests if r.startswith("/api/v1/pods?"))
@@ -194,7 +207,7 @@ def test_apply_evicts_the_first_planned_pod_only_by_default(tmp_path: Path) -> N
     assert report["evicted"] == [
         {"namespace": "shop", "name": "web-a-slow", "result": "evicted", "message": "evicted from slow-1 for fast-1"}
     ]
-    assert report["summary"] == {"candidates": 3, "movable": 2, "evicted": 1, "blocked": 0, "skipped": 1}
+    assert report["summary"] == {**NOTHING_DONE, "candidates": 3, "movable": 2, "evicted": 1, "skipped": 1}
     assert code == 3  # web-b-slow is still movable
 
 
@@ -242,13 +255,39 @@ def budget(name: str, app_label: str, allowed: int) -> dict[str, Any]:
     }
 
 
-def test_a_disruption_budget_blocks_with_429_is_not_retried_and_the_run_goes_on(tmp_path: Path) -> None:
+def test_a_budget_read_when_planning_blocks_its_pod_in_the_plan_and_the_next_pod_takes_the_room(
+    tmp_path: Path,
+) -> None:
     objs = base_cluster()
     for o in objs:
         if o["kind"] == "Pod" and o["metadata"]["name"].startswith("web-a"):
             o["metadata"]["labels"] = {**QOS, "app": "web-a"}
     objs.append(budget("web-a", "web-a", 0))
-    code, report, evictions, _ = rebalance(objs, tmp_path, "apply", "true")
+    code, report, evictions, _ = rebalance(objs, tmp_path, "apply", "true", "max_evictions", "5")
+    assert plan_rows(report) == [
+        ("web-a-slow", "skip", None),
+        ("web-b-slow", "evict", "fast-1"),
+        ("web-c-slow", "evict", "fast-1"),  # the room web-a-slow would have taken
+    ]
+    assert report["candidates"][0]["constraint"] == "pdb"
+    assert (
+        report["candidates"][0]["reason"] == "blocked: PodDisruptionBudget web-a allows no disruption now (0 allowed)"
+    )
+    assert evictions == [("shop", "web-b-slow", 201), ("shop", "web-c-slow", 201)]
+    assert report["summary"]["blocked_in_plan"] == 1
+    assert code == 0
+
+
+def test_a_429_naming_the_disruption_budget_is_blocked_and_not_retried(tmp_path: Path) -> None:
+    """Without the right to read budgets, the Eviction API's 429 is the word on them: its Status
+    names the DisruptionBudget cause."""
+    objs = base_cluster()
+    for o in objs:
+        if o["kind"] == "Pod" and o["metadata"]["name"].startswith("web-a"):
+            o["metadata"]["labels"] = {**QOS, "app": "web-a"}
+    objs.append(budget("web-a", "web-a", 0))
+    snapshot = Snapshot(forbidden={"poddisruptionbudgets"})
+    code, report, evictions, _ = rebalance(objs, tmp_path, "apply", "true", snapshot=snapshot)
     assert evictions == [("shop", "web-a-slow", 429), ("shop", "web-b-slow", 201)]
     blocked, evicted = report["evicted"]
     assert (blocked["name"], blocked["result"]) == ("web-a-slow", "blocked")
@@ -261,23 +300,46 @@ def test_a_disruption_budget_blocks_with_429_is_not_retried_and_the_run_goes_on(
     assert code == 3  # web-a-slow could not move
 
 
-def test_a_budget_that_blocks_everything_leaves_every_pod_in_place(tmp_path: Path) -> None:
+def test_a_429_without_the_budget_cause_is_throttling_retried_after_retry_after_then_throttled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """API Priority and Fairness answers 429 too, with Retry-After and no DisruptionBudget cause."""
+    from webhook.commands import rebalance as command
+
+    waits: list[float] = []
+    monkeypatch.setattr(command.time, "sleep", waits.append)
+    snapshot = Snapshot(eviction_answers={"shop/web-a-slow": 429})
+    code, report, evictions, _ = rebalance(base_cluster(), tmp_path, "apply", "true", snapshot=snapshot)
+    assert evictions == [("shop", "web-a-slow", 429)] * (command.THROTTLE_RETRIES + 1)
+    assert waits == [1.0] * command.THROTTLE_RETRIES  # the server's Retry-After: 1
+    [throttled] = report["evicted"]
+    assert (throttled["result"], throttled["message"]) == (
+        "throttled",
+        "throttled by the API server after 4 tries (HTTP 429 Too Many Requests: scripted answer 429 for pod "
+        "shop/web-a-slow)",
+    )
+    assert report["summary"]["throttled"] == 1 and report["summary"]["blocked"] == 0
+    assert code == 3  # the run stopped asking: web-b-slow is left for the next one
+
+
+def test_a_budget_that_blocks_everything_leaves_every_pod_in_place_without_asking(tmp_path: Path) -> None:
     objs = [*base_cluster(), budget("all", "web", 0)]
     code, report, evictions, _ = rebalance(objs, tmp_path, "apply", "true", "max_evictions", "5")
-    assert evictions == [("shop", "web-a-slow", 429), ("shop", "web-b-slow", 429)]
-    assert [e["result"] for e in report["evicted"]] == ["blocked", "blocked"]
-    assert code == 3
+    assert evictions == []
+    assert {c["constraint"] for c in report["candidates"]} == {"pdb"}
+    assert code == 0  # nothing movable now: the next run asks again
 
 
-def test_a_pod_already_gone_is_reported_and_does_not_use_the_budget(tmp_path: Path) -> None:
+def test_a_pod_already_gone_is_gone_not_evicted_and_does_not_use_the_budget(tmp_path: Path) -> None:
     snapshot = Snapshot(eviction_answers={"shop/web-a-slow": 404})
     code, report, evictions, _ = rebalance(base_cluster(), tmp_path, "apply", "true", snapshot=snapshot)
     assert evictions == [("shop", "web-a-slow", 404), ("shop", "web-b-slow", 201)]
     gone = report["evicted"][0]
     assert (gone["result"], gone["message"]) == (
-        "evicted",
+        "gone",
         "already gone (HTTP 404 Not Found: scripted answer 404 for pod shop/web-a-slow)",
     )
+    assert (report["summary"]["gone"], report["summary"]["evicted"]) == (1, 1)
     assert code == 0
 
 
@@ -339,6 +401,7 @@ def test_without_config_the_policy_is_the_one_the_webhook_serves(tmp_path: Path)
     objs = [o for o in base_cluster(registered=False) if o["kind"] != "Namespace"]
     objs += kubeapi.installation(None, deployment, policy, None, NS)
     objs += registration(policy=policy_from_bytes(policy.encode(), "gold"))[:2]
+    objs.append(workload("ReplicaSet", "shop", "gold-rs", template=template({"tier": "gold"})))
     objs.append(app("gold-1", "slow-1", "gold-rs", labels={"tier": "gold"}))
     objs.append(app("gold-2", "fast-2", "gold-rs", labels={"tier": "gold"}))
     with kubeapi.serve(Snapshot().add_all(objs), tmp_path) as api:
@@ -355,7 +418,7 @@ def test_table_says_the_same_for_people(tmp_path: Path, capsys: pytest.CaptureFi
     assert "PLAN    3 pod(s) off the net=high nodes: 2 movable, 1 skipped" in out
     assert "shop/web-a-slow   slow-1    low      Deployment/web-a   evict    fast-1" in out
     assert "plan only: nothing evicted (--apply evicts up to --max-evictions 1)" in out
-    assert out.rstrip().endswith("RESULT 0 evicted, 0 blocked, 2 movable left: exit 3")
+    assert out.rstrip().endswith("RESULT 0 evicted, 0 blocked, 0 gone, 0 throttled, 2 movable left: exit 3")
 
 
 def test_the_movable_exit_code_can_be_chosen(tmp_path: Path) -> None:
@@ -410,12 +473,24 @@ def test_the_cronjobs_cluster_role_grants_exactly_the_requests_rebalance_apply_s
     grants nothing else."""
     objs = base_cluster()
     objs += [workload("CronJob", "shop", "nightly"), workload("Job", "shop", "nightly-1", owner=("CronJob", "nightly"))]
+    objs += [workload("StatefulSet", "shop", "db"), workload("ReplicationController", "shop", "legacy")]
     for i in range(2):
-        job_pod = pod("shop", f"nightly-1-{i}", QOS, "slow-1", ("Job", "nightly-1"), "2026-05-01T00:00:00Z")
-        job_pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
-        objs.append(job_pod)
+        for owner, name in (
+            ("Job", f"nightly-1-{i}"),
+            ("StatefulSet", f"db-{i}"),
+            ("ReplicationController", f"legacy-{i}"),
+        ):
+            controller = "nightly-1" if owner == "Job" else name.rpartition("-")[0]
+            other = pod("shop", name, QOS, "slow-1", (owner, controller), "2026-05-01T00:00:00Z")
+            other["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+            objs.append(other)
     _, report, _, requests = rebalance(objs, tmp_path, "apply", "true", "max_evictions", "5")
-    assert {c["owner"]["kind"] for c in report["candidates"]} == {"Deployment", "CronJob"}
+    assert {c["owner"]["kind"] for c in report["candidates"]} == {
+        "Deployment",
+        "CronJob",
+        "StatefulSet",
+        "ReplicationController",
+    }
 
     def permission(request: str) -> tuple[str, str, str]:
         method, _, path = request.rpartition(" ")

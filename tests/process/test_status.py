@@ -48,6 +48,11 @@ def tls() -> kubeapi.TLS:
     return issue_tls(SERVICE_NAMES, "2025-01-01", "2034-01-01")
 
 
+# The pod template of the workloads' controllers: what `rebalance`'s prediction (status's movable
+# count) makes each replacement from.
+TEMPLATE = {"metadata": {"labels": QOS}, "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}]}}
+
+
 class Cluster:
     """A snapshot under construction: the shipped installation, nodes and pods."""
 
@@ -67,7 +72,7 @@ class Cluster:
         self.nodes = [node("fast-1", "high"), node("fast-2", "high"), node("slow-1", "low"), node("plain-1")]
         self.workloads = [
             workload("Deployment", "shop", "web"),
-            workload("ReplicaSet", "shop", "web-6f9c", owner=("Deployment", "web")),
+            workload("ReplicaSet", "shop", "web-6f9c", owner=("Deployment", "web"), template=TEMPLATE),
         ]
         self.pods = [
             pod("shop", "web-6f9c-a", QOS, "fast-1", ("ReplicaSet", "web-6f9c"), preferred=NETQOS_TERMS),
@@ -145,9 +150,9 @@ def failure_policy_and_timeout_changed(c: Cluster) -> None:
 def created_before_install(c: Cluster) -> None:
     c.workloads += [
         workload("Deployment", "shop", "api"),
-        workload("ReplicaSet", "shop", "api-55d", owner=("Deployment", "api")),
+        workload("ReplicaSet", "shop", "api-55d", owner=("Deployment", "api"), template=TEMPLATE),
         workload("CronJob", "shop", "report"),
-        workload("Job", "shop", "report-2905", owner=("CronJob", "report")),
+        workload("Job", "shop", "report-2905", owner=("CronJob", "report"), template=TEMPLATE),
     ]
     c.pods += [
         pod("shop", "api-55d-a", QOS, "slow-1", ("ReplicaSet", "api-55d"), created="2025-12-01T08:00:00Z"),

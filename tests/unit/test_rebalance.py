@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from webhook import owners, rebalance, scope
+from webhook import evictability, owners, rebalance, scope
 from webhook.manifests import webhook_configuration
 from webhook.policy import Policy
 from webhook.policy_file import default_policy
@@ -59,21 +59,54 @@ def registered(policy: Policy, ready: int = 2, **changes: Any) -> scope.Registra
     return scope.Registration.read(scope.Live(configuration, slices, namespaces=namespaces))
 
 
+def controller_of(obj: dict[str, Any], template: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The controller object of `obj` (a pod), its pod template `template` (else the pod's own
+    labels, annotations and spec, as its controller made it)."""
+    ref = obj["metadata"]["ownerReferences"][0]
+    if template is None:
+        spec = {k: v for k, v in obj["spec"].items() if k != "nodeName"}
+        meta = {k: obj["metadata"][k] for k in ("labels", "annotations") if k in obj["metadata"]}
+        template = {"metadata": meta, "spec": spec}
+    return {
+        "apiVersion": ref["apiVersion"],
+        "kind": ref["kind"],
+        "metadata": {"name": ref["name"], "namespace": obj["metadata"]["namespace"]},
+        "spec": {"template": template},
+    }
+
+
 def make_plan(
     nodes: list[dict[str, Any]],
     pods: list[dict[str, Any]],
     policy: Policy | None = None,
     owners: dict[tuple[str, str, str], rebalance.Owner] | None = None,
     registration: scope.Registration | None = None,
+    controllers: dict[tuple[str, str, str], Any] | None = None,
+    budgets: list[dict[str, Any]] | None = None,
     **options: Any,
 ) -> rebalance.Plan:
+    """The plan for the cluster; each candidate's controller (unless `controllers` names it) has
+    the candidate's own template, as a controller that has not changed since it made the pod."""
     policy = policy or default_policy()
     cluster = rebalance.Cluster(policy, rebalance.Options(now=NOW, **options))
     for n in nodes:
         cluster.add_node(n)
     for p in pods:
         cluster.add_pod(p)
-    return rebalance.plan(cluster, registration or registered(policy), owners)
+    found: dict[tuple[str, str, str], Any] = {}
+    candidates = {c.name for c in cluster.pending}
+    for p in pods:
+        refs = (p.get("metadata") or {}).get("ownerReferences") or []
+        if refs and p["metadata"]["name"] in candidates:
+            found.setdefault(("shop", refs[0]["kind"], refs[0]["name"]), controller_of(p))
+    found.update(controllers or {})
+    return rebalance.plan(
+        cluster,
+        registration or registered(policy),
+        found,
+        owners,
+        budgets=evictability.Budgets(budgets or []),
+    )
 
 
 def rows(plan: rebalance.Plan) -> list[tuple[str, str, str | None]]:
@@ -361,7 +394,16 @@ def test_summary_counts() -> None:
         rebalance.Candidate("ns", "a", "n", None, None, "evict", "f", "r"),
         rebalance.Candidate("ns", "b", "n", None, None, "skip", None, "r"),
     ]
-    assert rebalance.summary(candidates) == {"candidates": 2, "movable": 1, "evicted": 0, "blocked": 0, "skipped": 1}
+    assert rebalance.summary(candidates) == {
+        "candidates": 2,
+        "movable": 1,
+        "evicted": 0,
+        "blocked": 0,
+        "skipped": 1,
+        "gone": 0,
+        "throttled": 0,
+        "blocked_in_plan": 0,
+    }
 
 
 # --- the prediction is rank's -----------------------------------------------------------
@@ -471,7 +513,9 @@ def test_a_pod_whose_fields_cannot_be_read_is_skipped_with_the_field() -> None:
     plan = make_plan(CLUSTER, [broken, *replicas("web-1", 1)])
     [row] = plan.candidates
     assert row.action == "skip"
-    assert row.reason.startswith("cannot evaluate the pod's scheduling fields: spec.containers[0].resources.requests")
+    assert row.reason.startswith(
+        "cannot evaluate the replacement's scheduling fields: spec.containers[0].resources.requests"
+    )
 
 
 def test_objects_missing_fields_are_left_out_not_a_crash() -> None:
@@ -508,3 +552,166 @@ def test_without_an_active_registration_nothing_is_movable_and_the_plan_says_why
     assert plan.movable == []
     assert plan.registration.startswith("no active registration calls the webhook: webhook entry netqos.netqos.io: ")
     assert [c.constraint for c in plan.candidates] == ["scope"]
+
+
+# --- the replacement is predicted from the controller's template --------------------------------
+
+BIG = {"requests": {"cpu": "1", "memory": "7Gi"}}
+# fast has room for one more pod, as full as it can be then; plain (no net label) is nearly empty:
+# the classic terms' net=high lead (180) keeps the replacement on fast, the default's (90) does not.
+CROWDED = [
+    sized(node("fast", "high"), cpu="2"),
+    sized(node("plain"), cpu="64", memory="256Gi"),
+    sized(node("slow", "low"), cpu="64"),
+]
+
+
+def test_a_pod_with_older_terms_is_not_evicted_when_its_templates_replacement_lands_on_a_slower_node() -> None:
+    from tests.fixtures import CLASSIC_TERMS
+
+    carrying_classic = app_pod("a", "slow", preferred=CLASSIC_TERMS, resources=BIG)
+    peer = app_pod("web-1-peer-0", "fast", labels={"app": "web"}, resources=BIG)
+    as_created = controller_of(carrying_classic)  # a template with the classic terms, as once injected
+    now = controller_of(app_pod("a", "slow", resources=BIG))  # the template as it is: no terms
+    moved = make_plan(CROWDED, [carrying_classic, peer], controllers={("shop", "ReplicaSet", "web-1"): as_created})
+    assert [(c.action, c.target) for c in moved.candidates] == [("evict", "fast")]
+    kept = make_plan(CROWDED, [carrying_classic, peer], controllers={("shop", "ReplicaSet", "web-1"): now})
+    [row] = kept.candidates
+    assert (row.action, row.constraint) == ("skip", "placement")
+    assert row.reason.startswith("kube-scheduler would place the replacement on plain (no net label): total ")
+
+
+def _template(labels: dict[str, str], **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "app:1"}], **spec}}
+
+
+REPLACEMENTS = [
+    (
+        "the template opts out now",
+        {
+            ("shop", "ReplicaSet", "web-1"): controller_of(
+                app_pod("x", "slow"),
+                {**_template(QOS), "metadata": {"labels": QOS, "annotations": {"netqos.io/inject": "false"}}},
+            )
+        },
+        "replacement",
+        "the webhook would not give its replacement the preference: its template opts out",
+    ),
+    (
+        "the template's labels leave the registration's objectSelector",
+        {("shop", "ReplicaSet", "web-1"): controller_of(app_pod("x", "slow"), _template({"app": "web"}))},
+        "scope",
+        "its replacement would not be mutated: the registration does not call the webhook for its labels "
+        "(objectSelector of webhook entry netqos.netqos.io)",
+    ),
+    (
+        "the controller RBAC hides",
+        {("shop", "ReplicaSet", "web-1"): "forbidden by RBAC"},
+        "replacement",
+        "cannot read its ReplicaSet/web-1 (forbidden by RBAC): the pod it would create in its place is not known",
+    ),
+    (
+        "the template is scheduled by another scheduler",
+        {("shop", "ReplicaSet", "web-1"): controller_of(app_pod("x", "slow"), _template(QOS, schedulerName="netqos"))},
+        "scheduler",
+        "its replacement is scheduled by netqos: the prediction is default-scheduler's, whose profile may place it "
+        "otherwise",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "controllers", "constraint", "reason"), REPLACEMENTS, ids=[r[0] for r in REPLACEMENTS]
+)
+def test_the_replacement_is_what_the_controllers_template_makes(
+    case: str, controllers: dict[tuple[str, str, str], Any], constraint: str, reason: str
+) -> None:
+    plan = make_plan(CLUSTER, [app_pod("x", "slow"), *replicas("web-1", 1)], controllers=controllers)
+    [row] = plan.candidates
+    assert (row.action, row.constraint, row.reason) == ("skip", constraint, reason)
+
+
+def test_a_controller_without_a_pod_template_of_its_own_is_never_evicted() -> None:
+    p = pod("shop", "x", QOS, "slow", ("ReplicaSet", "web-1"))
+    p["metadata"]["ownerReferences"][0]["kind"] = "Rollout"
+    peer = pod("shop", "y", {"app": "web"}, "busy", ("ReplicaSet", "web-1"))
+    peer["metadata"]["ownerReferences"][0]["kind"] = "Rollout"
+    [row] = make_plan(CLUSTER, [p, peer]).candidates
+    assert (row.action, row.constraint) == ("skip", "replacement")
+    assert row.reason == (
+        "its controller Rollout/web-1 is not a ReplicaSet, StatefulSet, Job or ReplicationController: the pod it "
+        "would create in its place cannot be read"
+    )
+
+
+def test_a_statefulset_replacement_keeps_its_ordinal_labels() -> None:
+    sts = pod("shop", "db-3", {**QOS, "statefulset.kubernetes.io/pod-name": "db-3"}, "slow", ("StatefulSet", "db"))
+    peers = [pod("shop", f"db-{i}", {"app": "web"}, "busy", ("StatefulSet", "db")) for i in range(2)]
+    # only the pod named db-3 is selected: a replacement labelled as db-0 would not be
+    selector = {"matchLabels": {"statefulset.kubernetes.io/pod-name": "db-3"}}
+    plan = make_plan(CLUSTER, [sts, *peers], registration=registered(default_policy(), objectSelector=selector))
+    assert [(c.name, c.action) for c in plan.candidates] == [("db-3", "evict")]
+
+
+# --- PodDisruptionBudgets are read when planning ------------------------------------------------
+
+
+def budget(name: str, labels: dict[str, str], allowed: int, generation: int = 1) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "shop", "generation": generation},
+        "spec": {"selector": {"matchLabels": labels}},
+        "status": {"disruptionsAllowed": allowed, "observedGeneration": 1},
+    }
+
+
+ROOM_FOR_ONE = [sized(node("fast", "high"), cpu="1"), sized(node("slow", "low"), cpu="64")]
+
+
+def test_a_pod_its_budget_blocks_is_planned_as_blocked_and_reserves_no_room() -> None:
+    blocked = app_pod("a", "slow", owner="a-1", labels={**QOS, "app": "a"}, created="2026-01-01T00:00:00Z")
+    other = app_pod("b", "slow", owner="b-1", labels={**QOS, "app": "b"}, created="2026-01-01T01:00:00Z")
+    pods = [blocked, other, *replicas("a-1", 1, "slow"), *replicas("b-1", 1, "slow")]
+    plan = make_plan(ROOM_FOR_ONE, pods, budgets=[budget("a", {"app": "a"}, 0)])
+    assert rows(plan) == [("a", "skip", None), ("b", "evict", "fast")]
+    row = by_name(plan)["a"]
+    assert (row.constraint, row.reason) == (
+        "pdb",
+        "blocked: PodDisruptionBudget a allows no disruption now (0 allowed)",
+    )
+
+
+BUDGETS = [
+    (
+        "one disruption, two pods: the second is blocked",
+        [budget("web", {"app": "web"}, 1)],
+        ["evict", "skip"],
+        "blocked: PodDisruptionBudget web allows no disruption now (0 allowed)",
+    ),
+    (
+        "a budget still being processed",
+        [budget("web", {"app": "web"}, 5, generation=2)],
+        ["skip", "skip"],
+        "blocked: PodDisruptionBudget web is still being processed by the disruption controller",
+    ),
+    (
+        "two budgets select the pod",
+        [budget("web", {"app": "web"}, 5), budget("all", {}, 5)],
+        ["skip", "skip"],
+        "more than one PodDisruptionBudget selects it (web, all): the Eviction API refuses to evict such a pod",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "budgets", "actions", "reason"), BUDGETS, ids=[b[0] for b in BUDGETS])
+def test_budgets_as_the_eviction_api_counts_them(
+    case: str, budgets: list[dict[str, Any]], actions: list[str], reason: str
+) -> None:
+    pods = [
+        app_pod("a", "slow", owner="a-1", created="2026-01-01T00:00:00Z"),
+        app_pod("b", "slow", owner="b-1", created="2026-01-01T01:00:00Z"),
+        *replicas("a-1", 1, "slow"),
+        *replicas("b-1", 1, "slow"),
+    ]
+    plan = make_plan(CLUSTER, pods, budgets=budgets)
+    assert [c.action for c in plan.candidates] == actions
+    assert plan.candidates[1].reason == reason

@@ -1,6 +1,7 @@
 """What `rebalance` plans from, read from a cluster: every node, every pod bound to a node and not
 finished (one paginated list: the prediction for a replacement scores every node, so it needs what
-each holds), the candidates' ReplicaSets and Jobs for their Deployment or CronJob, and the live
+each holds), the candidates' controllers (a get each: the pod template their replacement is made
+from, and a ReplicaSet's Deployment or a Job's CronJob), the PodDisruptionBudgets, and the live
 registration (`read_registration`). Shared by `rebalance`, which acts on the plan, and `status`,
 which counts the pods it would move.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook import cluster, owners, rebalance, scope
+from webhook import cluster, evictability, owners, rebalance, scope
 from webhook.apidata import ShapeError
 from webhook.names import CONFIGURATION_NAME
 from webhook.owners import Owner
@@ -30,7 +31,21 @@ def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options
         raise cluster.ClusterError(
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
         ) from None
-    return rebalance.plan(state, registration, _owners(reader, state))
+    controllers = _controllers(reader, state)
+    found = {
+        key: owners.top_owner(Owner(key[1], key[2]), obj)
+        for key in state.owner_lookups()
+        if isinstance(obj := controllers.get(key), dict)
+    }
+    budgets = _budgets(reader)
+    return rebalance.plan(state, registration, controllers, found, budgets=budgets)
+
+
+def _budgets(reader: cluster.Reader) -> evictability.Budgets | None:
+    try:
+        return evictability.Budgets(reader.list("PodDisruptionBudget"))
+    except cluster.Forbidden:
+        return None
 
 
 def read_registration(reader: cluster.Reader) -> scope.Live:
@@ -76,22 +91,25 @@ def _admission_listed(reader: cluster.Reader, kind: str, unreadable: list[str]) 
         return []
 
 
-def _owners(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], Owner]:
-    """The Deployment or CronJob of each candidate's ReplicaSet or Job. A controller RBAC hides
-    (or that is gone) stays the owner: one pod per ReplicaSet instead of per Deployment."""
-    found = {}
+def _controllers(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], dict[str, Any] | str]:
+    """Each candidate's controller (its pod template; a ReplicaSet's or Job's own controller), or
+    why it could not be read. A kind RBAC hides is asked for once."""
+    found: dict[tuple[str, str, str], dict[str, Any] | str] = {}
     forbidden: set[str] = set()
-    for namespace, kind, name in sorted(state.owner_lookups()):
+    for namespace, kind, name in sorted(state.controller_lookups() | state.owner_lookups()):
+        key = (namespace, kind, name)
         if kind in forbidden:
+            found[key] = "forbidden by RBAC"
             continue
         try:
             obj = reader.get(kind, name, namespace)
         except cluster.Forbidden:
             forbidden.add(kind)
+            found[key] = "forbidden by RBAC"
             state.notes.append(
-                f"cannot read {kind}s (forbidden by RBAC): one pod per {kind} moves in a run, "
-                f"not one per {owners.CLIMB[kind]}"
+                f"cannot read {kind}s (forbidden by RBAC): their pods' replacements cannot be predicted, and are "
+                "not evicted"
             )
             continue
-        found[(namespace, kind, name)] = owners.top_owner(Owner(kind, name), obj)
+        found[key] = obj if obj is not None else "it no longer exists"
     return found

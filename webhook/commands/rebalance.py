@@ -6,10 +6,11 @@ every namespace: the prediction for a replacement scores every node, so it needs
 the ReplicaSets and Jobs of the candidates, for their Deployment or CronJob; without `--config`,
 the webhook's Deployment and policy ConfigMap, as `status` finds the policy. Without `--apply`
 nothing is written. With it, the planned pods are evicted in plan order (`policy/v1` Eviction, with
-the pod's uid as a precondition) until `--max-evictions` succeeded: a 429 is a PodDisruptionBudget
-that allows no disruption now (reported, not retried in this run), a 404 a pod already gone (fine),
-any other refusal is reported for the pod and the run goes on; after MAX_FAILED_EVICTIONS refusals
-the run stops asking.
+the pod's uid as a precondition) until `--max-evictions` succeeded: a 429 whose Status names the
+DisruptionBudget cause is a PodDisruptionBudget that allows no disruption now (`blocked`, not
+retried in this run), another 429 is API Priority and Fairness (retried after its Retry-After, then
+`throttled` and the run stops), a 404 a pod already gone (`gone`), any other refusal is reported for
+the pod and the run goes on; after MAX_FAILED_EVICTIONS refusals the run stops asking.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -33,8 +35,10 @@ from webhook.names import DEFAULT_NAMESPACE
 from webhook.policy_file import load_policy
 
 MAX_FAILED_EVICTIONS = 10  # refused evictions (429, 403, ...) after which a run stops asking
+THROTTLE_RETRIES = 3  # a throttled eviction is asked again this many times, after Retry-After
+MAX_RETRY_AFTER = 10.0  # seconds: the longest wait for one Retry-After
 TABLE_LIMIT = 50  # rows per section of the table; -o json lists every candidate
-EVICTED, BLOCKED, ERROR = "evicted", "blocked", "error"
+EVICTED, BLOCKED, GONE, THROTTLED, ERROR = "evicted", "blocked", "gone", "throttled", "error"
 MAX_EVICTIONS = 1000  # per run: the point of a run is a few moves the budgets can absorb
 MAX_REPLICAS = 100_000
 
@@ -73,7 +77,7 @@ class RebalanceArgs:
 class Eviction:
     namespace: str
     name: str
-    result: str  # EVICTED, BLOCKED or ERROR
+    result: str  # EVICTED, BLOCKED, GONE, THROTTLED or ERROR
     message: str
 
 
@@ -88,8 +92,8 @@ class Report:
 
     @property
     def remaining(self) -> int:
-        """Movable pods not evicted in this run."""
-        return len(self.plan.movable) - sum(1 for e in self.evictions if e.result == EVICTED)
+        """Movable pods not evicted in this run (nor gone before it could)."""
+        return len(self.plan.movable) - sum(1 for e in self.evictions if e.result in (EVICTED, GONE))
 
     @property
     def exit_code(self) -> int:
@@ -182,32 +186,54 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
     return report.exit_code
 
 
-def evict(connection: cluster.Cluster, movable: Sequence[rebalance.Candidate], limit: int) -> list[Eviction]:
+def evict(
+    connection: cluster.Cluster,
+    movable: Sequence[rebalance.Candidate],
+    limit: int,
+    sleep: Callable[[float], None] | None = None,
+) -> list[Eviction]:
     """Evict `movable` in order until `limit` evictions succeeded (a pod already gone does not
-    count) or MAX_FAILED_EVICTIONS were refused."""
+    count) or MAX_FAILED_EVICTIONS were refused. A 429 is a PodDisruptionBudget's only when its
+    Status names the DisruptionBudget cause (`blocked`, not retried); any other 429 is API Priority
+    and Fairness throttling: retried after its Retry-After (at most THROTTLE_RETRIES times, each
+    wait at most MAX_RETRY_AFTER s), then reported `throttled` and the run stops asking."""
     results: list[Eviction] = []
     evicted = failed = 0
     with cluster.Evictor(connection) as evictor:
         for candidate in movable:
             if evicted >= limit or failed >= MAX_FAILED_EVICTIONS:
                 break
-            ns, name = candidate.namespace, candidate.name
-            try:
-                evictor.evict(ns, name, candidate.uid)
-            except cluster.TooManyRequests as err:
+            result = _evict_one(evictor, candidate, sleep or time.sleep)
+            results.append(result)
+            if result.result == EVICTED:
+                evicted += 1
+            elif result.result in (BLOCKED, ERROR):
                 failed += 1
-                results.append(Eviction(ns, name, BLOCKED, f"blocked by a PodDisruptionBudget ({err.detail})"))
-                continue
-            except cluster.NotFound as err:
-                results.append(Eviction(ns, name, EVICTED, f"already gone ({err.detail})"))
-                continue
-            except cluster.ClusterError as err:
-                failed += 1
-                results.append(Eviction(ns, name, ERROR, str(err)))
-                continue
-            evicted += 1
-            results.append(Eviction(ns, name, EVICTED, f"evicted from {candidate.node} for {candidate.target}"))
+            elif result.result == THROTTLED:
+                break  # the API server is overloaded: the next run goes on
     return results
+
+
+def _evict_one(evictor: cluster.Evictor, candidate: rebalance.Candidate, sleep: Callable[[float], None]) -> Eviction:
+    ns, name = candidate.namespace, candidate.name
+    for attempt in range(THROTTLE_RETRIES + 1):
+        try:
+            evictor.evict(ns, name, candidate.uid)
+        except cluster.TooManyRequests as err:
+            if err.disruption_budget:
+                return Eviction(ns, name, BLOCKED, f"blocked by a PodDisruptionBudget ({err.detail})")
+            if attempt == THROTTLE_RETRIES:
+                return Eviction(
+                    ns, name, THROTTLED, f"throttled by the API server after {attempt + 1} tries ({err.detail})"
+                )
+            sleep(min(err.retry_after if err.retry_after is not None else 1.0, MAX_RETRY_AFTER))
+            continue
+        except cluster.NotFound as err:
+            return Eviction(ns, name, GONE, f"already gone ({err.detail})")
+        except cluster.ClusterError as err:
+            return Eviction(ns, name, ERROR, str(err))
+        return Eviction(ns, name, EVICTED, f"evicted from {candidate.node} for {candidate.target}")
+    raise AssertionError("unreachable: the last attempt returns")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,7 +319,8 @@ def render_table(report: Report, limit: int = TABLE_LIMIT) -> str:
     code = report.exit_code
     lines += [
         "",
-        f"RESULT {counts['evicted']} evicted, {counts['blocked']} blocked, {report.remaining} movable left: "
+        f"RESULT {counts['evicted']} evicted, {counts['blocked']} blocked, {counts['gone']} gone, "
+        f"{counts['throttled']} throttled, {report.remaining} movable left: "
         f"exit {code}",
     ]
     return "\n".join(lines) + "\n"

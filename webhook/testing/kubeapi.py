@@ -13,8 +13,10 @@ benchmarks drive the real client, through a real kubeconfig, instead of a mock o
   server does: 201 and the pod is gone (later reads miss it); 404 for a pod that does not exist
   (or is gone); 409 when `deleteOptions.preconditions.uid` names another pod; 429 when a
   PodDisruptionBudget of the snapshot selects the pod and its `status.disruptionsAllowed` is 0
-  (each eviction it allows takes one); 403 when `pods/eviction` is forbidden; any status
-  `Snapshot.eviction_answers` scripts for a pod (`NS/NAME`). Evictions are recorded in order;
+  (each eviction it allows takes one; the Status names the DisruptionBudget cause); 403 when
+  `pods/eviction` is forbidden; any status `Snapshot.eviction_answers` scripts for a pod
+  (`NS/NAME`; a scripted 429 is API Priority and Fairness's: no cause, `Retry-After: 1`).
+  Evictions are recorded in order;
 - a resource listed in `Snapshot.forbidden` answers 403 with a `Status`, as RBAC does (`RESOURCE@cluster`:
   only its reads across every namespace, as for a user with a Role but no ClusterRole); a missing
   object answers 404; a request without the snapshot's bearer token answers 401.
@@ -52,6 +54,7 @@ KINDS = {
     "nodes": ("v1", "Node"),
     "pods": ("v1", "Pod"),
     "configmaps": ("v1", "ConfigMap"),
+    "replicationcontrollers": ("v1", "ReplicationController"),
     "secrets": ("v1", "Secret"),
     "services": ("v1", "Service"),
     "deployments": ("apps/v1", "Deployment"),
@@ -187,11 +190,19 @@ def parse_field_selector(text: str) -> list[tuple[str, bool, str]]:
 # --- the server ---------------------------------------------------------------------------------
 
 
-def status_body(code: int, reason: str, message: str) -> bytes:
-    """A `Status` object, as the API server answers a failed request."""
-    return json.dumps(
-        {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}
-    ).encode()
+def status_body(code: int, reason: str, message: str, causes: list[dict[str, str]] | None = None) -> bytes:
+    """A `Status` object, as the API server answers a failed request (`causes`: its details.causes)."""
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if causes is not None:
+        status["details"] = {"causes": causes}
+    return json.dumps(status).encode()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -237,10 +248,15 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(request, dict):
             self._send(400, status_body(400, "BadRequest", "the request body is not a JSON object"))
             return
-        self._send(*self.server.evict(parts[3], parts[5], request))
+        code, answer = self.server.evict(parts[3], parts[5], request)
+        # a 429 without a DisruptionBudget cause is API Priority and Fairness's: it says when to retry
+        throttled = code == 429 and b'"details"' not in answer
+        self._send(code, answer, {"Retry-After": "1"} if throttled else {})
 
-    def _send(self, code: int, body: bytes) -> None:
+    def _send(self, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
         self.send_response(code)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -379,9 +395,16 @@ class _Server(ThreadingHTTPServer):
             )
         budgets = [b for b in self.budgets if b.namespace == namespace and labels_match(b.selector, found.labels)]
         for budget in budgets:
-            if budget.allowed <= 0:
+            if budget.allowed <= 0:  # as pkg/registry/core/pod/storage/eviction.go answers (v1.36.3)
+                cause = {
+                    "type": "DisruptionBudget",
+                    "message": f"The disruption budget {budget.name} needs more healthy pods than it has currently",
+                }
                 return 429, status_body(
-                    429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget."
+                    429,
+                    "TooManyRequests",
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                    [cause],
                 )
         for budget in budgets:
             budget.allowed -= 1
@@ -394,6 +417,7 @@ class _Budget:
     """A PodDisruptionBudget as the eviction check reads it."""
 
     namespace: str
+    name: str
     selector: list[tuple[str, str, tuple[str, ...]]]
     allowed: int
 
@@ -405,7 +429,7 @@ class _Budget:
         ]
         selector += [(e["key"], e["operator"], tuple(e.get("values") or ())) for e in raw.get("matchExpressions") or ()]
         allowed = (obj.get("status") or {}).get("disruptionsAllowed", 0)
-        return cls(obj["metadata"].get("namespace", ""), selector, int(allowed))
+        return cls(obj["metadata"].get("namespace", ""), obj["metadata"]["name"], selector, int(allowed))
 
 
 @dataclass(frozen=True)
@@ -696,11 +720,14 @@ def pod(
     return pods.pod(name=None, meta=meta, containers=containers, preferred=preferred, status=status, **spec)
 
 
-def workload(kind: str, ns: str, name: str, owner: tuple[str, str] | None = None) -> dict[str, Any]:
-    """A controller object with just what owner lookups read."""
+def workload(
+    kind: str, ns: str, name: str, owner: tuple[str, str] | None = None, template: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A controller object with what owner lookups and rebalance read: its owner, its pod template."""
     api_version = KINDS[RESOURCES[kind]][0]
     meta = _meta(name, ns, ownerReferences=[owner_ref(*owner)] if owner else None)
-    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": {}}
+    spec = {"template": json.loads(json.dumps(template))} if template is not None else {}
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": spec}
 
 
 def installation(
