@@ -41,11 +41,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeVar
+from urllib.parse import urlsplit
 
 from webhook import apidata, owners, placement
 from webhook.admission_policy import MUTATING_KIND, mutating_policy
 from webhook.apidata import ShapeError
-from webhook.errors import EXIT_FOUND, EXIT_OK
+from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME
 from webhook.manifests import webhook_configuration
 from webhook.names import (
     CONFIGURATION_NAME,
@@ -135,6 +136,9 @@ class ClusterView:
     # MutatingAdmissionPolicies and their bindings (every one in the cluster; ours are picked here)
     admission_policies: Sequence[Mapping[str, Any]] | Unknown = ()
     admission_policy_bindings: Sequence[Mapping[str, Any]] | Unknown = ()
+    # url -> the certificate (DER) a `register --url` registration's server presents there, or why
+    # it could not be fetched: for an out-of-cluster webhook, what the API server would verify
+    served_certificates: Mapping[str, bytes | str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -183,8 +187,9 @@ class OffHigh:
 
 @dataclass
 class Report:
-    installation: str = "none"  # webhook | admission policy | webhook and admission policy | none
-    configuration: str | None = None
+    installation: str = "none"  # webhook | admission policy | webhook and admission policy | none | unknown
+    configuration: str | None = None  # its name; None when it does not exist, or could not be read (`unknown`)
+    urls: list[str] = field(default_factory=list)  # where an out-of-cluster registration sends calls
     entries: list[Entry] = field(default_factory=list)
     admission_policies: list[AdmissionPolicyEntry] = field(default_factory=list)
     ready_endpoints: int | None = None
@@ -201,9 +206,19 @@ class Report:
     movable: int | None = None  # pods `rebalance` would move now; None when unknown
     problems: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    configuration_unknown: bool = False  # RBAC hid the MutatingWebhookConfiguration
+    registration_unknown: bool = False  # neither the configuration nor the admission policies could be read
+    pods_unknown: bool = False  # the pods could not be read: coverage and placement are not known
+
+    @property
+    def checked_nothing(self) -> bool:
+        """RBAC hid both questions: how the webhook is registered, and the pods."""
+        return self.registration_unknown and self.pods_unknown
 
     @property
     def exit_code(self) -> int:
+        if self.checked_nothing:  # not a clean bill of health: nothing was looked at
+            return EXIT_RUNTIME
         return EXIT_FOUND if self.problems or self.missing else EXIT_OK
 
 
@@ -220,16 +235,25 @@ def analyse(view: ClusterView) -> Report:
     policies = _admission_policies(view, report)
     entries = _registration(view, report, {w["name"]: w for w in shipped}, policies)
     webhook = report.configuration is not None
+    report.configuration_unknown = isinstance(view.configuration, Unknown)
+    report.registration_unknown = isinstance(view.configuration, Unknown) and isinstance(
+        view.admission_policies, Unknown
+    )
     report.installation = {
         (True, True): "webhook and admission policy",
         (True, False): "webhook",
         (False, True): "admission policy",
-        (False, False): "none",
+        (False, False): "unknown" if report.registration_unknown else "none",
     }[(webhook, bool(report.admission_policies))]
-    if webhook or not policies:  # the webhook is installed, or nothing carries the policy out
+    served = [w for w in entries if apidata.obj(apidata.obj(w, "clientConfig", ""), "service", "")]
+    by_url = [w for w in entries if apidata.text(apidata.obj(w, "clientConfig", ""), "url", "")]
+    in_cluster = served or not by_url  # a `register --url` registration runs no Deployment, Service or Secret
+    if (webhook and in_cluster) or (not webhook and not policies and not isinstance(view.configuration, Unknown)):
         _endpoints(view, report)
         _deployment(view, report)
-        _certificates(view, report, entries)
+        _certificates(view, report, served or entries)
+    if by_url:
+        _served_certificates(view, report, by_url)
     _workloads(view, report, entries, shipped, policies)
     return report
 
@@ -452,8 +476,42 @@ def _certificates(view: ClusterView, report: Report, entries: Sequence[Mapping[s
             )
 
 
+def _served_certificates(view: ClusterView, report: Report, entries: Sequence[Mapping[str, Any]]) -> None:
+    """An out-of-cluster registration: the certificate each URL serves, verified against the
+    entries' caBundles for the URL's host, as the API server verifies it when it calls."""
+    for url in sorted({apidata.text(apidata.obj(w, "clientConfig", ""), "url", "") for w in entries}):
+        report.urls.append(url)
+        served = view.served_certificates.get(url, "not fetched")
+        if isinstance(served, str):
+            report.problems.append(
+                f"the webhook at {url} could not be reached to check its certificate: {served}; every call fails "
+                "and pods are created without the preference; start it (netqos-webhook serve) or register again"
+            )
+            continue
+        from cryptography import x509 as loader  # as webhook.certs: only when a certificate is inspected
+
+        from webhook.certs import first_certificate
+
+        cert = loader.load_der_x509_certificate(served)
+        bundles = [(w["name"], _ca_bundle(w)) for w in entries if _url(w) == url]
+        host = urlsplit(url).hostname or ""
+        report.certificate = _check_certificate(cert, bundles, host, view.now, report, f"served at {url}")
+        ca = first_certificate(_b64(bundles[0][1])) if bundles and bundles[0][1] else None
+        if ca is not None:
+            report.ca = _validity(ca, view.now)
+
+
+def _url(webhook: Mapping[str, Any]) -> str:
+    return apidata.text(apidata.obj(webhook, "clientConfig", "clientConfig"), "url", "clientConfig.url")
+
+
 def _check_certificate(
-    cert: x509.Certificate, bundles: Sequence[tuple[str, str]], server_name: str, now: dt.datetime, report: Report
+    cert: x509.Certificate,
+    bundles: Sequence[tuple[str, str]],
+    server_name: str,
+    now: dt.datetime,
+    report: Report,
+    where: str = f"in Secret {TLS_SECRET}",
 ) -> Certificate:
     from webhook.certs import refusal
 
@@ -466,7 +524,7 @@ def _check_certificate(
     verifies = bool(bundles) and not failures
     if validity.days_left < DAYS_WARNING:
         report.problems.append(
-            f"the serving certificate in Secret {TLS_SECRET} {_expiry(validity)}; renew it "
+            f"the serving certificate {where} {_expiry(validity)}; renew it "
             "(netqos-webhook certs --renew-before 30, then register; cert-manager renews by itself)"
         )
     for failure in failures:
@@ -501,10 +559,13 @@ def _workloads(
         report.high_nodes = len(nodes.nodes.high)
     if isinstance(view.pods, Unknown):
         _unknown(report, view.pods)
+        report.pods_unknown = True
         return
     admits = _namespace_admission(view, entries, shipped, policies, report)
     for pod in view.pods:
         meta = apidata.obj(pod, "metadata", "metadata")
+        if meta.get("deletionTimestamp") is not None:
+            continue  # terminating (an evicted pod, among others): its replacement is what counts
         namespace = apidata.text(meta, "namespace", "metadata.namespace")
         labels = apidata.string_map(meta, "labels", "metadata.labels")
         if not any(r.pod_selector.matches(labels) and admits(r, namespace) for r in view.policy.rules):
@@ -522,6 +583,8 @@ def _workloads(
             report.missing.append(MissingPod(namespace, name, str(controller) if controller else None, created))
         if nodes is not None:
             nodes.place(pod, report)
+        elif not apidata.text(apidata.obj(pod, "spec", "spec"), "nodeName", "spec.nodeName"):
+            report.placement["pending"] += 1  # no node to read: a pending pod is pending all the same
     if nodes is not None and not nodes.nodes.high and report.pods["selected"]:
         report.problems.append(
             "no node is labelled net=high: selected pods cannot be placed on a fast network; "

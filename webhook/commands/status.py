@@ -14,13 +14,16 @@ import argparse
 import dataclasses
 import datetime as dt
 import itertools
+import socket
+import ssl
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import orjson
 
-from webhook import apidata, cluster, placement, rebalance, status
+from webhook import apidata, cluster, placement, rebalance, scope, status
 from webhook.apidata import ShapeError
 from webhook.commands import flags, typed
 from webhook.commands.installed import get_object, policy_of
@@ -33,12 +36,14 @@ from webhook.selector import LabelSelector
 from webhook.status import Certificate, MissingPod, Report
 
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
+CONNECT_TIMEOUT = 4.0  # seconds for the TLS handshake with an out-of-cluster webhook, as for the API server
 
 HELP = (
     "Check, read-only, that a cluster carries out NetQoS: the webhook's registration, certificate and "
     "endpoints; which selected pods carry the preference (and which were created without it); whether "
     "they run on net=high nodes, and if not, why. Exit code 0 when all is well, 3 when there are "
-    "problems or pods missing the preference, 1 when the cluster fails, 2 for unusable input."
+    "problems or pods missing the preference, 1 when the cluster fails or nothing could be checked (RBAC "
+    "hid the registration and the pods), 2 for unusable input. What RBAC hides is reported as unknown."
 )
 EXAMPLE = "netqos-webhook status --context prod -o json"
 
@@ -67,7 +72,8 @@ def _main(parsed: argparse.Namespace, out: TextIO) -> int:
 
 
 def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
-    """Print the status of the cluster; the exit code: 0 all well, 3 problems or missing pods.
+    """Print the status of the cluster; the exit code: 0 all well, 3 problems or missing pods, 1
+    nothing could be checked.
 
     Raises `PolicyError` for an unusable --config (exit 2) and `cluster.ClusterError` when the
     cluster cannot be read (its `exit_code`: 2 for unusable credentials, else 1).
@@ -122,13 +128,15 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
     ns = args.webhook_namespace
     deployment = get_object(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
     policy, source, problem = policy_of(reader, deployment, ns, override, args.config)
+    configuration = get_object(
+        reader, "MutatingWebhookConfiguration", status.WebhookConfigurationJSON, CONFIGURATION_NAME
+    )
     return status.ClusterView(
         webhook_namespace=ns,
         policy=policy,
         policy_source=source,
-        configuration=get_object(
-            reader, "MutatingWebhookConfiguration", status.WebhookConfigurationJSON, CONFIGURATION_NAME
-        ),
+        configuration=configuration,
+        served_certificates={url: served_certificate(url) for url in _urls(configuration)},
         deployment=deployment,
         endpoint_slices=_listed(
             reader, "EndpointSlice", ns, label_selector=f"kubernetes.io/service-name={DEFAULT_SERVICE}"
@@ -143,6 +151,37 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
         admission_policies=_admission_listed(reader, "MutatingAdmissionPolicy"),
         admission_policy_bindings=_admission_listed(reader, "MutatingAdmissionPolicyBinding"),
     )
+
+
+def _urls(configuration: Any) -> set[str]:
+    """The URLs our entries call (a `register --url` registration)."""
+    if not isinstance(configuration, dict):
+        return set()
+    return {
+        url
+        for w in configuration.get("webhooks") or ()
+        if scope.rule_of(str(w.get("name") or "")) is not None
+        and (url := str((w.get("clientConfig") or {}).get("url") or ""))
+    }
+
+
+def served_certificate(url: str, timeout: float = CONNECT_TIMEOUT) -> bytes | str:
+    """The certificate (DER) the server at `url` presents in a TLS handshake, or why none was had.
+    Only read here: the analysis verifies it against the caBundle as the API server would."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "", parts.port or 443
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # read, not trusted: `certs.refusal` judges it
+    try:
+        with (
+            socket.create_connection((host, port), timeout=timeout) as raw,
+            context.wrap_socket(raw, server_hostname=host or None) as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
+    except (OSError, ValueError) as err:
+        return f"{type(err).__name__}: {err}" if not str(err) else str(err)
+    return der if der else "the server presented no certificate"
 
 
 def _selected_pods(reader: cluster.Reader, policy: Policy, namespace: str | None) -> Iterator[dict[str, Any]]:
@@ -273,14 +312,22 @@ def to_json(report: Report) -> dict[str, Any]:
             "configuration": report.configuration,
             "entries": [dataclasses.asdict(e) for e in report.entries],
             "ready_endpoints": report.ready_endpoints,
+            "urls": report.urls,
             "deployment": report.deployment,
             "certificate": cert(report.certificate, True),
             "ca": cert(report.ca, False),
         },
         "admission_policies": [dataclasses.asdict(e) for e in report.admission_policies],
         "policy": {"source": report.policy_source, "rules": report.rules},
-        "pods": {k: report.pods[k] for k in ("selected", "injected", "explicit", "opted_out", "missing")},
-        "placement": {**{k: report.placement[k] for k in NET_CLASSES}, "movable": report.movable},
+        # null where the pods (or, for the classes of nodes, the nodes) could not be read
+        "pods": {
+            k: None if report.pods_unknown else report.pods[k]
+            for k in ("selected", "injected", "explicit", "opted_out", "missing")
+        },
+        "placement": {
+            **{k: _placement_count(report, k) for k in NET_CLASSES},
+            "movable": report.movable,
+        },
         "high_nodes": report.high_nodes,
         # Built by hand: dataclasses.asdict deep-copies, which costs seconds for 30,000 pods.
         "missing": [
@@ -302,7 +349,8 @@ def render_json(report: Report) -> str:
 def render_table(report: Report, limit: int = 20) -> str:
     """For people: registration first, then counts, then the pods to act on (lists cut at `limit`)."""
     lines = [f"INSTALLATION {report.installation}", "WEBHOOK"]
-    lines.append(f"  configuration     {report.configuration or 'MISSING'}")
+    missing = "unknown (cannot read it)" if report.configuration_unknown else "MISSING"
+    lines.append(f"  configuration     {report.configuration or missing}")
     for e in report.entries:
         flags = [
             "caBundle " + ("ok" if e.ca_bundle else "EMPTY"),
@@ -311,7 +359,10 @@ def render_table(report: Report, limit: int = 20) -> str:
             f"timeout {e.timeout_seconds}s",
         ]
         lines.append(f"  entry {e.name:<12} rule {e.rule}: {', '.join(flags)}")
-    lines.append(f"  ready endpoints   {_or_unknown(report.ready_endpoints)}")
+    for url in report.urls:  # an out-of-cluster webhook: no Service, no endpoints
+        lines.append(f"  url               {url}")
+    if not report.urls or report.ready_endpoints is not None:
+        lines.append(f"  ready endpoints   {_or_unknown(report.ready_endpoints)}")
     if report.deployment is not None:
         lines.append(f"  deployment        {report.deployment['ready_replicas']}/{report.deployment['replicas']} ready")
     if report.certificate is not None:
@@ -326,12 +377,20 @@ def render_table(report: Report, limit: int = 20) -> str:
     lines.append(f"  policy            {report.policy_source}: rules {', '.join(report.rules) or '-'}")
     lines.append("")
     p = report.pods
-    lines.append(
-        f"PODS      selected {p['selected']}: injected {p['injected']}, explicit {p['explicit']}, "
-        f"opted out {p['opted_out']}, missing {p['missing']}"
-    )
+    if report.pods_unknown:
+        lines.append("PODS      unknown (cannot read the pods)")
+    else:
+        lines.append(
+            f"PODS      selected {p['selected']}: injected {p['injected']}, explicit {p['explicit']}, "
+            f"opted out {p['opted_out']}, missing {p['missing']}"
+        )
     movable = "" if report.movable is None else f"; rebalance would move {report.movable} now"
-    lines.append("PLACEMENT " + ", ".join(f"{k} {report.placement[k]}" for k in NET_CLASSES) + movable)
+    if report.pods_unknown:
+        lines.append("PLACEMENT unknown (cannot read the pods)")
+    elif report.high_nodes is None:
+        lines.append(f"PLACEMENT unknown (cannot read the nodes), pending {report.placement['pending']}")
+    else:
+        lines.append("PLACEMENT " + ", ".join(f"{k} {report.placement[k]}" for k in NET_CLASSES) + movable)
     if report.missing:
         lines += ["", "MISSING THE PREFERENCE (created without it; recreate to fix)"]
         groups: dict[tuple[str, str | None], list[MissingPod]] = {}
@@ -350,6 +409,9 @@ def render_table(report: Report, limit: int = 20) -> str:
     lines += ["", f"PROBLEMS ({len(report.problems)})" if report.problems else "PROBLEMS none"]
     lines += [f"  - {problem}" for problem in report.problems]
     lines += [f"  ? {u}" for u in report.unknown]
+    if report.checked_nothing:
+        lines += ["", f"RESULT nothing could be checked (forbidden by RBAC): exit {report.exit_code}"]
+        return "\n".join(lines) + "\n"
     lines += [
         "",
         f"RESULT {len(report.problems)} problem(s), {len(report.missing)} pod(s) missing the preference: "
@@ -369,6 +431,12 @@ def _recreate(ns: str, owner: str | None, pods: Sequence[MissingPod]) -> str:
         return f"delete and re-create the pod(s) from their manifests (kubectl -n {ns} delete pod {pods[0].name} ...)"
     kind, _, name = owner.partition("/")
     return RECREATE.get(kind, "recreate them through their owner {kind}/{name}").format(ns=ns, name=name, kind=kind)
+
+
+def _placement_count(report: Report, net_class: str) -> int | None:
+    if report.pods_unknown or (report.high_nodes is None and net_class != "pending"):
+        return None
+    return report.placement[net_class]
 
 
 def _or_unknown(value: Any) -> str:
