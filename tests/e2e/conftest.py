@@ -7,6 +7,8 @@ One cluster serves the whole session. With $NETQOS_CLUSTER_DIR naming a running 
 (`eval "$(scripts/cluster env)"`), the tests use it and leave it running; otherwise they build
 the binaries when the cache lacks them (minutes, once) and start a cluster of their own.
 Without a Go toolchain they skip, saying so, except under CI (CI=true), where that fails.
+$NETQOS_KUBERNETES (1.34 to 1.37) names the Kubernetes release (default: the harness's
+`DEFAULT_MINOR`); tests whose expectations differ between releases compare `cluster.minor`.
 
 Each test gets its own namespace; tests that need nodes use the `nodes` fixture, which removes
 every node before and after (nodes are cluster-wide, so such tests do not share them).
@@ -51,6 +53,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         existing = controlplane.attach(Path(named))
         broken = {k: v for k, v in existing.healthy().items() if v != "ok"}
         assert not broken, f"the cluster in {named} is not healthy: {broken}; run 'scripts/cluster down' and 'up'"
+        wanted = os.environ.get(controlplane.KUBERNETES_ENV)
+        assert not wanted or controlplane.release(wanted).version == existing.kubernetes, (
+            f"${controlplane.KUBERNETES_ENV}={wanted} but the cluster in {named} runs {existing.kubernetes}"
+        )
         yield existing
         return
     go = controlplane.find_go()
@@ -59,8 +65,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{reason}; CI must run the end-to-end tests")
         pytest.skip(reason)
-    built = controlplane.build(go)
-    with controlplane.running(tmp_path_factory.mktemp("cluster"), built.bin_dir) as running:
+    of = controlplane.release()
+    built = controlplane.build(go, of=of)
+    with controlplane.running(tmp_path_factory.mktemp("cluster"), built.bin_dir, of) as running:
         yield running
 
 

@@ -12,14 +12,23 @@ plugins plus MutatingAdmissionWebhook and MutatingAdmissionPolicy, Deployments, 
 disruption controller behind PodDisruptionBudgets and the Eviction API.
 
 - `build()` compiles the binaries once into a cache outside the repository, keyed by the
-  Kubernetes version and a hash of the Go sources under tests/e2e (go.mod, go.sum, the mains);
+  Kubernetes version and a hash of the Go sources under tests/e2e (the version's go.mod and
+  go.sum, the mains);
 - `up(directory)` starts the processes (each in its own session, listening on free loopback
   ports), with certificates and kubeconfigs it generates into `directory`, and waits until the
   API server is ready, the scheduler healthy and the `default` service account exists;
 - `attach(directory)` finds a cluster started earlier (`scripts/cluster up`), `Cluster.down()`
   stops one. Several clusters run at once in different directories.
 
-`python -m webhook.testing.controlplane up|down|env|status|build` is `scripts/cluster`.
+Each supported minor release (`RELEASES`: 1.34 to 1.37) is one pinned patch built from its own
+module file over the same Go sources: tests/e2e/go.mod for 1.36, tests/e2e/kubernetes/v<patch>.mod
+(with its .sum) for the others, passed to `go build -modfile`. The NetQoS plugin port compiles
+against each; where the framework's API moved, a build tag picks the small file that names it
+(tests/e2e/netqos-scheduler/netqos/framework*.go). On 1.34 and 1.35 the API server runs with the
+MutatingAdmissionPolicy feature gate and its v1beta1 API enabled (beta, off by default there).
+
+`python -m webhook.testing.controlplane up|down|env|status|build [--kubernetes 1.35]` is
+`scripts/cluster`.
 """
 
 from __future__ import annotations
@@ -53,8 +62,45 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from webhook.names import INJECTED_ANNOTATION
 
-KUBERNETES_VERSION = "v1.36.3"
-ETCD_VERSION = "v3.6.8"
+
+@dataclass(frozen=True)
+class Release:
+    """One Kubernetes minor release the harness builds: its pinned patch, the module file it is
+    built from (relative to tests/e2e; go.mod itself for one of them) and its Go build tags."""
+
+    version: str
+    modfile: str = "go.mod"
+    tags: tuple[str, ...] = ()
+    # Extra kube-apiserver flags: the MutatingAdmissionPolicy beta API, off by default before 1.36.
+    apiserver_flags: tuple[str, ...] = ()
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.version.lstrip("v").split(".")[:2])
+
+    def etcd(self) -> str:
+        """The etcd its module file resolves (the highest any module requires: 3.7 for 1.37)."""
+        for line in (GO_MODULE / self.modfile).read_text().splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] == ETCD_MODULE:
+                return words[1]
+        return "(not in its module file)"
+
+
+_MAP_BETA = (
+    "--feature-gates=MutatingAdmissionPolicy=true",
+    "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
+)
+RELEASES = {
+    "1.34": Release("v1.34.4", "kubernetes/v1.34.4.mod", ("kubernetes_1_34",), _MAP_BETA),
+    "1.35": Release("v1.35.4", "kubernetes/v1.35.4.mod", (), _MAP_BETA),
+    "1.36": Release("v1.36.3"),
+    "1.37": Release("v1.37.2", "kubernetes/v1.37.2.mod"),
+}
+DEFAULT_MINOR = "1.36"  # what scripts/cluster and the e2e tests run when no version is named
+KUBERNETES_ENV = "NETQOS_KUBERNETES"  # the minor release the e2e tests and scripts/cluster use
+KUBERNETES_VERSION = RELEASES[DEFAULT_MINOR].version
+ETCD_MODULE = "go.etcd.io/etcd/server/v3"
 GO_MODULE = Path(__file__).resolve().parents[2] / "tests" / "e2e"
 # The binaries and the packages they come from (relative ones are the module's own mains).
 PACKAGES = {
@@ -101,10 +147,24 @@ def _go_version(go: str) -> str:
     return out.stdout.strip()
 
 
-def source_hash(go_version: str) -> str:
-    """What the binaries are built from: the module's files, the Go version, the link flags."""
-    digest = hashlib.sha256(f"{go_version}\n{_ldflags()}\n".encode())
-    files = [GO_MODULE / "go.mod", GO_MODULE / "go.sum", *sorted(GO_MODULE.rglob("*.go"))]
+def release(minor: str | None = None) -> Release:
+    """The release named (`1.35`, `v1.35`, `1.35.4`), else $NETQOS_KUBERNETES's, else the default."""
+    named = (minor or os.environ.get(KUBERNETES_ENV) or DEFAULT_MINOR).lstrip("v")
+    key = ".".join(named.split(".")[:2])
+    found = RELEASES.get(key)
+    if found is None or (named.count(".") == 2 and named != found.version.lstrip("v")):
+        known = ", ".join(f"{m} ({r.version})" for m, r in RELEASES.items())
+        raise ControlPlaneError(f"Kubernetes {named!r} is not one the harness builds; choose one of {known}")
+    return found
+
+
+def source_hash(go_version: str, of: Release | None = None) -> str:
+    """What the binaries are built from: the version's module files, the Go sources, the Go
+    version, the build tags and the link flags."""
+    of = of or release()
+    modfile = GO_MODULE / of.modfile
+    digest = hashlib.sha256(f"{go_version}\n{_ldflags(of)}\n{','.join(of.tags)}\n".encode())
+    files = [modfile, modfile.with_suffix(".sum"), *sorted(GO_MODULE.rglob("*.go"))]
     for path in files:
         digest.update(str(path.relative_to(GO_MODULE)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
@@ -115,14 +175,14 @@ def cache_root() -> Path:
     return Path(base) / "netqos-webhook"
 
 
-def _ldflags() -> str:
+def _ldflags(of: Release) -> str:
     """The version the binaries report (/version, kubectl version), as Kubernetes' release build
     stamps it; link flags only, so the compiled packages stay shared in the Go build cache."""
-    major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+    major, minor = of.version.lstrip("v").split(".")[:2]
     stamps = []
     for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
         stamps += [
-            f"-X {package}.gitVersion={KUBERNETES_VERSION}",
+            f"-X {package}.gitVersion={of.version}",
             f"-X {package}.gitMajor={major}",
             f"-X {package}.gitMinor={minor}",
             f"-X {package}.gitTreeState=clean",
@@ -137,9 +197,11 @@ class Build:
     cached: bool
 
 
-def build(go: str | None = None, log: Any = sys.stderr) -> Build:
-    """The binaries in the cache, built first when missing. One build at a time per cache entry
-    (a lock file), so concurrent callers wait for the first instead of building twice."""
+def build(go: str | None = None, log: Any = sys.stderr, of: Release | None = None) -> Build:
+    """The binaries of release `of` (default: `release()`) in the cache, built first when missing.
+    One build at a time per cache entry (a lock file), so concurrent callers wait for the first
+    instead of building twice."""
+    of = of or release()
     go = go or find_go()
     if go is None:
         raise ControlPlaneError(
@@ -147,7 +209,7 @@ def build(go: str | None = None, log: Any = sys.stderr) -> Build:
         )
     version = _go_version(go)
     override = os.environ.get(CACHE_ENV)
-    entry = Path(override) if override else cache_root() / f"k8s-{KUBERNETES_VERSION}-{source_hash(version)}"
+    entry = Path(override) if override else cache_root() / f"k8s-{of.version}-{source_hash(version, of)}"
     bin_dir = entry / "bin"
     if _complete(bin_dir):
         return Build(bin_dir, 0.0, True)
@@ -160,13 +222,16 @@ def build(go: str | None = None, log: Any = sys.stderr) -> Build:
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         print(
-            f"building Kubernetes {KUBERNETES_VERSION} and etcd {ETCD_VERSION} with {version} into {bin_dir} "
+            f"building Kubernetes {of.version} and etcd {of.etcd()} with {version} into {bin_dir} "
             "(a cold build takes 15-25 minutes on two cores; later ones are cached)",
             file=log,
             flush=True,
         )
         started = time.monotonic()
-        command = [go, "build", "-ldflags", _ldflags(), "-o", str(staging), *PACKAGES.values()]
+        command = [go, "build", f"-modfile={of.modfile}", "-ldflags", _ldflags(of), "-o", str(staging)]
+        if of.tags:
+            command.insert(2, f"-tags={','.join(of.tags)}")
+        command += PACKAGES.values()
         result = subprocess.run(command, cwd=GO_MODULE, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
         if result.returncode != 0:
             raise ControlPlaneError(f"go build failed ({' '.join(command)}):\n{result.stderr[-4000:]}")
@@ -297,6 +362,12 @@ class Cluster:
     ports: dict[str, int]
     pids: dict[str, int]
     start_seconds: float = 0.0
+    kubernetes: str = KUBERNETES_VERSION  # the release's version, as its /version reports it
+
+    @property
+    def minor(self) -> str:
+        """The minor release, "1.36": what version-specific expectations compare against."""
+        return ".".join(self.kubernetes.lstrip("v").split(".")[:2])
 
     # --- where things are ------------------------------------------------------------------------
     @property
@@ -579,7 +650,7 @@ class Cluster:
             "ports": self.ports,
             "pids": self.pids,
             "start_seconds": self.start_seconds,
-            "kubernetes": KUBERNETES_VERSION,
+            "kubernetes": self.kubernetes,
         }
         _write(self.directory / STATE_FILE, json.dumps(state, indent=2))
 
@@ -657,6 +728,7 @@ def attach(directory: Path) -> Cluster:
         dict(state["ports"]),
         dict(state["pids"]),
         float(state.get("start_seconds", 0.0)),
+        str(state.get("kubernetes", KUBERNETES_VERSION)),
     )
 
 
@@ -667,8 +739,10 @@ def default_directory() -> Path:
     return Path(os.environ.get("TMPDIR", "/tmp")) / f"netqos-webhook-cluster-{os.getuid()}"
 
 
-def up(directory: Path, bin_dir: Path) -> Cluster:
-    """Start a control plane in `directory` (made empty first) from the binaries in `bin_dir`."""
+def up(directory: Path, bin_dir: Path, of: Release | None = None) -> Cluster:
+    """Start a control plane in `directory` (made empty first) from the binaries in `bin_dir`,
+    which were built for release `of` (default: `release()`)."""
+    of = of or release()
     started = time.monotonic()
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
@@ -677,9 +751,9 @@ def up(directory: Path, bin_dir: Path) -> Cluster:
         name: free_port()
         for name in ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "netqos-scheduler")
     }
-    cluster = Cluster(directory, bin_dir, ports, {})
+    cluster = Cluster(directory, bin_dir, ports, {}, kubernetes=of.version)
     files = _pki(directory / "pki", cluster.server)
-    commands = _commands(cluster, files)
+    commands = _commands(cluster, files, of)
     try:
         for name in ("etcd", "kube-apiserver", "kube-controller-manager", "netqos-scheduler"):
             cluster.pids[name] = _spawn(cluster, name, commands[name])
@@ -708,8 +782,8 @@ def up(directory: Path, bin_dir: Path) -> Cluster:
 
 
 @contextmanager
-def running(directory: Path, bin_dir: Path) -> Iterator[Cluster]:
-    cluster = up(directory, bin_dir)
+def running(directory: Path, bin_dir: Path, of: Release | None = None) -> Iterator[Cluster]:
+    cluster = up(directory, bin_dir, of)
     try:
         yield cluster
     finally:
@@ -767,7 +841,7 @@ def _scheduler_config(kubeconfig: Path) -> dict[str, Any]:
     }
 
 
-def _commands(cluster: Cluster, files: dict[str, Path]) -> dict[str, list[str]]:
+def _commands(cluster: Cluster, files: dict[str, Path], of: Release) -> dict[str, list[str]]:
     d, p, b = cluster.directory, cluster.ports, cluster.bin_dir
     etcd_url, peer_url = f"http://{LOOPBACK}:{p['etcd']}", f"http://{LOOPBACK}:{p['etcd-peer']}"
     scheduler_config = _write(
@@ -814,6 +888,7 @@ def _commands(cluster: Cluster, files: dict[str, Path]) -> dict[str, list[str]]:
             f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
             "--disable-admission-plugins=TaintNodesByCondition",
             "--profiling=false",
+            *of.apiserver_flags,
         ],
         "kube-controller-manager": [
             str(b / "kube-controller-manager"),
@@ -870,7 +945,7 @@ def _wait(cluster: Cluster, name: str, ready: Any, what: str | None = None) -> N
 
 
 def _print_env(cluster: Cluster) -> None:
-    for key, value in cluster.env().items():
+    for key, value in {**cluster.env(), KUBERNETES_ENV: cluster.minor}.items():
         value = f"{cluster.bin_dir}:$PATH" if key == "PATH" else value
         print(f'export {key}="{value}"')
 
@@ -885,8 +960,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("build", help="build (or find in the cache) the binaries; print where and how long it took")
-    sub.add_parser("up", help="build when needed, start, print the build and start times and the environment")
+    versions = ", ".join(f"{m} ({r.version})" for m, r in RELEASES.items())
+    which = argparse.ArgumentParser(add_help=False)
+    which.add_argument(
+        "--kubernetes",
+        metavar="MINOR",
+        help=f"the Kubernetes minor release: {versions}; default ${KUBERNETES_ENV}, else {DEFAULT_MINOR}",
+    )
+    sub.add_parser(
+        "build", parents=[which], help="build (or find in the cache) the binaries; print where and how long it took"
+    )
+    sub.add_parser(
+        "up",
+        parents=[which],
+        help="build when needed, start, print the build and start times and the environment",
+    )
     sub.add_parser("down", help="stop the cluster and remove its directory")
     sub.add_parser("env", help='print export lines for the cluster (eval "$(scripts/cluster env)")')
     sub.add_parser("status", help="each component's process and health; exit 1 when one is not ok")
@@ -894,21 +982,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     directory = default_directory()
     try:
         if args.command in ("build", "up"):
+            of = release(args.kubernetes)
             if args.command == "up" and (directory / STATE_FILE).exists():
                 existing = attach(directory)
                 if all(v == "ok" for v in existing.healthy().values()):
+                    if existing.kubernetes != of.version:
+                        raise ControlPlaneError(
+                            f"a cluster of Kubernetes {existing.kubernetes} is up in {directory}, not {of.version}; "
+                            f"stop it first ('scripts/cluster down') or set ${CLUSTER_DIR_ENV} to another directory"
+                        )
                     print(f"a cluster is already up in {directory}", file=sys.stderr)
                     _print_env(existing)
                     return 0
                 existing.down()
-            built = build()
+            built = build(of=of)
             how = "cached" if built.cached else f"{built.seconds:.1f} s"
             print(f"build: {how} ({built.bin_dir})", file=sys.stderr)
             if args.command == "build":
                 return 0
-            cluster = up(directory, built.bin_dir)
+            cluster = up(directory, built.bin_dir, of)
             print(
-                f"start: {cluster.start_seconds:.1f} s (API server {cluster.server}, logs in {directory}/logs)",
+                f"start: {cluster.start_seconds:.1f} s (Kubernetes {cluster.kubernetes}, API server {cluster.server}, "
+                f"logs in {directory}/logs)",
                 file=sys.stderr,
             )
             _print_env(cluster)
@@ -928,6 +1023,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, health in report.items():
             print(f"{name:<25} pid {cluster.pids[name]:<8} {health}")
         print(f"{'kubeconfig':<25} {cluster.kubeconfig}")
+        print(f"{'kubernetes':<25} {cluster.kubernetes}")
         return 0 if all(v == "ok" for v in report.values()) else 1
     except ControlPlaneError as err:
         print(f"scripts/cluster {args.command}: {err}", file=sys.stderr)

@@ -1,11 +1,14 @@
 // Package netqos is a port of the NetQoS scheduler plugin to the scheduling framework of
-// Kubernetes 1.36: a Score plugin (a soft constraint, no Filter) that prefers fast-network nodes
+// Kubernetes 1.34 to 1.37: a Score plugin (a soft constraint, no Filter) that prefers fast-network nodes
 // for pods labelled qos=latency-sensitive.
 //
 // Its scores are the plugin's stated intent (docs/scheduling.md): for a latency-sensitive pod,
 // net=high 100, net=low 0, any other value or no label 10; every other pod 0 on every node. The
 // original set 100 for net=high whatever the pod (a missing return); that is not reproduced.
 // Like the original it has no NormalizeScore: its scores are absolute.
+//
+// The framework's interfaces moved between releases (framework_*.go name them for each): this
+// file compiles against all four.
 package netqos
 
 import (
@@ -31,10 +34,10 @@ const (
 // NetQoS scores nodes by their net label for latency-sensitive pods.
 type NetQoS struct{}
 
-var _ fwk.ScorePlugin = &NetQoS{}
+var _ scorePlugin = &NetQoS{}
 
 // New builds the plugin; it takes no arguments.
-func New(_ context.Context, _ runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+func New(_ context.Context, _ runtime.Object, _ handle) (plugin, error) {
 	return &NetQoS{}, nil
 }
 
@@ -58,7 +61,7 @@ func NodeScore(podLabels, nodeLabels map[string]string) int64 {
 	}
 	switch nodeLabels[nodeLabel] {
 	case highValue:
-		return fwk.MaxNodeScore
+		return maxNodeScore
 	case lowValue:
 		return 0
 	default:
@@ -67,4 +70,4 @@ func NodeScore(podLabels, nodeLabels map[string]string) int64 {
 }
 
 // ScoreExtensions is nil: the scores are absolute, as the original's were.
-func (pl *NetQoS) ScoreExtensions() fwk.ScoreExtensions { return nil }
+func (pl *NetQoS) ScoreExtensions() scoreExtensions { return nil }
