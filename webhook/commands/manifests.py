@@ -26,7 +26,8 @@ HELP = (
     "Print the MutatingWebhookConfiguration for a policy: one webhook entry per rule, each with that "
     "rule's podSelector as objectSelector. deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml "
     "is this output for deploy/base/policy.yaml. With --as admission-policy: the same mutation as "
-    "MutatingAdmissionPolicies the API server runs itself (Kubernetes 1.36+), no webhook server."
+    "MutatingAdmissionPolicies the API server runs itself (Kubernetes 1.36+, or 1.34+ with the beta API: "
+    "--kubernetes-version), no webhook server."
 )
 EXAMPLE = "netqos-webhook manifests --config deploy/base/policy.yaml --ca-bundle certs/ca.crt | kubectl apply -f -"
 
@@ -75,14 +76,22 @@ def add_command(sub: flags.Subcommands) -> None:
         choices=FORMS,
         default=FORMS[0],
         help="webhook: the MutatingWebhookConfiguration (the default); admission-policy: per rule a "
-        "MutatingAdmissionPolicy and its binding, which the API server runs itself (Kubernetes 1.36+, no "
-        "webhook server; docs/operations.md, 'Webhook or admission policy')",
+        "MutatingAdmissionPolicy and its binding, which the API server runs itself (Kubernetes 1.34+, see "
+        "--kubernetes-version; no webhook server; docs/operations.md, 'Webhook or admission policy')",
     )
     p.add_argument(
         "--warnings",
         action="store_true",
         help="with --as admission-policy: also a warn-only ValidatingAdmissionPolicy per rule and its binding, "
         "which carry the webhook's warnings to kubectl",
+    )
+    p.add_argument(
+        "--kubernetes-version",
+        metavar="V",
+        help=f"the Kubernetes version the objects are for (default the newest known, {NEWEST}): with --as "
+        "admission-policy, admissionregistration.k8s.io/v1 from 1.36, v1beta1 on 1.34 and 1.35 (the API server "
+        "needs --feature-gates=MutatingAdmissionPolicy=true --runtime-config=admissionregistration.k8s.io/v1beta1=true "
+        "there), refused before 1.34",
     )
     flags.output(p, ("yaml", "json"), "output format (default yaml)")
 
