@@ -278,6 +278,9 @@ def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> lis
         return reader.restarting(lambda: list(reader.list("Node")))
 
 
+# The beta API's names for the kinds whose GA version has the plain name.
+BETA_MUTATING_ADMISSION_POLICY = "MutatingAdmissionPolicy (v1beta1)"
+BETA_MUTATING_ADMISSION_POLICY_BINDING = "MutatingAdmissionPolicyBinding (v1beta1)"
 # kind -> (API class, read method, list method, cluster-scoped, plural for RBAC hints)
 _READ = {
     "Namespace": ("CoreV1Api", "read_namespace", "list_namespace", True, "namespaces"),
@@ -329,6 +332,21 @@ _READ = {
     ),
     "MutatingAdmissionPolicyBinding": (
         "AdmissionregistrationV1Api",
+        "read_mutating_admission_policy_binding",
+        "list_mutating_admission_policy_binding",
+        True,
+        "mutatingadmissionpolicybindings",
+    ),
+    # Beta on Kubernetes 1.34 and 1.35 (admissionregistration.k8s.io/v1beta1, behind a feature gate).
+    BETA_MUTATING_ADMISSION_POLICY: (
+        "AdmissionregistrationV1beta1Api",
+        "read_mutating_admission_policy",
+        "list_mutating_admission_policy",
+        True,
+        "mutatingadmissionpolicies",
+    ),
+    BETA_MUTATING_ADMISSION_POLICY_BINDING: (
+        "AdmissionregistrationV1beta1Api",
         "read_mutating_admission_policy_binding",
         "list_mutating_admission_policy_binding",
         True,
@@ -386,6 +404,16 @@ class Reader:
                 f"{err}; it expired again after one restart: etcd is compacted faster than the list can be "
                 "read, try again when the cluster is less busy"
             ) from None
+
+    def version(self) -> dict[str, Any]:
+        """The API server's /version (gitVersion, major, minor, ...): which release it is."""
+        response = _request(
+            self.cluster,
+            "say its version",
+            lambda: self._client("VersionApi").get_code(_preload_content=False, _request_timeout=REQUEST_TIMEOUT).data,
+            forbidden="check that your user may get /version (kubectl get --raw /version)",
+        )
+        return self._decode(response, "/version")
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """The object, or None when it does not exist; `Forbidden` when RBAC hides it."""

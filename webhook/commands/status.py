@@ -148,8 +148,10 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
         pods_on_nodes=lambda high, nodes: _pods_on_nodes(reader, high, nodes),
         now=now,
         policy_problem=problem,
-        admission_policies=_admission_listed(reader, "MutatingAdmissionPolicy"),
-        admission_policy_bindings=_admission_listed(reader, "MutatingAdmissionPolicyBinding"),
+        admission_policies=_admission_listed(reader, "MutatingAdmissionPolicy", cluster.BETA_MUTATING_ADMISSION_POLICY),
+        admission_policy_bindings=_admission_listed(
+            reader, "MutatingAdmissionPolicyBinding", cluster.BETA_MUTATING_ADMISSION_POLICY_BINDING
+        ),
     )
 
 
@@ -260,15 +262,18 @@ def _listed(
         return status.Unknown(f"the {kind}s{where}")
 
 
-def _admission_listed(reader: cluster.Reader, kind: str) -> list[dict[str, Any]] | status.Unknown:
-    """Every object of an admission policy kind; none where the API server predates the v1 API
-    (Kubernetes before 1.36 answers 404), Unknown where the client does (kubernetes < 36)."""
-    try:
-        return _listed(reader, kind, None)
-    except cluster.NotFound:
-        return []
-    except AttributeError:
-        return status.Unknown(f"the {kind}s (this kubernetes client predates their v1 API: upgrade it)")
+def _admission_listed(reader: cluster.Reader, kind: str, beta: str) -> list[dict[str, Any]] | status.Unknown:
+    """Every object of an admission policy kind, from its v1 API (Kubernetes 1.36+), else from
+    its v1beta1 API (1.34 and 1.35 with the feature enabled); none where the API server serves
+    neither (both answer 404), Unknown where the client predates them (kubernetes < 36)."""
+    for which in (kind, beta):
+        try:
+            return _listed(reader, which, None)
+        except cluster.NotFound:
+            continue
+        except AttributeError:
+            return status.Unknown(f"the {kind}s (this kubernetes client predates their API: upgrade it)")
+    return []
 
 
 def _lazy(reader: cluster.Reader, what: str, items: Callable[[], Iterable[dict[str, Any]]]) -> Any:
