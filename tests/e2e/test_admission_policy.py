@@ -1,5 +1,7 @@
-"""The admission policies of `manifests --as admission-policy` in the real API server (v1.36.3, in
-the range that panics on a list of Object initialisers): it accepts the objects, mutates pods
+"""The admission policies of `manifests --as admission-policy --kubernetes-version <the cluster's>`
+in the real API server (admissionregistration.k8s.io/v1 on 1.36+, where 1.36.0-1.36.3 panic on a
+list of Object initialisers; v1beta1 on 1.34 and 1.35, whose API server the harness starts with
+the feature gate and the beta API enabled): it serves them in that API, accepts them, mutates pods
 exactly as the webhook does, leaves opted-out pods alone, sends the warn-only policy's warnings to
 kubectl, keeps a pod with thousands of preferred terms within the CEL cost budget, and `status`
 recognises the installation. The webhook is unregistered meanwhile, so what changes a pod is the
@@ -19,11 +21,19 @@ import pytest
 import yaml
 
 from tests import podcorpus
-from tests.e2e.conftest import cli
+from tests.e2e.conftest import cli, served
 from webhook.admission import create_review, review, wire_patch
 from webhook.names import INJECTED_ANNOTATION, LABELS, OPT_OUT_ANNOTATION
 from webhook.policy_file import load_policy
 from webhook.testing.controlplane import Cluster
+
+# The API each release serves MutatingAdmissionPolicy in (and so what the generator must print).
+MUTATING_API = {
+    "1.34": "admissionregistration.k8s.io/v1beta1",
+    "1.35": "admissionregistration.k8s.io/v1beta1",
+    "1.36": "admissionregistration.k8s.io/v1",
+    "1.37": "admissionregistration.k8s.io/v1",
+}
 
 POLICY_FILE = "deploy/base/policy.yaml"
 SELECTOR = ",".join(f"{k}={v}" for k, v in LABELS.items())
@@ -64,7 +74,7 @@ def wait_active(cluster: Cluster, namespace: str, active: bool, timeout: float =
 @pytest.fixture
 def policies(cluster: Cluster, unregistered: None, namespace: str) -> Iterator[str]:
     """The generated objects applied with kubectl, active; deleted and inactive afterwards."""
-    printed = cli(cluster, "manifests", "--as", "admission-policy", "--warnings", "--config", POLICY_FILE).stdout
+    printed = generated(cluster)
     applied = cluster.kubectl("apply", "-f", "-", input=printed)
     assert applied.stdout.count("created") + applied.stdout.count("configured") + applied.stdout.count(
         "unchanged"
@@ -73,6 +83,23 @@ def policies(cluster: Cluster, unregistered: None, namespace: str) -> Iterator[s
     yield namespace
     cluster.kubectl("delete", KINDS, "-l", SELECTOR)
     wait_active(cluster, namespace, active=False)
+
+
+def generated(cluster: Cluster) -> str:
+    return cli(
+        cluster,
+        *("manifests", "--as", "admission-policy", "--warnings", "--config", POLICY_FILE),
+        *("--kubernetes-version", cluster.minor),
+    ).stdout
+
+
+def test_the_generated_objects_are_in_the_api_this_version_serves(cluster: Cluster) -> None:
+    objects = list(yaml.safe_load_all(generated(cluster)))
+    mutating = [o for o in objects if o["kind"].startswith("Mutating")]
+    assert {o["apiVersion"] for o in mutating} == {MUTATING_API[cluster.minor]}
+    assert all(served(cluster, o) for o in objects), [(o["apiVersion"], o["kind"]) for o in objects]
+    v1 = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy"}
+    assert served(cluster, v1) == (MUTATING_API[cluster.minor] == v1["apiVersion"])
 
 
 def webhook_pod(pod: dict[str, Any]) -> dict[str, Any]:
