@@ -147,7 +147,7 @@ if [ "$CLEANUP" = 1 ]; then
     echo "no node carries $MARK=labelled: no net label to remove"
   fi
   run "${KUBECTL[@]}" delete mutatingwebhookconfiguration netqos-webhook --ignore-not-found
-  run "${KUBECTL[@]}" delete -k "$HERE/deploy/base" --ignore-not-found
+  run "${KUBECTL[@]}" delete -k "$HERE/deploy/base" --ignore-not-found --wait=false
   stop_dev_server
   exit 0
 fi

@@ -51,6 +51,7 @@ MAX_PAGES = 10_000  # any other list is read a page at a time: a bound on a list
 # The pods that take a node's resources: bound to a node, not finished (as the scheduler's cache).
 ASSIGNED_NOT_FINISHED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/strategic-merge-patch+json"
 IN_CLUSTER = "the in-cluster service account"
 DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
 T = TypeVar("T")
@@ -620,8 +621,63 @@ def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], 
         core = client.CoreV1Api(api)
         admission = client.AdmissionregistrationV1Api(api)
         for obj in objs:
+            if obj["kind"] == "MutatingWebhookConfiguration":
+                _switch_client_config(cluster, api, obj, report)
             response = _apply_one(cluster, core, admission, obj)
             report(f"{describe(obj)} {'created' if response.status == 201 else 'configured'} (server-side apply)")
+
+
+def _switch_client_config(cluster: Cluster, api: Any, obj: dict[str, Any], report: Callable[[str], None]) -> None:
+    """Entries of the configuration in the cluster that call the webhook the other way (a Service
+    where `obj` gives a URL, or the reverse), switched to `obj`'s clientConfig in one strategic
+    merge patch. `url` and `service` are exclusive, and server-side apply cannot remove a field
+    another manager owns (`kubectl apply -k deploy/base` owns `service`): applying `url` beside it
+    would be refused as invalid. The patch names the entries it switches (the list is keyed by
+    name) and the resourceVersion it read, so it changes nothing it did not see; a configuration
+    it may not read is left to the apply."""
+    from kubernetes import client
+
+    name = obj["metadata"]["name"]
+    try:
+        current = _request(
+            cluster,
+            f"get mutatingwebhookconfiguration {name}",
+            lambda: client.AdmissionregistrationV1Api(api).read_mutating_webhook_configuration(
+                name, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            ),
+            forbidden="",
+        )
+    except (NotFound, Forbidden):
+        return
+    try:
+        existing = json.loads(current.data)
+    except ValueError:
+        return
+    theirs = {w.get("name"): w.get("clientConfig") or {} for w in existing.get("webhooks") or [] if isinstance(w, dict)}
+    switched = []
+    for webhook in obj["webhooks"]:
+        ours = webhook["clientConfig"]
+        mode, other = ("url", "service") if "url" in ours else ("service", "url")
+        if other in theirs.get(webhook["name"], {}):
+            switched.append({"name": webhook["name"], "clientConfig": {other: None, mode: ours[mode]}})
+    if not switched:
+        return
+    patch = {"metadata": {"resourceVersion": existing["metadata"]["resourceVersion"]}, "webhooks": switched}
+    with client.ApiClient(cluster.configuration) as merging:
+        merging.set_default_header("Content-Type", MERGE_PATCH)  # as `apply` sets its own: every client version
+        _request(
+            cluster,
+            f"switch the clientConfig of mutatingwebhookconfiguration/{name}",
+            lambda: client.AdmissionregistrationV1Api(merging).patch_mutating_webhook_configuration(
+                name, body=patch, field_manager=FIELD_MANAGER, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            ),
+            forbidden="switching it needs the verb patch on mutatingwebhookconfigurations; run as a cluster admin",
+        )
+    mode = "url" if "url" in obj["webhooks"][0]["clientConfig"] else "service"
+    report(
+        f"mutatingwebhookconfiguration/{name}: switched {', '.join(w['name'] for w in switched)} to "
+        f"clientConfig.{mode} (url and service are exclusive)"
+    )
 
 
 def _apply_one(cluster: Cluster, core: Any, admission: Any, obj: dict[str, Any]) -> Any:

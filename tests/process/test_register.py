@@ -217,6 +217,8 @@ def applying_api(fail: tuple[int, str, str] | None = None) -> ScriptedAPI:
     seen: set[str] = set()
 
     def answer(request: Request) -> tuple[int, Any]:
+        if request.method == "GET":  # nothing registered yet
+            return 404, status_body(404, "NotFound", "not found")
         if fail:
             return fail[0], status_body(*fail)
         code = 200 if request.path in seen else 201

@@ -182,7 +182,7 @@ def test_cleanup_undoes_the_demo_on_the_nodes_it_marked(tmp_path: Path) -> None:
         "kubectl delete nodes -l netqos.io/demo=created",
         "kubectl label nodes -l netqos.io/demo=labelled net- netqos.io/demo-",
         "kubectl delete mutatingwebhookconfiguration netqos-webhook --ignore-not-found",
-        f"kubectl delete -k {REPO}/deploy/base --ignore-not-found",
+        f"kubectl delete -k {REPO}/deploy/base --ignore-not-found --wait=false",
     ]
 
 
