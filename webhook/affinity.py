@@ -228,6 +228,110 @@ def preferred_score(terms: Iterable[PreferredTerm], labels: Mapping[str, str], n
     return sum(t.weight for t in terms if t.weight and t.matches(labels, name))
 
 
+# Terms that share a key, above this many, are summed instead of searched (an upper bound):
+# the exact search tries up to 2^n combinations and a review must stay cheap for any pod.
+_EXACT_TERMS = 12
+
+
+def most_matched_weight(terms: Sequence[PreferredTerm]) -> int:
+    """The largest NodeAffinity raw score the terms can give one node: the most weight that terms
+    matching together can sum to, whatever the node's labels and name.
+
+    Terms of weight 0, empty terms and terms that do not parse match no node (as
+    `preferred_score` scores them). Terms that share no key (label key, or `metadata.name` for
+    matchFields) never exclude each other, so each group of terms linked by shared keys is
+    searched on its own: the best set of its terms whose requirements one node satisfies
+    together (`zone In [a]` and `zone In [b]` never do). A group of more than `_EXACT_TERMS`
+    terms counts all its weight, an upper bound.
+    """
+    scored = [t for t in terms if t.weight > 0 and t.term.valid]
+    return sum(_group_best(group) for group in _linked_groups(scored))
+
+
+def _dimensions(term: PreferredTerm) -> set[tuple[bool, str]]:
+    """What a term constrains: (is a field, key)."""
+    return {(False, r.key) for r in term.term.expressions} | {(True, f.key) for f in term.term.fields}
+
+
+def _linked_groups(terms: Sequence[PreferredTerm]) -> list[list[PreferredTerm]]:
+    """The terms in groups, two terms in one group when a chain of shared keys links them."""
+    owner: dict[tuple[bool, str], int] = {}
+    parent = list(range(len(terms)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, term in enumerate(terms):
+        for dim in _dimensions(term):
+            if dim in owner:
+                parent[root(i)] = root(owner[dim])
+            else:
+                owner[dim] = i
+    groups: dict[int, list[PreferredTerm]] = {}
+    for i, term in enumerate(terms):
+        groups.setdefault(root(i), []).append(term)
+    return list(groups.values())
+
+
+def _group_best(group: list[PreferredTerm]) -> int:
+    if len(group) == 1:
+        return group[0].weight
+    if len(group) > _EXACT_TERMS:
+        return sum(t.weight for t in group)
+    ordered = sorted(group, key=lambda t: -t.weight)
+    rest = [sum(t.weight for t in ordered[i:]) for i in range(len(ordered) + 1)]
+    best = 0
+
+    def search(i: int, chosen: list[PreferredTerm], weight: int) -> None:
+        nonlocal best
+        if weight + rest[i] <= best:
+            return  # even every remaining term would not beat the best found
+        if i == len(ordered):
+            best = weight
+            return
+        with_term = [*chosen, ordered[i]]
+        if _together(with_term):
+            search(i + 1, with_term, weight + ordered[i].weight)
+        search(i + 1, chosen, weight)
+
+    search(0, [], 0)
+    return best
+
+
+def _together(terms: Sequence[PreferredTerm]) -> bool:
+    """Some node matches every one of `terms`: per key, some value (or none) satisfies every
+    requirement on it. Keys are independent, so each is tried on its own."""
+    by_dim: dict[tuple[bool, str], list[Requirement]] = {}
+    for term in terms:
+        for req in term.term.expressions:
+            by_dim.setdefault((False, req.key), []).append(req)
+        for req in term.term.fields:
+            by_dim.setdefault((True, req.key), []).append(req)
+    return all(_satisfiable(is_field, key, reqs) for (is_field, key), reqs in by_dim.items())
+
+
+def _satisfiable(is_field: bool, key: str, reqs: Sequence[Requirement]) -> bool:
+    """Some value of `key` satisfies all of `reqs`. The values that can differ in outcome: no
+    value (a label only: a node always has a name), each value the requirements name, one they
+    do not name, and integers just inside and outside every Gt/Lt bound."""
+    named = {v for r in reqs for v in r.values}
+    candidates: list[str | None] = [None] if not is_field else []
+    candidates += sorted(named)
+    candidates.append(next(f"v{i}" for i in range(len(named) + 1) if f"v{i}" not in named))
+    for r in reqs:
+        bound = parse_int64(r.values[0]) if r.operator in ("Gt", "Lt") and r.values else None
+        if bound is not None:
+            candidates += [str(bound + d) for d in range(-len(named) - 1, len(named) + 2)]
+    for value in candidates:
+        have = {} if value is None else {key: value}
+        if all(_field_matches(r, have) if is_field else r.matches(have) for r in reqs):
+            return True
+    return False
+
+
 def node_selector_term_from_api(raw: Any, path: str) -> NodeSelectorTerm:
     """A NodeSelectorTerm (`{matchExpressions, matchFields}`) from API data, shape-checked."""
     if raw is None:

@@ -8,7 +8,7 @@ keeps evaluation and diffing cheap for large pods.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -16,16 +16,19 @@ from typing import Any
 from webhook import apidata
 from webhook.affinity import (
     PREFERRED,
+    Canonical,
     PreferredTerm,
     TermIdentity,
     TermSketch,
+    most_matched_weight,
     preferred_sketches_from_api,
+    preferred_term_from_api,
     required_terms_from_api,
     sketch_identity,
 )
 from webhook.apidata import ShapeError
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
-from webhook.scoretable import SchedulerWeights, ScoreTable
+from webhook.scoretable import SchedulerWeights, ScoreTable, classic_terms, scaled_terms
 from webhook.selector import LabelSelector
 
 
@@ -44,48 +47,65 @@ class Rule:
     name: str
     pod_selector: LabelSelector
     preferences: tuple[PreferredTerm, ...]
-    # The score table the preferences were compiled from (None: the file wrote the terms).
+    # The score table the preferences were compiled from (None: the file wrote the terms). Beside
+    # preferred terms of the pod's own, a table goes in scaled to them (`terms_beside`).
     table: ScoreTable | None = None
-    # What goes in beside preferred terms of the pod's own, when that differs (None: the same):
-    # for a table, its terms without the constant, which would dilute the pod's own weights
-    # (they are normalised together). A pod carrying either form in full is left as it is.
+    # The table's terms without the constant (None: the same as `preferences`): what went in
+    # beside a pod's own terms before the scale was chosen per pod. A pod carrying them counts
+    # as injected, as does one carrying `preferences`.
     beside_own: tuple[PreferredTerm, ...] | None = None
     keys: frozenset[str] = field(init=False, compare=False)
+    # The requirement sets of the table's terms: a pod's term with one of them, at a weight the
+    # pod's form does not give it, is the author's (`table_shaped`).
+    shapes: frozenset[frozenset[Canonical]] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "keys", frozenset().union(*(t.keys() for t in self.preferences)))
+        shapes = () if self.table is None else classic_terms(self.table)
+        object.__setattr__(self, "shapes", frozenset(t.identity[1] for t in shapes))
 
     @property
     def forms(self) -> tuple[tuple[PreferredTerm, ...], ...]:
-        """Every term set that counts as this rule applied."""
+        """The fixed term sets that count as this rule applied."""
         return (self.preferences, *self.equivalents)
 
     @property
     def equivalents(self) -> tuple[tuple[PreferredTerm, ...], ...]:
-        """The term sets other than `preferences` that count as this rule applied."""
+        """The fixed term sets other than `preferences` that count as this rule applied."""
         return () if self.beside_own is None else (self.beside_own,)
 
-    def terms_for(self, has_own: bool) -> tuple[PreferredTerm, ...]:
-        """The terms to inject into a pod with (or without) preferred terms of its own."""
-        return self.beside_own if has_own and self.beside_own is not None else self.preferences
+    def terms_beside(self, own_max: int, weights: SchedulerWeights, per_pod: bool = True) -> tuple[PreferredTerm, ...]:
+        """The terms to inject into a pod whose own preferred terms give a node at most `own_max`
+        raw points (0: the pod has none the scheduler scores). A table beside terms of the pod's
+        own goes in without the constant, scaled to them (`scoretable.scaled_terms`), or with
+        `per_pod` False at its fixed scale (`beside_own`: what the admission policy injects)."""
+        if not own_max or self.table is None:
+            return self.preferences
+        if not per_pod:
+            return self.beside_own or self.preferences
+        return scaled_terms(self.table, weights, own_max)
 
 
 @dataclass(frozen=True)
 class Policy:
     rules: tuple[Rule, ...]
     weights: SchedulerWeights = SchedulerWeights()  # what score tables were compiled for
+    # Tables beside a pod's own preferred terms: scaled to them per pod (the webhook), or at the
+    # fixed scale (False: what the admission policy compiles; `Rule.terms_beside`).
+    per_pod: bool = True
     # Identities of every term any rule injects or recognises: such terms in a pod are ours (or
     # identical to ours), never the user's explicit choice.
     term_ids: frozenset[TermIdentity] = field(init=False, compare=False)
-    # Their weights and node-label keys: a pod's term with another weight or key is not ours.
-    term_weights: frozenset[int] = field(init=False, compare=False)
+    # Their node-label keys: a pod's term on another key is not ours.
     term_keys: frozenset[str] = field(init=False, compare=False)
+    # Every rule's table shapes (`Rule.shapes`).
+    shapes: frozenset[frozenset[Canonical]] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         ids = frozenset(t.identity for r in self.rules for form in r.forms for t in form)
         object.__setattr__(self, "term_ids", ids)
-        object.__setattr__(self, "term_weights", frozenset(weight for weight, _, _ in ids))
         object.__setattr__(self, "term_keys", frozenset(key for _, exprs, _ in ids for key, _, _ in exprs))
+        object.__setattr__(self, "shapes", frozenset().union(*(r.shapes for r in self.rules)))
 
 
 def policy_warnings(policy: Policy) -> tuple[str, ...]:
@@ -134,30 +154,45 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     if opt_out == "false":  # exact, as Kubernetes compares annotation values
         return Outcome(Decision.SKIPPED_OPT_OUT, pod)
 
-    # One pass over the pod's terms: which are there, and the keys of those that are the author's
-    # (not policy terms: those were injected by us, or say exactly what we would). A term that
-    # also has matchFields says more than ours does: its identity is never ours.
-    # Only a term whose weight and keys a policy term has can be one: the others cost no identity.
+    # One pass over the pod's terms: which are there, which are the author's own (scored by the
+    # scheduler beside ours), and the keys of those: explicit wins. A term that is a policy term
+    # (injected by us, or saying exactly what we would) is not the author's; one with a table's
+    # requirements at another weight may be ours at this pod's scale, decided once the pod's own
+    # terms are known. A term that also has matchFields says more than ours: never ours. An empty
+    # term (`preference: {}`) or one of weight 0 the scheduler skips: it is nobody's.
     present: set[TermIdentity] = set()
+    shaped: list[tuple[TermIdentity, frozenset[str]]] = []
+    own: list[Mapping[str, Any]] = []
     explicit = set(view.required_keys)
-    has_own = False
-    weights, policy_keys, ids = policy.term_weights, policy.term_keys, policy.term_ids
+    policy_keys, ids = policy.term_keys, policy.term_ids
     for sketch in view.preferred:
-        weight, keys, has_fields, _ = sketch
-        if not has_fields and weight in weights and keys <= policy_keys:
+        weight, keys, has_fields, raw = sketch
+        if not weight or not (keys or has_fields):
+            continue
+        if not has_fields and keys <= policy_keys:
             identity = sketch_identity(sketch)
             present.add(identity)
             if identity in ids:
                 continue
-        has_own = True
+            if identity[1] in policy.shapes:
+                shaped.append((identity, keys))
+                continue
+        own.append(raw)
         explicit |= keys
+    own_max = _own_max(own) if own else 0
+    forms = {rule.name: rule.terms_beside(own_max, policy.weights, policy.per_pod) for rule in selected}
+    ours = {t.identity for form in forms.values() for t in form}
+    for identity, keys in shaped:
+        if identity not in ours:
+            explicit |= keys  # a table's requirements at a weight we would not give: the author's
     to_add: list[PreferredTerm] = []
     applied: list[str] = []
     warnings: list[str] = []
     for rule in selected:
-        if any(all(t.identity in present for t in form) for form in rule.forms):
+        form = forms[rule.name]
+        if any(all(t.identity in present for t in f) for f in (form, *rule.forms)):
             continue  # already carried: a re-invocation, or the user wrote our terms
-        missing = [t for t in rule.terms_for(has_own) if t.identity not in present]
+        missing = [t for t in form if t.identity not in present]
         clash = sorted(rule.keys & explicit)
         if clash:
             warnings.append(
@@ -181,6 +216,25 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
         return Outcome(decision, pod, warnings=tuple(warnings))
     names = _merge_names(view.annotations.get(INJECTED_ANNOTATION), applied)
     return Outcome(Decision.MUTATED, _with_terms(pod, to_add, names), tuple(applied), tuple(warnings))
+
+
+def own_points(policy: Policy, terms: Sequence[PreferredTerm]) -> int:
+    """The most raw points a pod's own preferred terms (those `evaluate` counts as the author's:
+    scored by the scheduler, not a policy term nor a table's requirements) give one node."""
+    own = [
+        t
+        for t in terms
+        if t.weight
+        and not t.term.is_empty()
+        and t.identity not in policy.term_ids
+        and (t.term.fields or t.identity[1] not in policy.shapes)
+    ]
+    return most_matched_weight(own)
+
+
+def _own_max(own: list[Mapping[str, Any]]) -> int:
+    """The most raw points the pod's own terms give one node (shapes were checked by sketching)."""
+    return most_matched_weight([preferred_term_from_api(raw, PREFERRED) for raw in own])
 
 
 def _merge_names(existing: str | None, applied: list[str]) -> str:

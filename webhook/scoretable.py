@@ -139,6 +139,53 @@ def classic_terms(table: ScoreTable) -> tuple[PreferredTerm, ...]:
     return _terms(table, 1, 1)
 
 
+def scaled_terms(table: ScoreTable, weights: SchedulerWeights, own_max: int) -> tuple[PreferredTerm, ...]:
+    """The table without the constant, scaled for a pod whose own preferred terms give a node at
+    most `own_max` raw points (docs/scheduling.md, "The pod's own node affinity").
+
+    The NetQoS scheduler normalised the pod's own terms by their best feasible node, `own_max`
+    when that node matches them all, and added the plugin's score: `Wa x 100 x own / own_max +
+    Wp x s`. NodeAffinity normalises the pod's terms and ours together, so the two are in the
+    plugin's proportion when ours give `K x s` with `K = own_max x Wp / (100 x Wa)`: the stock
+    scheduler's affinity is then the plugin's sum times `own_max / M` (M the best joint raw score,
+    from own_max to own_max + K x top), the same ranking at a smaller margin. Each step's weight
+    is rounded to the nearest whole number (half up); a step that rounds to 0 is left out, but the
+    heaviest weighs at least 1, so the table always goes in. A weight above 100 is carried by
+    several terms of distinct weights (100, 99, ...: distinct, so that each is its own identity),
+    at most `MAX_SPLIT` of them; beyond that the scale stops growing.
+    """
+    steps = list(reversed(_steps(table)))
+    wa, wp = weights.node_affinity, weights.netqos
+    # K as a fraction num / den, capped so that the heaviest step fits MAX_SPLIT terms.
+    num, den = own_max * wp, MAX_SCORE * wa
+    heaviest = max(step for _, step in steps)
+    if num * heaviest > SPLIT_CAPACITY * den:
+        num, den = SPLIT_CAPACITY, heaviest
+    terms: list[PreferredTerm] = []
+    for shape, (_, step) in zip(_terms(table, 1, 1), steps, strict=True):
+        weight = (2 * num * step + den) // (2 * den)
+        if step == heaviest:
+            weight = max(weight, 1)  # the table always goes in, however light the pod's terms
+        terms += [PreferredTerm(part, shape.term) for part in split_weight(weight) if part]
+    return tuple(terms)
+
+
+MAX_SPLIT = 10  # terms per step at most: a review stays small whatever the pod's own weights
+SPLIT_CAPACITY = sum(range(MAX_TERM_WEIGHT - MAX_SPLIT + 1, MAX_TERM_WEIGHT + 1))  # 100 + 99 + ... + 91
+
+
+def split_weight(weight: int) -> list[int]:
+    """`weight` as distinct term weights of at most 100 each: 100, 99, ... and the remainder,
+    which is then smaller than every part before it (250: 100, 99, 51)."""
+    parts: list[int] = []
+    part = MAX_TERM_WEIGHT
+    while weight > part:
+        parts.append(part)
+        weight -= part
+        part -= 1
+    return [*parts, weight]
+
+
 def _terms(table: ScoreTable, n: int, d: int) -> tuple[PreferredTerm, ...]:
     """One term per score level above the lowest, highest first, weight step x n / d."""
     terms = []

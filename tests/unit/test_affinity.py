@@ -2,7 +2,14 @@
 
 import pytest
 
-from webhook.affinity import PreferredTerm, Requirement, parse_int64, preferred_score
+from webhook.affinity import (
+    NodeSelectorTerm,
+    PreferredTerm,
+    Requirement,
+    most_matched_weight,
+    parse_int64,
+    preferred_score,
+)
 from webhook.selector import LabelSelector
 
 
@@ -114,3 +121,58 @@ def test_a_term_with_match_fields_never_has_the_identity_of_one_without():
     plain = PreferredTerm.of(90, net)
     with_fields = PreferredTerm(90, NodeSelectorTerm((net,), (Requirement("metadata.name", "In", ("n1",)),)))
     assert plain.identity != with_fields.identity
+
+
+def _t(weight, *expressions, fields=()):
+    return PreferredTerm(
+        weight, NodeSelectorTerm(tuple(Requirement(*e) for e in expressions), tuple(Requirement(*f) for f in fields))
+    )
+
+
+@pytest.mark.parametrize(
+    "case, terms, expected",
+    [
+        ("nothing", [], 0),
+        ("one term", [_t(30, ("zone", "In", ("a",)))], 30),
+        ("two zones: one node has one zone", [_t(80, ("zone", "In", ("a",))), _t(20, ("zone", "In", ("b",)))], 80),
+        ("two zones, one listing both", [_t(80, ("zone", "In", ("a",))), _t(20, ("zone", "In", ("a", "b")))], 100),
+        ("In and its NotIn", [_t(50, ("zone", "In", ("a",))), _t(40, ("zone", "NotIn", ("a",)))], 50),
+        ("Exists and DoesNotExist", [_t(5, ("gpu", "Exists")), _t(7, ("gpu", "DoesNotExist"))], 7),
+        ("NotIn and DoesNotExist together", [_t(5, ("gpu", "NotIn", ("x",))), _t(7, ("gpu", "DoesNotExist"))], 12),
+        ("Gt 4 and Lt 5: no integer between", [_t(5, ("cpu", "Gt", ("4",))), _t(7, ("cpu", "Lt", ("5",)))], 7),
+        (
+            "Gt 4 and Lt 6 but NotIn 5",
+            [_t(5, ("cpu", "Gt", ("4",)), ("cpu", "Lt", ("6",))), _t(7, ("cpu", "NotIn", ("5",)))],
+            7,
+        ),
+        (
+            "Gt 4 and Lt 7 but NotIn 5",
+            [_t(5, ("cpu", "Gt", ("4",)), ("cpu", "Lt", ("7",))), _t(7, ("cpu", "NotIn", ("5",)))],
+            12,
+        ),
+        ("different keys add up", [_t(80, ("zone", "In", ("a",))), _t(60, ("disk", "In", ("ssd",)))], 140),
+        (
+            "linked through a two-key term",
+            [
+                _t(50, ("zone", "In", ("a",))),
+                _t(30, ("zone", "In", ("b",)), ("disk", "In", ("ssd",))),
+                _t(40, ("disk", "DoesNotExist")),
+            ],
+            90,
+        ),
+        (
+            "node names",
+            [_t(40, fields=[("metadata.name", "In", ("n1",))]), _t(30, fields=[("metadata.name", "In", ("n2",))])],
+            40,
+        ),
+        (
+            "weight 0 and an empty term count nothing",
+            [_t(0, ("zone", "In", ("a",))), PreferredTerm(9, NodeSelectorTerm())],
+            0,
+        ),
+        ("a term that does not parse matches nothing", [_t(9, ("zone", "In", ()))], 0),
+        ("thirteen linked terms: summed, an upper bound", [_t(1, ("zone", "In", (str(i),))) for i in range(13)], 13),
+    ],
+)
+def test_most_matched_weight_is_the_best_sum_one_node_can_match(case, terms, expected):
+    assert most_matched_weight(terms) == expected, case

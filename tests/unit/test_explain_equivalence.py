@@ -119,14 +119,16 @@ NODES_WITH_OTHER_LABELS = [
     for zone in ("a", "b")
     for disk in (True, False)
 ]
-ADDED = {"high": 100, "low": 0, None: 10, "medium": 10}  # beside own terms: the table without the constant
+# Beside own terms of which one node gets at most 80: the table without the constant, scaled by
+# 80 / 200 (36 on net In [high], 4 on net NotIn [low]).
+ADDED = {"high": 40, "low": 0, None: 4, "medium": 4}
 
 
 def raw_scores(report) -> dict[str, int]:
     return {n.name: n.affinity_raw for n in report.ranking.nodes}
 
 
-def test_the_injected_terms_add_100_10_0_to_a_pod_that_has_preferences_on_other_keys():
+def test_the_injected_terms_add_the_table_scaled_to_a_pods_preferences_on_other_keys():
     own = explain(POLICY, pod({}, preferred=OWN_TERMS), NODES_WITH_OTHER_LABELS)  # not selected: own terms only
     mutated = explain(POLICY, pod(LATENCY_SENSITIVE, preferred=OWN_TERMS), NODES_WITH_OTHER_LABELS)
     assert mutated.mutation.injected == ("netqos",)
@@ -140,7 +142,7 @@ def test_a_pods_own_preferences_can_outweigh_the_plugins_choice_and_explain_says
     zone_a = [{"weight": 100, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]
     nodes = [Node("high-b", {"net": "high", "zone": "b"}), Node("medium-a", {"net": "medium", "zone": "a"})]
     report = explain(POLICY, pod(LATENCY_SENSITIVE, preferred=zone_a), nodes)
-    assert raw_scores(report) == {"high-b": 100, "medium-a": 110}
+    assert raw_scores(report) == {"high-b": 50, "medium-a": 105}  # 45 + 5, 100 + 5
     assert report.ranking.affinity_choice == ("medium-a",)
     assert report.ranking.netqos_choice == ("high-b",)
     assert not report.choices_match()

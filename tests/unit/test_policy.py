@@ -303,3 +303,106 @@ def test_the_pod_is_annotated_with_the_rules_applied(case, annotations, key_in_r
     after = evaluate(default_policy(), before).pod
     expected = {**(annotations if isinstance(annotations, dict) else {}), key_in_result: "netqos"}
     assert after["metadata"]["annotations"] == expected, case
+
+
+def _zone(weight, *zones, key="topology.kubernetes.io/zone", op="In"):
+    expression = {"key": key, "operator": op, **({"values": list(zones)} if zones else {})}
+    return {"weight": weight, "preference": {"matchExpressions": [expression]}}
+
+
+def _net(weight, op, *values):
+    return _zone(weight, *values, key="net", op=op)
+
+
+@pytest.mark.parametrize(
+    "case, own, added",
+    [
+        (
+            "one zone at 30: 90 x 30 / 200 and 10 x 30 / 200, half up",
+            [_zone(30, "a")],
+            [_net(14, "In", "high"), _net(2, "NotIn", "low")],
+        ),
+        (
+            "zones at 80 and 20: one node matches one zone, at most 80",
+            [_zone(80, "a"), _zone(20, "b")],
+            [_net(36, "In", "high"), _net(4, "NotIn", "low")],
+        ),
+        (
+            "a zone and a zone it excludes: 100 and 60 on other keys add up",
+            [_zone(100, "a"), _zone(60, key="disk", op="Exists"), _zone(50, "a", op="NotIn")],
+            [_net(72, "In", "high"), _net(8, "NotIn", "low")],
+        ),
+        ("weight 3: the lower step rounds to 0 and is left out", [_zone(3, "a")], [_net(1, "In", "high")]),
+        ("weight 1: the table still goes in", [_zone(1, "a")], [_net(1, "In", "high")]),
+        (
+            "five terms of 100 on five keys: 225 split into distinct weights",
+            [_zone(100, key=f"k{i}", op="Exists") for i in range(5)],
+            [_net(100, "In", "high"), _net(99, "In", "high"), _net(26, "In", "high"), _net(25, "NotIn", "low")],
+        ),
+        (
+            "a term on the node's name counts like any other",
+            [
+                {
+                    "weight": 40,
+                    "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]},
+                }
+            ],
+            [_net(18, "In", "high"), _net(2, "NotIn", "low")],
+        ),
+        (
+            "an empty term beside a zone: only the zone counts",
+            [{"weight": 50, "preference": {}}, _zone(20, "a")],
+            [_net(9, "In", "high"), _net(1, "NotIn", "low")],
+        ),
+    ],
+)
+def test_beside_own_terms_the_table_is_scaled_to_the_most_one_node_gets_from_them(case, own, added):
+    before = pod(LS, affinity={"nodeAffinity": {PREFERRED: copy.deepcopy(own)}})
+    outcome = evaluate(default_policy(), before)
+    assert outcome.decision is Decision.MUTATED, case
+    assert outcome.pod["spec"]["affinity"]["nodeAffinity"][PREFERRED] == own + added, case
+    again = evaluate(default_policy(), outcome.pod)
+    assert again.decision is Decision.UNCHANGED and again.pod is outcome.pod, case
+
+
+@pytest.mark.parametrize(
+    "case, own",
+    [
+        ("preference {}", [{"weight": 10, "preference": {}}]),
+        ("no preference at all", [{"weight": 10}]),
+        ("matchExpressions []", [{"weight": 10, "preference": {"matchExpressions": []}}]),
+        ("several empty terms", [{"weight": 10, "preference": {}}, {"weight": 7, "preference": {"matchFields": []}}]),
+        ("weight 0, which the scheduler skips", [_zone(0, "a")]),
+    ],
+)
+def test_own_terms_the_scheduler_ignores_leave_the_exact_form(case, own):
+    before = pod(LS, affinity={"nodeAffinity": {PREFERRED: copy.deepcopy(own)}})
+    outcome = evaluate(default_policy(), before)
+    assert outcome.pod["spec"]["affinity"]["nodeAffinity"][PREFERRED] == own + NETQOS_TERMS, case
+
+
+@pytest.mark.parametrize(
+    "case, carried",
+    [
+        ("the fixed-scale form of earlier releases", [_net(90, "In", "high"), _net(10, "NotIn", "low")]),
+        ("the exact form", NETQOS_TERMS),
+    ],
+)
+def test_beside_own_terms_a_form_the_webhook_gave_before_counts_as_injected(case, carried):
+    before = pod(LS, affinity={"nodeAffinity": {PREFERRED: [_zone(30, "a"), *copy.deepcopy(carried)]}})
+    outcome = evaluate(default_policy(), before)
+    assert outcome.decision is Decision.UNCHANGED and outcome.pod is before, case
+
+
+@pytest.mark.parametrize(
+    "case, term",
+    [
+        ("our requirement at a weight this pod would not get", _net(50, "In", "high")),
+        ("the lower step at another weight", _net(3, "NotIn", "low")),
+    ],
+)
+def test_a_table_requirement_at_a_weight_of_the_authors_own_is_explicit(case, term):
+    before = pod(LS, affinity={"nodeAffinity": {PREFERRED: [_zone(30, "a"), term]}})
+    outcome = evaluate(default_policy(), before)
+    assert outcome.decision is Decision.SKIPPED_EXPLICIT and outcome.pod is before, case
+    assert "already uses node label 'net'" in outcome.warnings[0]

@@ -10,7 +10,15 @@ import pytest
 
 from webhook.affinity import preferred_score
 from webhook.scheduler.scores import default_normalize
-from webhook.scoretable import SchedulerWeights, ScoreTable, TableError, classic_terms, compile_table
+from webhook.scoretable import (
+    SchedulerWeights,
+    ScoreTable,
+    TableError,
+    classic_terms,
+    compile_table,
+    scaled_terms,
+    split_weight,
+)
 
 DEFAULT = ScoreTable("net", (("high", 100), ("low", 0)), 10)
 
@@ -129,3 +137,40 @@ def test_an_inexpressible_table_is_refused_naming_the_field_and_what_would_work(
 )
 def test_another_scale_keeps_the_constant_and_the_steps_whole_and_within_a_term(weights, expected):
     assert [t.weight for t in compile_table(DEFAULT, weights)] == expected
+
+
+@pytest.mark.parametrize(
+    "case, weights, own_max, expected",
+    [
+        ("default weights, own 200: the classic terms", SchedulerWeights(), 200, [(90, "In"), (10, "NotIn")]),
+        ("default weights, own 100: half", SchedulerWeights(), 100, [(45, "In"), (5, "NotIn")]),
+        ("own 9: 4.05 and 0.45, the second left out", SchedulerWeights(), 9, [(4, "In")]),
+        ("own 1: the table still weighs 1", SchedulerWeights(), 1, [(1, "In")]),
+        (
+            "own 500: 225 as 100 + 99 + 26",
+            SchedulerWeights(),
+            500,
+            [(100, "In"), (99, "In"), (26, "In"), (25, "NotIn")],
+        ),
+        ("equal weights, own 100: K = 1", SchedulerWeights(1, 1), 100, [(90, "In"), (10, "NotIn")]),
+        ("NodeAffinity 5, own 100", SchedulerWeights(5, 1), 100, [(18, "In"), (2, "NotIn")]),
+        (
+            "own 100,000: capped at ten terms per step",
+            SchedulerWeights(),
+            100_000,
+            [*((w, "In") for w in range(100, 90, -1)), (100, "NotIn"), (6, "NotIn")],
+        ),
+    ],
+)
+def test_beside_own_terms_each_step_weighs_own_max_times_the_plugins_proportion(case, weights, own_max, expected):
+    table = ScoreTable("net", (("high", 100), ("low", 0)), 10)
+    terms = scaled_terms(table, weights, own_max)
+    assert [(t.weight, t.term.expressions[0].operator) for t in terms] == expected, case
+    assert all(1 <= t.weight <= 100 for t in terms)
+    assert len({t.identity for t in terms}) == len(terms), "each term its own identity"
+
+
+@pytest.mark.parametrize("weight", [1, 99, 100, 101, 199, 200, 250, 297, 298, 955])
+def test_a_weight_is_split_into_distinct_parts_of_at_most_100(weight):
+    parts = split_weight(weight)
+    assert sum(parts) == weight and len(set(parts)) == len(parts) and all(1 <= p <= 100 for p in parts)
