@@ -214,6 +214,41 @@ def shapes() -> Iterator[tuple[str, dict[str, Any]]]:
         "empty preference (foreign)",
         pod("empty-pref", LABELS, affinity={"nodeAffinity": {PREFERRED: [{"weight": 1, "preference": {}}]}}),
     )
+    for label, name, own in (
+        (
+            "empty preference and a zone term",
+            "empty-zone",
+            [{"weight": 5, "preference": {}}, term(3, ("zone", "In", ["a"]))],
+        ),
+        (
+            "empty matchExpressions (foreign, skipped)",
+            "empty-exprs",
+            [{"weight": 9, "preference": {"matchExpressions": []}}],
+        ),
+        ("weight 0 (skipped)", "weight-0", [term(0, ("zone", "In", ["a"]))]),
+        ("zones at several weights", "zones", [term(80, ("zone", "In", ["a"])), term(20, ("zone", "In", ["b"]))]),
+        (
+            "several keys, one term with two requirements",
+            "several",
+            [
+                term(100, ("zone", "In", ["a"])),
+                term(60, ("disk", "In", ["ssd"])),
+                term(70, ("zone", "NotIn", ["b"]), ("gpu", "Exists", [])),
+            ],
+        ),
+        ("heavy own terms (ours split)", "heavy", [term(100, (f"k{i}", "Exists", [])) for i in range(5)]),
+        (
+            "own matchFields",
+            "own-fields",
+            [
+                {
+                    "weight": 40,
+                    "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]},
+                }
+            ],
+        ),
+    ):
+        yield f"own terms: {label}", pod(f"own-{name}", LABELS, affinity={"nodeAffinity": {PREFERRED: own}})
     yield (
         "opted out with explicit",
         pod(

@@ -13,9 +13,18 @@ for one rule, decision for decision:
   (`Rule.equivalents`): no patch (idempotent, so a reinvocation changes nothing);
 - the pod's own node affinity uses a key of the rule (a required term, or a preferred term that is
   no rule's term nor an earlier form of one): no patch (explicit wins);
-- otherwise the missing terms are appended after the pod's own (`Rule.terms_for`: the rule's
-  `beside_own` form when the pod has preferred terms of its own, else its preferences), and
-  `netqos.io/injected` gets the rule's name merged in as `policy._merge_names` merges it.
+- otherwise the missing terms are appended after the pod's own (`Rule.terms_beside`: the rule's
+  `beside_own` form when the pod has preferred terms of its own that the scheduler scores, else
+  its preferences), and `netqos.io/injected` gets the rule's name merged in as
+  `policy._merge_names` merges it.
+
+What it leaves to the webhook: beside a pod's own preferred terms the webhook scales a table's
+terms to them, pod by pod (`scoretable.scaled_terms`: the most weight the pod's terms can give
+one node, searched over which of them can match together, and terms split past weight 100).
+The CEL injects the table at its fixed scale there (`beside_own`: the classic terms for the
+default policy), which is what the webhook does for the policy `fixed_scale(policy)`; every other
+pod gets exactly the webhook's terms. docs/scheduling.md, "The pod's own node affinity", measures
+the difference.
 
 Several rules selecting one pod give the webhook's result for the order the API server runs the
 policies in (it keeps none): each policy sees the terms earlier ones added as policy terms, never
@@ -39,6 +48,7 @@ pod's own affinity uses is exactly a rule the mutation skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -135,6 +145,13 @@ def admission_policies(
     return objects
 
 
+def fixed_scale(policy: Policy) -> Policy:
+    """The policy as the admission policies carry it out: a table beside a pod's own preferred
+    terms at its fixed scale, not scaled per pod (the webhook's `evaluate` of this policy is what
+    the generated CEL does, pod for pod)."""
+    return dataclasses.replace(policy, per_pod=False)
+
+
 def warnings_name(rule_name: str) -> str:
     return webhook_name(rule_name + WARNINGS_SUFFIX)
 
@@ -224,7 +241,14 @@ def _pod_variables(policy: Policy, rule: Rule) -> list[tuple[str, str]]:
         ("present", _present(rule.preferences)),
         # The same for the terms that go in beside preferred terms of the pod's own (Rule.beside_own).
         ("presentBesideOwn", _present(rule.beside_own or ())),
-        ("hasOwn", "size(variables.ownPreferred) > 0"),
+        # Terms of the pod's own that the scheduler scores: it skips weight 0 and empty terms
+        # (`preference: {}`), and beside those alone the rule's exact form goes in.
+        (
+            "hasOwn",
+            "variables.ownPreferred.exists(t, has(t.weight) && t.weight != 0 && has(t.preference) && (\n"
+            "  (has(t.preference.matchExpressions) && size(t.preference.matchExpressions) > 0) ||\n"
+            "  (has(t.preference.matchFields) && size(t.preference.matchFields) > 0)))",
+        ),
         # The rule counts as applied: all its terms are there, or all of an earlier form of them
         # (Rule.equivalents: what earlier versions of the webhook injected for the same table).
         ("carried", _carried(rule)),

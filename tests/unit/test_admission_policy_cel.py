@@ -19,17 +19,21 @@ import kubernetes_validate
 import pytest
 
 from tests import celengine, podcorpus
+from tests.fixtures import NETQOS_TERMS
 from tests.policies import policies
 from webhook.admission import create_review, review, wire_patch
+from webhook.admission_policy import fixed_scale
 from webhook.policy import Policy, Rule
+from webhook.policy_file import default_policy
 
 POLICIES = policies()
 PODS = podcorpus.every_pod()
 
 
 def webhook(policy: Policy, pod: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
-    """The pod the webhook makes (its wire patch applied) and its warnings."""
-    response = review(policy, create_review(copy.deepcopy(pod), "differential-test")).response
+    """The pod the webhook makes at the admission policy's fixed scale (its wire patch applied)
+    and its warnings."""
+    response = review(fixed_scale(policy), create_review(copy.deepcopy(pod), "differential-test")).response
     ops = wire_patch(response)
     return jsonpatch.apply_patch(copy.deepcopy(pod), ops), set(response["response"].get("warnings", []))
 
@@ -107,3 +111,21 @@ def test_every_mutated_pod_validates_strictly_against_the_1_36_pod_schema() -> N
             except kubernetes_validate.ValidationError as err:
                 raise AssertionError(f"{label}: {err}") from None
     assert len(seen) > 20
+
+
+@pytest.mark.parametrize(
+    "case, own",
+    [
+        ("preference {}", [{"weight": 10, "preference": {}}]),
+        (
+            "matchExpressions [] and matchFields []",
+            [{"weight": 4, "preference": {"matchExpressions": [], "matchFields": []}}],
+        ),
+        ("weight 0", [podcorpus.term(0, ("zone", "In", ["a"]))]),
+    ],
+)
+def test_own_terms_the_scheduler_ignores_leave_the_exact_form_in_the_admission_policy_too(case, own) -> None:
+    policy = default_policy()
+    before = podcorpus.pod("ignored", podcorpus.LABELS, affinity={"nodeAffinity": {podcorpus.PREFERRED: own}})
+    after = celengine.mutate(policy, policy.rules[0], before).pod
+    assert after["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED] == own + NETQOS_TERMS, case
