@@ -24,7 +24,7 @@ from webhook.affinity import PREFERRED, REQUIRED, PreferredTerm, required_term_p
 from webhook.apidata import ShapeError
 from webhook.errors import UsageError
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
-from webhook.policy import Decision, Policy, Rule
+from webhook.policy import Decision, Policy, Rule, own_points
 from webhook.scheduler import cycle, read
 from webhook.scheduler.cycle import Ranking
 from webhook.scheduler.model import Node, PodInfo, Profile, usage_by_node
@@ -149,9 +149,9 @@ def _policy_notes(
     notes = []
     weights = policy.weights
     tabled = [r for r in policy.rules if r.name in mutation.injected and r.table is not None]
-    has_own = any(t.identity not in policy.term_ids for t in own)
+    own_max = own_points(policy, own)
     for rule in tabled:
-        notes.append(_table_note(rule, weights, has_own))
+        notes.append(_table_note(rule, weights, own_max))
     if tabled and profile.weights.get(NODE_AFFINITY) != weights.node_affinity:
         notes.append(
             f"the scheduler weighs NodeAffinity {profile.weights.get(NODE_AFFINITY, 0)}, the policy's terms "
@@ -172,12 +172,12 @@ def _policy_notes(
             notes.append(
                 f"TOTAL - NETQOS TOTAL ranges from {min(offsets)} to {max(offsets)} over the feasible nodes: "
                 "the stock scheduler's lead between them is not the NetQoS scheduler's "
-                '(docs/scheduling.md, "What stays inexact")'
+                '(docs/scheduling.md, "Where the stock scheduler differs from the plugin")'
             )
     return tuple(notes)
 
 
-def _table_note(rule: Rule, weights: SchedulerWeights, has_own: bool) -> str:
+def _table_note(rule: Rule, weights: SchedulerWeights, own_max: int) -> str:
     table = rule.table
     assert table is not None  # only rules compiled from a table get here
     scores = ", ".join(f"{value} {score}" for value, score in table.scores)
@@ -186,10 +186,12 @@ def _table_note(rule: Rule, weights: SchedulerWeights, has_own: bool) -> str:
         f"{table.unlisted}), compiled for NodeAffinity weight {weights.node_affinity} "
         f"and NetQoS weight {weights.netqos}"
     )
-    if has_own and rule.beside_own is not None:
+    if own_max:
         return (
-            f"{note}; beside the pod's own preferred terms it goes in without the constant, which normalised "
-            "together with them would dilute their weights"
+            f"{note}; beside the pod's own preferred terms, which give one node at most {own_max} points, it goes "
+            f"in without the constant (normalised together with them it would dilute their weights), scaled to "
+            f"{own_max} x {weights.netqos} / (100 x {weights.node_affinity}) per point of the table, the plugin's "
+            "proportion: TOTAL - NETQOS TOTAL below shows how close that comes"
         )
     constant = next((t.weight for t in rule.preferences if t.term.expressions[0].operator == "Exists"), 0)
     if not constant:
