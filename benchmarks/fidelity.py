@@ -32,6 +32,7 @@ lands on a net=high node. Results are in docs/scheduling.md, "How often the two 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import random
@@ -83,6 +84,17 @@ NO_HIGH = "latency-sensitive, no own preferences, no net=high node feasible"
 OWN = "latency-sensitive with preferred node affinity of its own"
 ORDINARY = "ordinary (not selected)"
 KINDS = (HIGH_FEASIBLE, NO_HIGH, OWN, ORDINARY)
+# The second pod of each cluster (`own_case`): latency-sensitive, with own terms of one shape.
+OWN_ZONES = "own: zones at several weights"
+OWN_SEVERAL = "own: several terms on several keys"
+OWN_SMALL = "own: small weights (1-9)"
+OWN_HEAVY = "own: weights summing past 222 (ours split over several terms)"
+OWN_SHAPES = (OWN_ZONES, OWN_SEVERAL, OWN_SMALL, OWN_HEAVY)
+# Every pod with own terms, by whether a feasible node its own terms score best is net=high.
+OWN_COINCIDE = "own: its best own node is net=high (coincide)"
+OWN_CONFLICT = "own: no best own node is net=high (conflict)"
+OWN_ALL = "all with preferred node affinity of their own"
+OWN_ROWS = (OWN, *OWN_SHAPES, OWN_COINCIDE, OWN_CONFLICT, OWN_ALL)
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,7 @@ class Outcome:
     kind: str
     agree: dict[str, bool]  # policy name -> same best nodes as the NetQoS scheduler
     causes: dict[str, str]  # policy name -> cause of a disagreement
+    relation: str | None = None  # OWN_COINCIDE or OWN_CONFLICT for a pod with own terms
 
 
 def net_class(labels: dict[str, str] | Any) -> str:
@@ -182,6 +195,57 @@ def _own_terms(rng: random.Random) -> list[dict[str, Any]]:
     return [{"weight": rng.choice(OWN_WEIGHTS), "preference": {"matchExpressions": [e]}} for e in picked]
 
 
+def own_case(rng: random.Random, case: Case) -> tuple[str, Case]:
+    """A second pod on the same cluster, latency-sensitive, with own terms of one shape drawn
+    from `rng` (a stream of its own, so the first pods are the same with or without it)."""
+    pod = _pod(rng, own_share=0.0, latency_sensitive=1.0)
+    shape = rng.choice(OWN_SHAPES)
+    zones = rng.sample(ZONES, rng.randint(2, 3))
+    if shape == OWN_ZONES:
+        weights = rng.sample(range(1, 101), len(zones))
+        terms = [_term(w, (ZONE_KEY, "In", [z])) for w, z in zip(weights, zones, strict=True)]
+    elif shape == OWN_SEVERAL:
+        terms = rng.sample(_several(rng, case.nodes, zones), rng.randint(2, 4))
+    elif shape == OWN_SMALL:
+        terms = [_term(rng.randint(1, 9), e) for e in rng.sample(_expressions(rng, case.nodes), rng.randint(1, 2))]
+    else:
+        terms = [_term(rng.randint(60, 100), e) for e in rng.sample(_expressions(rng, case.nodes), rng.randint(3, 5))]
+    pod["spec"]["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}
+    return shape, Case(case.nodes, case.usage, pod)
+
+
+def _term(weight: int, *expressions: tuple[str, str, list[str]]) -> dict[str, Any]:
+    exprs = [{"key": k, "operator": o, **({"values": v} if v else {})} for k, o, v in expressions]
+    return {"weight": weight, "preference": {"matchExpressions": exprs}}
+
+
+def _expressions(rng: random.Random, nodes: Sequence[Node]) -> list[tuple[str, str, list[str]]]:
+    hosts = [n.name for n in rng.sample(nodes, min(2, len(nodes)))]
+    return [
+        (ZONE_KEY, "In", [rng.choice(ZONES)]),
+        (ZONE_KEY, "NotIn", [rng.choice(ZONES)]),
+        ("disk", "In", ["ssd"]),
+        ("disk", "DoesNotExist", []),
+        ("kubernetes.io/hostname", "In", hosts),
+    ]
+
+
+def _several(rng: random.Random, nodes: Sequence[Node], zones: list[str]) -> list[dict[str, Any]]:
+    """Terms on zone, disk and hostname, one with two requirements, at weights 1-100."""
+    exprs = _expressions(rng, nodes)
+    terms = [_term(rng.randint(1, 100), e) for e in exprs]
+    terms.append(_term(rng.randint(1, 100), (ZONE_KEY, "In", zones[:1]), ("disk", "In", ["ssd"])))
+    return terms
+
+
+def own_relation(before: PodInfo, base: Ranking, labels: dict[str, Any]) -> str:
+    """Whether a feasible node that the pod's own terms score best is net=high."""
+    raw = {n.name: preferred_score(before.preferred, labels[n.name], n.name) for n in base.feasible}
+    best = max(raw.values(), default=0)
+    coincide = any(net_class(labels[name]) == "high" for name, score in raw.items() if score == best)
+    return OWN_COINCIDE if coincide else OWN_CONFLICT
+
+
 def kind_of(before: PodInfo, netqos: Ranking, labels: dict[str, Any]) -> str:
     if before.labels.get("qos") != "latency-sensitive":
         return ORDINARY
@@ -225,7 +289,9 @@ def compare(case: Case, policies: dict[str, Policy], profile: Profile, netqos_we
         agree[name] = stock.predicted == netqos.predicted
         if not agree[name]:
             causes[name] = cause(base, stock, netqos)
-    return Outcome(kind_of(before, base, labels), agree, causes)
+    kind = kind_of(before, base, labels)
+    relation = own_relation(before, base, labels) if kind == OWN else None
+    return Outcome(kind, agree, causes, relation)
 
 
 def predict(
@@ -282,7 +348,14 @@ def cause(base: Ranking, stock: Prediction, netqos: Prediction) -> str:
 
 
 def policies() -> dict[str, Policy]:
-    return {"default": default_policy(), "classic": load_policy(CLASSIC_FILE)}
+    """The default policy (its table scaled per pod beside the pod's own terms), the same at the
+    fixed scale (what the admission policy injects, and the webhook did before), the classic."""
+    default = default_policy()
+    return {
+        "default": default,
+        "default at the fixed scale": dataclasses.replace(default, per_pod=False),
+        "classic": load_policy(CLASSIC_FILE),
+    }
 
 
 @dataclass
@@ -301,16 +374,25 @@ def run(clusters: int, seed: int, netqos_weight: int) -> Summary:
     rng = random.Random(seed)
     profile = DEFAULT_PROFILE
     chosen = policies()
-    rows: dict[str, Counter[str]] = {kind: Counter() for kind in KINDS}
+    shapes_rng = random.Random(f"own shapes {seed}")  # the second pods: the first stream stays as it was
+    rows: dict[str, Counter[str]] = {kind: Counter() for kind in (*KINDS, *OWN_ROWS)}
     causes: dict[str, dict[str, Counter[str]]] = {name: {} for name in chosen}
     started, cpu_started = time.perf_counter(), time.process_time()
     for _ in range(clusters):
-        outcome = compare(generate(rng), chosen, profile, netqos_weight)
-        rows[outcome.kind]["pods"] += 1
-        for name, agreed in outcome.agree.items():
-            rows[outcome.kind][f"agree_{name}"] += agreed
-        for name, text in outcome.causes.items():
-            causes[name].setdefault(outcome.kind, Counter())[text] += 1
+        case = generate(rng)
+        first = compare(case, chosen, profile, netqos_weight)
+        shape, second_case = own_case(shapes_rng, case)
+        second = compare(second_case, chosen, profile, netqos_weight)
+        for outcome, kinds in (
+            (first, (first.kind, *((first.relation, OWN_ALL) if first.relation else ()))),
+            (second, (shape, second.relation or OWN_CONFLICT, OWN_ALL)),
+        ):
+            for kind in kinds:
+                rows[kind]["pods"] += 1
+                for name, agreed in outcome.agree.items():
+                    rows[kind][f"agree_{name}"] += agreed
+            for name, text in outcome.causes.items():
+                causes[name].setdefault(kinds[0], Counter())[text] += 1
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     return Summary(
         clusters,
@@ -329,7 +411,8 @@ def run_sampled(clusters: int, seed: int, netqos_weight: int) -> dict[str, Any]:
     rng = random.Random(seed)
     profile = DEFAULT_PROFILE
     netqos_profile = profile.with_plugin(NETQOS, netqos_weight)
-    chosen = policies()
+    # the pods here have no preferred terms of their own: the fixed scale would repeat the default
+    chosen = {name: policy for name, policy in policies().items() if name in ("default", "classic")}
     schedulers = ["NetQoS scheduler", *(f"stock, {name} policy" for name in chosen)]
     on_high: Counter[str] = Counter()
     sample_had_high: Counter[str] = Counter()
@@ -398,12 +481,15 @@ def markdown(summary: Summary) -> str:
     lines.append(_row("latency-sensitive, no own preferences", no_own, names))
     lines.append(_row("all latency-sensitive", latency, names))
     lines.append(_row("all", totals, names))
+    lines += ["", "| pods with preferred node affinity of their own | count | " + " | ".join(names) + " |"]
+    lines.append("|------|------:|" + "".join("------:|" for _ in names))
+    lines += [_row(kind, summary.rows.get(kind, {}), names) for kind in OWN_ROWS]
     for name in names:
         lines += ["", f"Disagreements, {name} policy:", "", "| pods | cause | count |", "|---|---|---:|"]
         by_kind = summary.causes[name]
         if not by_kind:
             lines.append("| - | none | 0 |")
-        for kind in KINDS:
+        for kind in (*KINDS, *OWN_SHAPES):
             for text, count in sorted(by_kind.get(kind, {}).items(), key=lambda kv: (-kv[1], kv[0])):
                 lines.append(f"| {kind} | {text} | {count} |")
     if summary.sampled:

@@ -27,8 +27,26 @@ def test_ordinary_pods_always_agree_the_default_is_exact_with_a_fast_node_and_ev
     exact = summary.rows[fidelity.HIGH_FEASIBLE]
     assert exact["pods"] > 0 and exact["agree_default"] == exact["pods"]
     for name in ("default", "classic"):
-        disagreements = sum(row["pods"] - row.get(f"agree_{name}", 0) for row in summary.rows.values())
+        # the first pods by kind and the second by shape: each pod in exactly one of these rows
+        rows = [summary.rows[kind] for kind in (*fidelity.KINDS, *fidelity.OWN_SHAPES)]
+        disagreements = sum(row["pods"] - row.get(f"agree_{name}", 0) for row in rows)
         assert sum(sum(c.values()) for c in summary.causes[name].values()) == disagreements
+
+
+def test_pods_with_own_preferences_are_counted_by_shape_and_by_whether_they_coincide_with_net_high():
+    summary = fidelity.run(200, 5, 1)
+    rows = summary.rows
+    assert all(rows[shape]["pods"] > 20 for shape in fidelity.OWN_SHAPES)
+    second = sum(rows[shape]["pods"] for shape in fidelity.OWN_SHAPES)
+    assert second == 200, "one second pod per cluster"
+    assert rows[fidelity.OWN_ALL]["pods"] == rows[fidelity.OWN]["pods"] + second
+    assert rows[fidelity.OWN_COINCIDE]["pods"] + rows[fidelity.OWN_CONFLICT]["pods"] == rows[fidelity.OWN_ALL]["pods"]
+    assert rows[fidelity.OWN_COINCIDE]["pods"] > 0 and rows[fidelity.OWN_CONFLICT]["pods"] > 0
+    # the first pods are drawn as before: the second pods come from a stream of their own
+    first = {kind: rows[kind]["pods"] for kind in fidelity.KINDS}
+    rng = random.Random(5)
+    again = [fidelity.compare(fidelity.generate(rng), {}, DEFAULT_PROFILE, 1).kind for _ in range(200)]
+    assert first == {kind: again.count(kind) for kind in fidelity.KINDS}
 
 
 def test_the_generator_draws_every_net_class_and_a_quarter_of_pods_with_own_preferences():
@@ -84,12 +102,13 @@ def test_the_default_terms_agree_at_the_plugin_weight_they_were_compiled_for():
     weak = fidelity.compare(case, fidelity.policies(), DEFAULT_PROFILE, 1)
     strong = fidelity.compare(case, fidelity.policies(), DEFAULT_PROFILE, 5)
     assert weak.kind == fidelity.HIGH_FEASIBLE
-    assert weak.agree == {"default": True, "classic": False}
+    fixed = "default at the fixed scale"  # the same terms: the pod has no preferred terms of its own
+    assert weak.agree == {"default": True, fixed: True, "classic": False}
     assert weak.causes["classic"] == (
         "NodeAffinity favours the stock scheduler's node more than the plugin did; "
         "resource scores tipped the plugin only"
     )
-    assert strong.agree == {"default": False, "classic": True}
+    assert strong.agree == {"default": False, fixed: False, "classic": True}
 
 
 def test_sampled_clusters_report_each_scheduler_at_both_percentages():
