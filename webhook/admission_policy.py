@@ -152,6 +152,18 @@ def fixed_scale(policy: Policy) -> Policy:
     return dataclasses.replace(policy, per_pod=False)
 
 
+def left_to_webhook(policy: Policy) -> tuple[str, ...]:
+    """What the admission policies do otherwise than the webhook, per rule: a table rule beside a
+    pod's own preferred terms goes in at its fixed scale, not scaled to them."""
+    return tuple(
+        f'rule "{rule.name}": beside preferred node affinity of the pod\'s own, the admission policy injects the '
+        "table at its fixed scale; the webhook scales it to the pod's terms, which puts such pods on the NetQoS "
+        "scheduler's node more often (docs/scheduling.md, \"The pod's own node affinity\")"
+        for rule in policy.rules
+        if rule.table is not None
+    )
+
+
 def warnings_name(rule_name: str) -> str:
     return webhook_name(rule_name + WARNINGS_SUFFIX)
 

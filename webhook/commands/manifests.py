@@ -118,9 +118,11 @@ def run(args: ManifestsArgs, out: TextIO) -> int:
         print(f"Warning: policy {args.config or 'built-in'}: {warning}", file=sys.stderr)
     if args.form == ADMISSION_POLICY:
         from webhook.admission_api import for_version
-        from webhook.admission_policy import admission_policies
+        from webhook.admission_policy import admission_policies, left_to_webhook
 
         objects = for_version(admission_policies(policy, namespace=args.namespace, warnings=args.warnings), version)
+        for note in left_to_webhook(policy):
+            print(f"Note: {note}", file=sys.stderr)
     else:
         from webhook.manifests import webhook_configuration
 
