@@ -9,7 +9,10 @@ For each cluster a seeded generator draws 2 to M nodes (Node objects whose statu
 `net` high / low / another value / no label, allocatable CPU, memory and pod slots, NoSchedule and
 PreferNoSchedule taints, images already pulled with their sizes) and pods already bound to them
 with their requests (some with none, counted by the scheduler's non-zero defaults; some nodes
-full), then one pod: latency-sensitive or ordinary, random requests, tolerations and image. Then:
+full), then one pod: latency-sensitive or ordinary, random requests, tolerations and image; the
+pod of every other cluster prefers nodes of its own (preferred node affinity on the nodes' zone,
+`disk=ssd` and hostname labels: several terms at weights 1-100, zones that exclude each other), so
+the webhook scales the table to its terms (docs/scheduling.md, "The pod's own node affinity"). Then:
 
 1. `explain --pod FILE --kubeconfig K -o json` reads the cluster: `predicted` (the stock
    scheduler, the pod after the webhook) and `netqos_predicted` (the NetQoS profile, the pod as
@@ -59,6 +62,8 @@ CPU_SIZES = (2, 4, 8, 16)  # cores
 MEMORY_SIZES = (4, 8, 16, 32, 64)  # GiB
 REQUEST_CPU = (0, 100, 250, 500, 1000, 2000)  # millicores; 0: no cpu request
 REQUEST_MEMORY = (0, 128, 512, 1024, 2048, 4096)  # MiB; 0: no memory request
+ZONES = ("a", "b", "c")
+ZONE_KEY = "topology.kubernetes.io/zone"
 PREFER_NO_SCHEDULE = {"key": "example.com/maintenance", "value": "soon", "effect": "PreferNoSchedule"}
 NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
@@ -76,6 +81,7 @@ class Result:
     index: int
     nodes: int
     latency_sensitive: bool
+    own_preferences: bool  # the pod has preferred node affinity of its own
     bound: str  # the node the default profile bound the mutated pod to
     predicted: list[str]
     netqos_bound: str  # the node the netqos-scheduler profile bound the pod as written to
@@ -105,6 +111,9 @@ def generate(rng: random.Random, index: int, max_nodes: int) -> Case:
     for i in range(count):
         name = f"c{index}-node-{i:02}"
         labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+        labels[ZONE_KEY] = rng.choice(ZONES)
+        if rng.random() < 0.5:
+            labels["disk"] = "ssd"
         klass = rng.choices(NET_CLASSES, shares)[0]
         if klass != "unlabelled":
             labels["net"] = klass if klass != "other" else rng.choice(("medium", "10g"))
@@ -131,7 +140,31 @@ def generate(rng: random.Random, index: int, max_nodes: int) -> Case:
             }
         )
         bound += _load(rng, name, cpu * 1000, memory * 1024, slots)
-    return Case(index, nodes, bound, _pod(rng))
+    pod = _pod(rng)
+    if index % 2:
+        names = [n["metadata"]["name"] for n in nodes]
+        pod["spec"]["affinity"] = {
+            "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": _own(rng, names)}
+        }
+    return Case(index, nodes, bound, pod)
+
+
+def _own(rng: random.Random, names: list[str]) -> list[dict[str, Any]]:
+    """Preferred terms of the pod's own: one to four, on zones (which exclude each other), SSDs,
+    a hostname, or a zone and an SSD together, at weights from 1 to 100."""
+    choices = [
+        [(ZONE_KEY, "In", [rng.choice(ZONES)])],
+        [(ZONE_KEY, "In", [rng.choice(ZONES)])],
+        [(ZONE_KEY, "NotIn", [rng.choice(ZONES)])],
+        [("disk", "In", ["ssd"])],
+        [("kubernetes.io/hostname", "In", [rng.choice(names)])],
+        [(ZONE_KEY, "In", [rng.choice(ZONES)]), ("disk", "In", ["ssd"])],
+    ]
+    terms = []
+    for expressions in rng.sample(choices, rng.randint(1, 4)):
+        exprs = [{"key": k, "operator": o, "values": v} for k, o, v in expressions]
+        terms.append({"weight": rng.randint(1, 100), "preference": {"matchExpressions": exprs}})
+    return terms
 
 
 def _load(rng: random.Random, node: str, cpu: int, memory: int, slots: int) -> list[dict[str, Any]]:
@@ -222,6 +255,7 @@ def run_case(cluster: Cluster, case: Case, workdir: Path) -> Result:
         case.index,
         len(case.nodes),
         _selected(case.pod),
+        bool(case.pod["spec"].get("affinity")),
         bound,
         list(explained["predicted"]),
         netqos_bound,
@@ -355,6 +389,9 @@ def summary(results: Sequence[Result], seconds: float) -> dict[str, Any]:
         "nodes_min": min(r.nodes for r in results),
         "nodes_max": max(r.nodes for r in results),
         "latency_sensitive": sum(r.latency_sensitive for r in results),
+        "own_preferences": sum(r.latency_sensitive and r.own_preferences for r in results),
+        # the two real profiles bound the latency-sensitive pod with own preferences alike
+        "own_same_node": sum(r.latency_sensitive and r.own_preferences and r.bound == r.netqos_bound for r in results),
         "stock_agree": sum(r.agrees for r in results),
         "netqos_agree": sum(r.netqos_agrees for r in results),
         "seconds": round(seconds, 1),
@@ -379,13 +416,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         n = total["clusters"]
         print(
-            "| clusters | nodes | latency-sensitive pods | stock: bound node in explain's prediction "
-            "| netqos-scheduler: bound node in explain's NetQoS prediction | time |"
+            "| clusters | nodes | latency-sensitive pods (with own preferences) | stock: bound node in explain's "
+            "prediction | netqos-scheduler: bound node in explain's NetQoS prediction | own preferences: both "
+            "profiles bound the same node | time |"
         )
-        print("|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
         print(
-            f"| {n} | {total['nodes_min']}-{total['nodes_max']} | {total['latency_sensitive']} | "
-            f"{total['stock_agree']}/{n} | {total['netqos_agree']}/{n} | {total['seconds']} s |"
+            f"| {n} | {total['nodes_min']}-{total['nodes_max']} | {total['latency_sensitive']} "
+            f"({total['own_preferences']}) | {total['stock_agree']}/{n} | {total['netqos_agree']}/{n} | "
+            f"{total['own_same_node']}/{total['own_preferences']} | {total['seconds']} s |"
         )
     return 0 if total["stock_agree"] == total["netqos_agree"] == total["clusters"] else 1
 
