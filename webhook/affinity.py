@@ -23,10 +23,10 @@ Semantics follow k8s.io/component-helpers/scheduling/corev1/nodeaffinity:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from webhook.apidata import expect, show
 from webhook.validation import is_qualified_name, is_valid_label_value, parse_int64
@@ -34,6 +34,7 @@ from webhook.validation import is_qualified_name, is_valid_label_value, parse_in
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_SELECTOR_OPERATORS = ("In", "NotIn")
 NODE_NAME_FIELD = "metadata.name"
+T = TypeVar("T")
 
 Canonical = tuple[str, str, tuple[str, ...]]
 TermIdentity = tuple[int, frozenset[Canonical], frozenset[Canonical]]
@@ -231,56 +232,77 @@ def preferred_score(terms: Iterable[PreferredTerm], labels: Mapping[str, str], n
 # Terms that share a key, above this many, are summed instead of searched (an upper bound):
 # the exact search tries up to 2^n combinations and a review must stay cheap for any pod.
 _EXACT_TERMS = 12
+# Beyond this many terms, not even grouped: their sum (no real pod prefers 1,000 things).
+GROUPED_TERMS = 1000
+
+
+# What a node field constrains, as a key no label key can be (a label key has no NUL).
+FIELD_DIMENSION = "\0fields"
 
 
 def most_matched_weight(terms: Sequence[PreferredTerm]) -> int:
     """The largest NodeAffinity raw score the terms can give one node: the most weight that terms
-    matching together can sum to, whatever the node's labels and name.
+    matching together can sum to, whatever the node's labels and name (`matched_weight`)."""
+    scored = [(t.weight, term_dimensions(t.keys(), bool(t.term.fields)), t) for t in terms if t.weight > 0]
+    return matched_weight([w for w in scored if w[1]], lambda t: t)
 
-    Terms of weight 0, empty terms and terms that do not parse match no node (as
-    `preferred_score` scores them). Terms that share no key (label key, or `metadata.name` for
-    matchFields) never exclude each other, so each group of terms linked by shared keys is
-    searched on its own: the best set of its terms whose requirements one node satisfies
-    together (`zone In [a]` and `zone In [b]` never do). A group of more than `_EXACT_TERMS`
-    terms counts all its weight, an upper bound.
+
+def term_dimensions(keys: frozenset[str], has_fields: bool) -> frozenset[str]:
+    """What a term constrains: its label keys, and FIELD_DIMENSION when it has matchFields."""
+    return keys | {FIELD_DIMENSION} if has_fields else keys
+
+
+def matched_weight(terms: Sequence[tuple[int, frozenset[str], T]], parse: Callable[[T], PreferredTerm]) -> int:
+    """`most_matched_weight` of terms given as (weight > 0, `term_dimensions`, what `parse` makes
+    the term of).
+
+    Terms that share no key never exclude each other, so each group of terms linked by shared
+    keys counts on its own: a lone term its weight, a group the best set of its terms whose
+    requirements one node satisfies together (`zone In [a]` and `zone In [b]` never do). A group
+    of more than `_EXACT_TERMS` terms counts all its weight, an upper bound, and only searched
+    groups are parsed; more than `GROUPED_TERMS` terms count all their weight, so that a review
+    of the largest pod stays one pass. A requirement that does not
+    parse constrains nothing here (the scheduler then scores no node for the pod at all).
     """
-    scored = [t for t in terms if t.weight > 0 and t.term.valid]
-    return sum(_group_best(group) for group in _linked_groups(scored))
+    if len(terms) > GROUPED_TERMS:
+        return sum(weight for weight, _, _ in terms)
+    total = 0
+    for group in _linked_groups([dims for _, dims, _ in terms]):
+        if len(group) == 1 or len(group) > _EXACT_TERMS:
+            total += sum(terms[i][0] for i in group)
+        else:
+            total += _group_best([parse(terms[i][2]) for i in group])
+    return total
 
 
-def _dimensions(term: PreferredTerm) -> set[tuple[bool, str]]:
-    """What a term constrains: (is a field, key)."""
-    return {(False, r.key) for r in term.term.expressions} | {(True, f.key) for f in term.term.fields}
+def _linked_groups(dimensions: Sequence[frozenset[str]]) -> list[list[int]]:
+    """The indexes of the terms in groups, two in one group when a chain of shared keys links them.
+    Keys are joined (union-find) only by terms on several keys; a term on one key, the usual
+    kind, is one dictionary look-up."""
+    parent: dict[str, str] = {}
 
+    def root(key: str) -> str:
+        while (up := parent.get(key, key)) != key:
+            parent[key] = parent.get(up, up)
+            key = up
+        return key
 
-def _linked_groups(terms: Sequence[PreferredTerm]) -> list[list[PreferredTerm]]:
-    """The terms in groups, two terms in one group when a chain of shared keys links them."""
-    owner: dict[tuple[bool, str], int] = {}
-    parent = list(range(len(terms)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, term in enumerate(terms):
-        for dim in _dimensions(term):
-            if dim in owner:
-                parent[root(i)] = root(owner[dim])
-            else:
-                owner[dim] = i
-    groups: dict[int, list[PreferredTerm]] = {}
-    for i, term in enumerate(terms):
-        groups.setdefault(root(i), []).append(term)
+    for dims in dimensions:
+        if len(dims) > 1:
+            keys = iter(dims)
+            first = root(next(keys))
+            for key in keys:
+                other = root(key)
+                if other != first:
+                    parent[other] = first
+    groups: dict[str, list[int]] = {}
+    for i, dims in enumerate(dimensions):
+        key = next(iter(dims))
+        groups.setdefault(root(key) if parent else key, []).append(i)
     return list(groups.values())
 
 
 def _group_best(group: list[PreferredTerm]) -> int:
-    if len(group) == 1:
-        return group[0].weight
-    if len(group) > _EXACT_TERMS:
-        return sum(t.weight for t in group)
     ordered = sorted(group, key=lambda t: -t.weight)
     rest = [sum(t.weight for t in ordered[i:]) for i in range(len(ordered) + 1)]
     best = 0
@@ -307,9 +329,11 @@ def _together(terms: Sequence[PreferredTerm]) -> bool:
     by_dim: dict[tuple[bool, str], list[Requirement]] = {}
     for term in terms:
         for req in term.term.expressions:
-            by_dim.setdefault((False, req.key), []).append(req)
+            if req.valid:
+                by_dim.setdefault((False, req.key), []).append(req)
         for req in term.term.fields:
-            by_dim.setdefault((True, req.key), []).append(req)
+            if field_problem(req) is None:
+                by_dim.setdefault((True, req.key), []).append(req)
     return all(_satisfiable(is_field, key, reqs) for (is_field, key), reqs in by_dim.items())
 
 

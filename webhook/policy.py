@@ -15,16 +15,19 @@ from typing import Any
 
 from webhook import apidata
 from webhook.affinity import (
+    GROUPED_TERMS,
     PREFERRED,
     Canonical,
     PreferredTerm,
     TermIdentity,
     TermSketch,
+    matched_weight,
     most_matched_weight,
     preferred_sketches_from_api,
     preferred_term_from_api,
     required_terms_from_api,
     sketch_identity,
+    term_dimensions,
 )
 from webhook.apidata import ShapeError
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
@@ -162,7 +165,7 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     # term (`preference: {}`) or one of weight 0 the scheduler skips: it is nobody's.
     present: set[TermIdentity] = set()
     shaped: list[tuple[TermIdentity, frozenset[str]]] = []
-    own: list[Mapping[str, Any]] = []
+    own: list[TermSketch] = []
     explicit = set(view.required_keys)
     policy_keys, ids = policy.term_keys, policy.term_ids
     for sketch in view.preferred:
@@ -177,7 +180,7 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
             if identity[1] in policy.shapes:
                 shaped.append((identity, keys))
                 continue
-        own.append(raw)
+        own.append(sketch)
         explicit |= keys
     own_max = _own_max(own) if own else 0
     forms = {rule.name: rule.terms_beside(own_max, policy.weights, policy.per_pod) for rule in selected}
@@ -232,9 +235,16 @@ def own_points(policy: Policy, terms: Sequence[PreferredTerm]) -> int:
     return most_matched_weight(own)
 
 
-def _own_max(own: list[Mapping[str, Any]]) -> int:
-    """The most raw points the pod's own terms give one node (shapes were checked by sketching)."""
-    return most_matched_weight([preferred_term_from_api(raw, PREFERRED) for raw in own])
+def _own_max(own: list[TermSketch]) -> int:
+    """`own_points` of sketched terms: each parsed only if its keys link it to a few others."""
+    if len(own) > GROUPED_TERMS:  # matched_weight would sum them: skip building its input
+        return sum(sketch[0] for sketch in own if sketch[0] > 0)
+    weighed = [(sketch[0], term_dimensions(sketch[1], sketch[2]), sketch[3]) for sketch in own if sketch[0] > 0]
+    return matched_weight(weighed, _parse)
+
+
+def _parse(raw: Mapping[str, Any]) -> PreferredTerm:
+    return preferred_term_from_api(raw, PREFERRED)  # its shape was checked when it was sketched
 
 
 def _merge_names(existing: str | None, applied: list[str]) -> str:

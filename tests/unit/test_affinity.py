@@ -170,9 +170,20 @@ def _t(weight, *expressions, fields=()):
             [_t(0, ("zone", "In", ("a",))), PreferredTerm(9, NodeSelectorTerm())],
             0,
         ),
-        ("a term that does not parse matches nothing", [_t(9, ("zone", "In", ()))], 0),
+        (
+            "a requirement that does not parse constrains nothing (the scheduler scores no node then)",
+            [_t(9, ("zone", "In", ()))],
+            9,
+        ),
         ("thirteen linked terms: summed, an upper bound", [_t(1, ("zone", "In", (str(i),))) for i in range(13)], 13),
     ],
 )
 def test_most_matched_weight_is_the_best_sum_one_node_can_match(case, terms, expected):
     assert most_matched_weight(terms) == expected, case
+
+
+def test_past_a_thousand_terms_their_weights_are_summed_without_grouping():
+    zones = [_t(1, ("zone", "In", (str(i),))) for i in range(1001)]
+    assert most_matched_weight(zones) == 1001  # an upper bound: one node has one zone
+    assert most_matched_weight(zones[:1000]) == 1000  # grouped: more than 12 linked terms, summed too
+    assert most_matched_weight(zones[:3]) == 1  # searched
