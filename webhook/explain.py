@@ -275,11 +275,11 @@ def _notes(
         )
     if not pods_given:
         notes.append("no --pods: the nodes are taken as empty (give kubectl get pods -A -o yaml to count their pods)")
-    unknown = [n.name for n in nodes if n.allocatable is None]
+    unknown = [n.name for n in nodes if n.allocatable == {}]
     if unknown:
         notes.append(
-            f"no status.allocatable on {', '.join(unknown)}: resource fit is not checked there "
-            "and resource scores count it as zero capacity"
+            f"no status.allocatable on {', '.join(unknown)}: kube-scheduler counts nothing allocatable "
+            "there, so no pod fits (Too many pods)"
         )
     if BALANCED_ALLOCATION in ranking.skipped:
         notes.append(

@@ -190,7 +190,7 @@ class Cluster:
     def _usage_view(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> PodInfo | None:
         """What the pod takes of its node; pods of one template are read once."""
         try:
-            return self._usage_views.get(keys.usage_key(spec), lambda: read.usage_info(pod))
+            return self._usage_views.get(keys.usage_key(spec, pod.get("status")), lambda: read.usage_info(pod))
         except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
             return None
 

@@ -418,7 +418,8 @@ def test_a_node_is_read_from_api_data():
             },
         }
     )
-    assert node == Node("n1", {"net": "high"}, (Taint("k", "", "NoExecute"),), True)
+    # no status.allocatable: nothing allocatable, as kube-scheduler's NodeInfo reads it
+    assert node == Node("n1", {"net": "high"}, (Taint("k", "", "NoExecute"),), True, allocatable={})
 
 
 def test_preferred_weights_outside_1_to_100_are_refused_with_the_field():

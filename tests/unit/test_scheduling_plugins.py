@@ -280,7 +280,7 @@ MB = 1000**2
     ],
 )
 def test_image_locality(images, node_images, nodes_with, total_nodes, expected):
-    assert image_locality(images, Node("n", {}, images=node_images), nodes_with, total_nodes) == expected
+    assert image_locality(images, Node("n", {}, images=node_images), nodes_with, total_nodes, len(images)) == expected
 
 
 @pytest.mark.parametrize(

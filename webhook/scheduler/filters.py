@@ -134,8 +134,9 @@ def insufficient_resources(
 ) -> tuple[str, ...]:
     """NodeResourcesFit.Filter (fitsRequest): every resource the node lacks, with its reason.
 
-    A node without status.allocatable (allocatable None) is not checked. `scalars`: the scalar
-    resources of `request`, sorted, when the caller has them already.
+    A Node object without status.allocatable reads as {}: nothing allocatable, as NodeInfo's zero
+    Allocatable, so no pod fits it (Too many pods). None (a model built without resources) is not
+    checked. `scalars`: the scalar resources of `request`, sorted, when the caller has them already.
     """
     if allocatable is None:
         return ()

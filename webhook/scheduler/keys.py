@@ -26,10 +26,13 @@ TEMPLATES = 4096  # distinct pod specs any cache of the scheduler wing remembers
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-# What a pod takes of its node (`read.usage_info`): per container its resources, ports and restart
-# policy (a sidecar's requests add up), the overhead and the pod-level resources.
-USAGE_CONTAINER_FIELDS = ("resources", "ports", "restartPolicy")
-USAGE_SPEC_FIELDS = ("overhead", "resources")
+# What a pod takes of its node (`read.usage_info`): per container its name (its status is found by
+# it), resources, ports and restart policy (a sidecar's requests add up), the overhead, the
+# pod-level resources and hostNetwork (container ports bound on the node); and from the status, what
+# an in-place resize counts (`resize_status`).
+USAGE_CONTAINER_FIELDS = ("name", "resources", "ports", "restartPolicy")
+USAGE_SPEC_FIELDS = ("overhead", "resources", "hostNetwork")
+RESIZE_STATUS_FIELDS = ("name", "resources", "allocatedResources")
 
 
 def spec_key(
@@ -52,9 +55,24 @@ def _containers(containers: Any, fields: tuple[str, ...]) -> Any:
     return [[c.get(f) for f in fields] if isinstance(c, Mapping) else c for c in containers]
 
 
-def usage_key(spec: Mapping[str, Any]) -> bytes:
-    """The fields of a pod's spec that make what it takes of its node (`read.usage_info`)."""
-    return spec_key(spec, USAGE_SPEC_FIELDS, USAGE_CONTAINER_FIELDS)
+def usage_key(spec: Mapping[str, Any], status: Any = None) -> bytes:
+    """The fields of a pod's spec (and status) that make what it takes of its node (`read.usage_info`)."""
+    return spec_key(spec, USAGE_SPEC_FIELDS, USAGE_CONTAINER_FIELDS, resize_status(status))
+
+
+def resize_status(status: Any) -> Any:
+    """What `resources.pod_resources` reads of a pod's status: each container status's name,
+    resources and allocatedResources, the pod's, and the PodResizePending conditions."""
+    if not isinstance(status, Mapping):
+        return status
+    containers = [_containers(status.get(key), RESIZE_STATUS_FIELDS) for key in RESIZE_STATUS_LISTS]
+    conditions = status.get("conditions")
+    if isinstance(conditions, list):
+        conditions = [c for c in conditions if not isinstance(c, Mapping) or c.get("type") == "PodResizePending"]
+    return [containers, status.get("resources"), status.get("allocatedResources"), conditions]
+
+
+RESIZE_STATUS_LISTS = ("containerStatuses", "initContainerStatuses")
 
 
 def pod_filter_key(pod: Mapping[str, Any]) -> bytes:
@@ -69,8 +87,8 @@ def pod_filter_key(pod: Mapping[str, Any]) -> bytes:
     affinity = spec.get("affinity") or {}
     node_affinity = (affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else affinity) or {}
     required = node_affinity.get(REQUIRED) if isinstance(node_affinity, Mapping) else node_affinity
-    fields = ("nodeSelector", "tolerations", "containers", "initContainers", "overhead", "resources")
-    return spec_key(spec, fields, None, required)
+    fields = ("nodeSelector", "tolerations", "containers", "initContainers", "overhead", "resources", "hostNetwork")
+    return spec_key(spec, fields, None, required, resize_status(pod.get("status")))
 
 
 def node_filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:

@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from webhook.affinity import NodeSelectorTerm, PreferredTerm
 from webhook.names import MAX_NODE_SCORE
-from webhook.resources import CPU, MEMORY, NON_ZERO_DEFAULTS, Container, HostPort, is_scalar, pod_requests
+from webhook.resources import CPU, MEMORY, HostPort, PodResources, is_scalar
 
 __all__ = ["MAX_NODE_SCORE"]
 
@@ -58,8 +58,9 @@ class Node:
     labels: Mapping[str, str]
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
-    # status.allocatable in scheduler units (cpu in millicores); None when the object has no
-    # status.allocatable at all: resource fit is then not evaluated for the node.
+    # status.allocatable in scheduler units (cpu in millicores); a Node object without it reads as
+    # {}: nothing is allocatable there, so no pod fits (explain says why). None: a model built
+    # without resources (tests of other plugins), whose fit is not evaluated.
     allocatable: Mapping[str, int] | None = None
     images: Mapping[str, int] = field(default_factory=dict)  # every name in status.images -> size in bytes
 
@@ -76,42 +77,39 @@ class PodInfo:
     tolerations: tuple[Toleration, ...]
     node_name: str = ""
     namespace: str = "default"
-    containers: tuple[Container, ...] = ()
-    init_containers: tuple[Container, ...] = ()
-    overhead: Mapping[str, int] = field(default_factory=dict)
-    pod_level_requests: Mapping[str, int] = field(default_factory=dict)
+    resources: PodResources = PodResources()  # requests, non-zero requests, host ports
+    # ImageLocality's images: init containers', containers', then image volumes' references
+    images: tuple[str, ...] = ()
+    containers: int = 0  # init and app containers: ImageLocality's scale (image volumes not counted)
     scheduler_name: str = DEFAULT_SCHEDULER
     phase: str = ""
     owner_kinds: tuple[str, ...] = ()
     uses: frozenset[str] = frozenset()  # features whose plugins are not evaluated (`read.pod_info`)
 
-    @cached_property
+    @property
     def requests(self) -> Mapping[str, int]:
         """PodRequests: what NodeResourcesFit's Filter and the node's Requested count."""
-        return pod_requests(self.containers, self.init_containers, self.overhead, self.pod_level_requests)
+        return self.resources.requests
 
-    @cached_property
+    @property
     def non_zero_requests(self) -> Mapping[str, int]:
-        """PodRequests with 100m / 200Mi for containers without cpu / memory (scoring's view)."""
-        return pod_requests(
-            self.containers, self.init_containers, self.overhead, self.pod_level_requests, NON_ZERO_DEFAULTS
-        )
+        """The node's NonZeroRequested share: 100m / 200Mi where a container names no cpu / memory."""
+        return self.resources.non_zero_requests
+
+    @property
+    def scored_requests(self) -> Mapping[str, int]:
+        """What the resource scorers count of the pod being scheduled (non-zero cpu and memory)."""
+        return self.resources.scored_requests
 
     @cached_property
     def scalar_requests(self) -> tuple[str, ...]:
         """The extended resources and hugepages the pod requests, sorted (Fit's reason order)."""
         return tuple(sorted(name for name in self.requests if is_scalar(name)))
 
-    @cached_property
+    @property
     def host_ports(self) -> tuple[HostPort, ...]:
         """The host ports of the app containers and the sidecars (util.GetHostPorts)."""
-        sidecars = (c for c in self.init_containers if c.sidecar)
-        return tuple(p for c in (*self.containers, *sidecars) for p in c.host_ports)
-
-    @cached_property
-    def images(self) -> tuple[str, ...]:
-        """Every container's image, init containers first, as ImageLocality names them."""
-        return tuple(normalized_image_name(c.image) for c in (*self.init_containers, *self.containers))
+        return self.resources.host_ports
 
 
 def normalized_image_name(name: str) -> str:

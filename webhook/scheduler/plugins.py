@@ -107,7 +107,7 @@ def _taint_score(tolerations: Any, node: Node, usage: NodeUsage) -> int:
 
 
 def _fit_state(pod: PodInfo, nodes: Sequence[Node], profile: Profile) -> Any:
-    return pod.non_zero_requests, profile.scoring_strategy
+    return pod.scored_requests, profile.scoring_strategy
 
 
 def _fit_score(state: Any, node: Node, usage: NodeUsage) -> int:
@@ -130,7 +130,7 @@ def _balanced_with_pod_score(state: Any, node: Node, usage: NodeUsage) -> int:
 
 
 def _requests_key(pod: PodInfo, profile: Profile) -> Hashable:
-    return tuple(sorted(pod.requests.items())), tuple(sorted(pod.non_zero_requests.items()))
+    return tuple(sorted(pod.requests.items())), tuple(sorted(pod.scored_requests.items()))
 
 
 @dataclass(frozen=True)
@@ -138,17 +138,24 @@ class _Images:
     images: tuple[str, ...]
     nodes_with: Mapping[str, int]  # image name -> how many nodes have it
     total: int
+    containers: int  # the score's scale: image volumes add to the sum only
 
 
 def _image_state(pod: PodInfo, nodes: Sequence[Node], profile: Profile) -> _Images:
     images = pod.images
-    return _Images(images, Counter(name for n in nodes for name in set(n.images) & set(images)), len(nodes))
+    return _Images(
+        images, Counter(name for n in nodes for name in set(n.images) & set(images)), len(nodes), pod.containers
+    )
+
+
+def _images_key(pod: PodInfo, profile: Profile) -> Hashable:
+    return pod.images, pod.containers
 
 
 def _image_score(state: Any, node: Node, usage: NodeUsage) -> int:
     if not state.nodes_with:
         return 0  # no node has one of its images: every node scores 0
-    return scores.image_locality(state.images, node, state.nodes_with, state.total)
+    return scores.image_locality(state.images, node, state.nodes_with, state.total, state.containers)
 
 
 def _netqos_score(labels: Any, node: Node, usage: NodeUsage) -> int:
@@ -200,7 +207,7 @@ _SCORE_PLUGINS = (
     ),
     ScorePlugin(NODE_RESOURCES_FIT, _fit_state, _fit_score, None, Reads.USAGE, _requests_key),
     ScorePlugin(BALANCED_ALLOCATION, _balanced_state, _balanced_score, None, Reads.USAGE, _requests_key),
-    ScorePlugin(IMAGE_LOCALITY, _image_state, _image_score, None, Reads.NODE, lambda pod, profile: pod.images),
+    ScorePlugin(IMAGE_LOCALITY, _image_state, _image_score, None, Reads.NODE, _images_key),
     ScorePlugin(NETQOS, lambda pod, nodes, profile: pod.labels, _netqos_score, None, Reads.NODE, _netqos_key),
 )
 _VARIANTS = (

@@ -11,8 +11,8 @@ from typing import Any
 from webhook import apidata
 from webhook.affinity import PREFERRED, PreferredTerm, node_affinity_from_api
 from webhook.apidata import STRING_IN_YAML, ShapeError, expect
-from webhook.resources import Container, container_from_api, resource_list
-from webhook.scheduler.model import DEFAULT_SCHEDULER, Node, PodInfo, Taint, Toleration
+from webhook.resources import pod_resources, resource_list
+from webhook.scheduler.model import DEFAULT_SCHEDULER, Node, PodInfo, Taint, Toleration, normalized_image_name
 
 # Volume kinds that never filter a node (the volume plugins look at the others: claims, cloud disks).
 LOCAL_VOLUME_KINDS = frozenset({"name", "configMap", "secret", "emptyDir", "downwardAPI", "projected"})
@@ -31,7 +31,7 @@ def pod_info(pod: Any) -> PodInfo:
         _toleration(t, f"spec.tolerations[{i}]")
         for i, t in enumerate(apidata.items(spec, "tolerations", "spec.tolerations"))
     )
-    containers, init_containers, overhead, pod_level_requests = _resource_fields(spec)
+    images, containers = _images_of(spec)
     owners = apidata.items(meta, "ownerReferences", "metadata.ownerReferences")
     status = apidata.obj(pod, "status", "status")
     return PodInfo(
@@ -43,10 +43,9 @@ def pod_info(pod: Any) -> PodInfo:
         tolerations=tolerations,
         node_name=apidata.text(spec, "nodeName", "spec.nodeName"),
         namespace=apidata.text(meta, "namespace", "metadata.namespace") or "default",
+        resources=pod_resources(pod),
+        images=images,
         containers=containers,
-        init_containers=init_containers,
-        overhead=overhead,
-        pod_level_requests=pod_level_requests,
         scheduler_name=apidata.text(spec, "schedulerName", "spec.schedulerName") or DEFAULT_SCHEDULER,
         phase=apidata.text(status, "phase", "status.phase"),
         owner_kinds=tuple(
@@ -77,40 +76,27 @@ def usage_info(pod: Any) -> PodInfo:
     """A pod as what it takes of its node (its requests and host ports: what `UsageTally.add`
     reads), reading only the fields that make them; ShapeError names a bad field."""
     expect(pod, dict, "(pod)", "a Pod object")
-    containers, init_containers, overhead, pod_level_requests = _resource_fields(apidata.obj(pod, "spec", "spec"))
     return PodInfo(
-        name="",
-        labels={},
-        node_selector={},
-        required=None,
-        preferred=(),
-        tolerations=(),
-        containers=containers,
-        init_containers=init_containers,
-        overhead=overhead,
-        pod_level_requests=pod_level_requests,
+        name="", labels={}, node_selector={}, required=None, preferred=(), tolerations=(), resources=pod_resources(pod)
     )
 
 
-def _resource_fields(
-    spec: Mapping[str, Any],
-) -> tuple[tuple[Container, ...], tuple[Container, ...], dict[str, int], dict[str, int]]:
-    """What makes a pod's requests: its containers, init containers, overhead and pod-level requests."""
-    containers = tuple(
-        container_from_api(c, f"spec.containers[{i}]", init=False)
-        for i, c in enumerate(apidata.items(spec, "containers", "spec.containers"))
-    )
-    init_containers = tuple(
-        container_from_api(c, f"spec.initContainers[{i}]", init=True)
-        for i, c in enumerate(apidata.items(spec, "initContainers", "spec.initContainers"))
-    )
-    pod_resources = apidata.obj(spec, "resources", "spec.resources")
-    return (
-        containers,
-        init_containers,
-        resource_list(spec, "overhead", "spec.overhead"),
-        resource_list(pod_resources, "requests", "spec.resources.requests"),
-    )
+def _images_of(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], int]:
+    """ImageLocality's images (init containers', containers', image volumes' references,
+    normalised) and how many containers scale its score (image_locality.go sumImageScores,
+    calculatePriority: image volumes count in the sum, not in the scale)."""
+    images = []
+    for key in ("initContainers", "containers"):
+        for i, container in enumerate(apidata.items(spec, key, f"spec.{key}")):
+            expect(container, dict, f"spec.{key}[{i}]", "an object")
+            images.append(normalized_image_name(apidata.text(container, "image", f"spec.{key}[{i}].image")))
+    containers = len(images)
+    for i, volume in enumerate(apidata.items(spec, "volumes", "spec.volumes")):
+        expect(volume, dict, f"spec.volumes[{i}]", "an object")
+        if volume.get("image") is not None:
+            image = apidata.obj(volume, "image", f"spec.volumes[{i}].image")
+            images.append(normalized_image_name(apidata.text(image, "reference", f"spec.volumes[{i}].image.reference")))
+    return tuple(images), containers
 
 
 def node_info(node: Any) -> Node:
@@ -126,7 +112,8 @@ def node_info(node: Any) -> Node:
     if unschedulable is not None:
         expect(unschedulable, bool, "spec.unschedulable", "a boolean")
     status = apidata.obj(node, "status", "status")
-    allocatable = resource_list(status, "allocatable", "status.allocatable") if "allocatable" in status else None
+    # Missing or empty, nothing is allocatable: NodeInfo's Allocatable is zero and no pod fits.
+    allocatable = resource_list(status, "allocatable", "status.allocatable")
     return Node(
         name,
         apidata.string_map(meta, "labels", "metadata.labels", STRING_IN_YAML),

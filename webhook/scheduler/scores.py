@@ -112,11 +112,14 @@ def balanced_allocation(requested: Sequence[int], allocatable: Sequence[int]) ->
     return int((1 - std) * MAX_NODE_SCORE)
 
 
-def image_locality(images: Sequence[str], node: Node, nodes_with: Mapping[str, int], total_nodes: int) -> int:
-    """image_locality.go: the sizes of the pod's images already on the node, each scaled by the
-    share of nodes that have it, clamped between 23 MB and 1000 MB per container, to 0-100."""
+def image_locality(
+    images: Sequence[str], node: Node, nodes_with: Mapping[str, int], total_nodes: int, containers: int
+) -> int:
+    """image_locality.go: the sizes of the pod's images already on the node (its containers' and
+    its image volumes'), each scaled by the share of nodes that have it, clamped between 23 MB and
+    1000 MB per container (image volumes add no room), to 0-100."""
     total = sum(int(node.images[i] * (nodes_with[i] / total_nodes)) for i in images if i in node.images)
-    max_threshold = IMAGE_MAX_CONTAINER_THRESHOLD * len(images)
+    max_threshold = IMAGE_MAX_CONTAINER_THRESHOLD * containers
     if max_threshold <= IMAGE_MIN_THRESHOLD:  # no containers: Go divides by a negative range
         return 0
     clamped = min(max(total, IMAGE_MIN_THRESHOLD), max_threshold)

@@ -679,7 +679,9 @@ def node(
         spec["taints"] = [dict(t) for t in taints]
     if unschedulable:
         spec["unschedulable"] = True
-    return {"apiVersion": "v1", "kind": "Node", "metadata": _meta(name, labels=labels), "spec": spec}
+    # What every kubelet reports: a Node without status.allocatable fits no pod.
+    status = {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": _meta(name, labels=labels), "spec": spec, "status": status}
 
 
 def owner_ref(kind: str, name: str) -> dict[str, Any]:
