@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from webhook.admission_policy import API_VERSION, MUTATING_BINDING_KIND, MUTATING_KIND
+from webhook.admission_policy import MUTATING_BINDING_KIND, MUTATING_KIND
 from webhook.errors import UsageError
 from webhook.kubeversion import KubeVersion
+from webhook.names import ADMISSION_API_VERSION
 
-V1 = API_VERSION
+V1 = ADMISSION_API_VERSION
 V1BETA1 = "admissionregistration.k8s.io/v1beta1"
 GA = KubeVersion(1, 36)
 BETA = KubeVersion(1, 34)

@@ -57,12 +57,11 @@ from typing import Any
 from webhook.affinity import PREFERRED, REQUIRED, Canonical, PreferredTerm
 from webhook.errors import UsageError
 from webhook.manifests import check_namespace
-from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION, LABELS, OPT_OUT_ANNOTATION
+from webhook.names import ADMISSION_API_VERSION, DEFAULT_NAMESPACE, INJECTED_ANNOTATION, LABELS, OPT_OUT_ANNOTATION
 from webhook.patch import escape
 from webhook.policy import Policy, Rule
 from webhook.scope import OPT_OUT_CONDITION, pod_scope, webhook_name
 
-API_VERSION = "admissionregistration.k8s.io/v1"
 MUTATING_KIND = "MutatingAdmissionPolicy"
 MUTATING_BINDING_KIND = "MutatingAdmissionPolicyBinding"
 VALIDATING_KIND = "ValidatingAdmissionPolicy"
@@ -186,7 +185,7 @@ def mutating_policy(policy: Policy, rule: Rule, namespace: str = DEFAULT_NAMESPA
     check_namespace(namespace)
     cel = rule_cel(policy, rule)
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": ADMISSION_API_VERSION,
         "kind": MUTATING_KIND,
         "metadata": {"name": webhook_name(rule.name), "labels": dict(LABELS)},
         "spec": {
@@ -204,7 +203,7 @@ def validating_policy(policy: Policy, rule: Rule, namespace: str = DEFAULT_NAMES
     check_namespace(namespace)
     cel = warning_cel(policy, rule)
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": ADMISSION_API_VERSION,
         "kind": VALIDATING_KIND,
         "metadata": {"name": warnings_name(rule.name), "labels": dict(LABELS)},
         "spec": {
@@ -221,7 +220,7 @@ def _binding(kind: str, policy_name: str, warn: bool = False) -> dict[str, Any]:
     if warn:
         spec["validationActions"] = ["Warn"]
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": ADMISSION_API_VERSION,
         "kind": kind,
         "metadata": {"name": policy_name, "labels": dict(LABELS)},
         "spec": spec,

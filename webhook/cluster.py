@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from webhook.errors import NetqosError
-from webhook.names import FIELD_MANAGER
+from webhook.names import ADMISSION_API_VERSION, FIELD_MANAGER
 
 # Seconds: connect (the TLS handshake included), and read (each wait for bytes of the answer).
 # With one retry of a failed connect and none of a read, a cluster that never answers is one line
@@ -565,9 +565,6 @@ def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list
             raise ClusterError(f"{err}; explain a smaller cluster, or give --nodes and --pods files") from None
 
 
-ADMISSION_API = "admissionregistration.k8s.io/v1"
-
-
 def check_api_server(cluster: Cluster) -> None:
     """Prove the credentials usable before anything is written: the server answers the discovery
     of admissionregistration.k8s.io/v1 (`GET /apis/admissionregistration.k8s.io/v1`, what kubectl
@@ -576,7 +573,7 @@ def check_api_server(cluster: Cluster) -> None:
     and is said so in one line naming the server (`ClusterError`, exit code 1)."""
     from kubernetes import client
 
-    path = f"/apis/{ADMISSION_API}"
+    path = f"/apis/{ADMISSION_API_VERSION}"
     with client.ApiClient(cluster.configuration) as api:
         response = _request(
             cluster,
@@ -596,7 +593,7 @@ def check_api_server(cluster: Cluster) -> None:
     if not (
         isinstance(decoded, dict)
         and decoded.get("kind") == "APIResourceList"
-        and decoded.get("groupVersion") == ADMISSION_API
+        and decoded.get("groupVersion") == ADMISSION_API_VERSION
         and "mutatingwebhookconfigurations" in names
     ):
         what = "JSON of another shape" if decoded is not None else f"{len(data)} bytes of {content_type.split(';')[0]}"

@@ -34,12 +34,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from webhook.errors import UsageError
-from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, LABELS
+from webhook.names import ADMISSION_API_VERSION, CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, LABELS
 from webhook.policy import Policy
 from webhook.scope import namespace_selector, pod_create_rule, webhook_name
 from webhook.validation import is_dns1123_label
 
-API_VERSION = "admissionregistration.k8s.io/v1"
 KIND = "MutatingWebhookConfiguration"
 SERVICE_PORT = 443
 MUTATE_PATH = "/mutate"
@@ -100,7 +99,7 @@ def webhook_configuration(
             }
         )
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": ADMISSION_API_VERSION,
         "kind": KIND,
         "metadata": {"name": CONFIGURATION_NAME, "labels": dict(LABELS)},
         "webhooks": webhooks,

@@ -17,6 +17,7 @@ FIELD_MANAGER = "netqos-webhook"  # server-side apply owner of what `register` s
 WEBHOOK_DOMAIN = "netqos.io"  # webhook entries are named <rule>.netqos.io
 LABELS = {"app.kubernetes.io/name": "netqos-webhook", "app.kubernetes.io/component": "webhook"}
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace since Kubernetes 1.21
+ADMISSION_API_VERSION = "admissionregistration.k8s.io/v1"  # webhook configurations, admission policies
 
 # --- pods ----------------------------------------------------------------------------------------
 OPT_OUT_ANNOTATION = "netqos.io/inject"  # exactly "false" skips every rule

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from tests.fixtures import NETQOS_TERMS, REPO, fixture
-from webhook.testing.patches import PREFERRED
+from webhook.affinity import PREFERRED
 
 TEST_POD = REPO / "deploy" / "examples" / "test-pod.yaml"
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from webhook.affinity import PREFERRED
 from webhook.policy_file import policy_from_bytes
 from webhook.serving import filewatch
 from webhook.serving.reload import LastGood, PolicySnapshot, PolicyWatcher, load_snapshot
 from webhook.testing.clock import ManualClock
-from webhook.testing.patches import PREFERRED, decoded_patch, pod_review
+from webhook.testing.patches import decoded_patch, pod_review
 from webhook.testing.pods import pod
 from webhook.testing.procfs import client_ports
 from webhook.testing.server import metric_value, start_server
@@ -247,7 +248,7 @@ def test_the_same_content_relinked_is_not_a_reload(volume, watcher):
 # --- under load, through the real server -----------------------------------------------------------
 
 
-@pytest.mark.e2e
+@pytest.mark.process
 def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_changes_nothing(tmp_path, volume):
     expected = {"A": injected_terms(POLICY_A), "B": injected_terms(POLICY_B)}
     seen = {"A": 0, "B": 0}
@@ -329,7 +330,7 @@ def test_under_load_every_review_sees_one_whole_policy_and_an_invalid_file_chang
         assert refusals and all("Not_A_DNS_Label" in r["message"] for r in refusals)
 
 
-@pytest.mark.e2e
+@pytest.mark.process
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")
 def test_after_a_reload_and_the_files_deletion_every_worker_serves_the_last_good_policy(tmp_path, volume):
     """One worker loads B while the other is held still (SIGSTOP: it cannot look at the file); the

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from tests.fixtures import NETQOS_TERMS, REPO
-from webhook.testing.patches import PREFERRED, assert_patch_agrees
+from webhook.affinity import PREFERRED
+from webhook.testing.patches import assert_patch_agrees
 from webhook.workloads import kind_of, pod_of, with_pod
 
 WORKLOADS = REPO / "tests" / "fixtures" / "workloads" / "all-kinds.yaml"

@@ -17,7 +17,6 @@ from typing import Any
 
 import jsonpatch
 
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 KUBECTL_TIMEOUT_SECONDS = 60
 
 JSONObject = dict[str, Any]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+from webhook.affinity import PREFERRED, REQUIRED
+
 PAUSE = {"name": "app", "image": "registry.k8s.io/pause:3.10"}  # a container with no requests
 
 

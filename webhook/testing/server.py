@@ -28,10 +28,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from webhook.certs import CertFiles
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SERVICE, METRICS_DIR_ENV
 from webhook.testing.certs import make_certs
+from webhook.testing.controlplane import LOOPBACK
 from webhook.testing.procfs import children
 
 SERVER_NAME = f"{DEFAULT_SERVICE}.{DEFAULT_NAMESPACE}.svc"  # what the API server dials and verifies
-LOOPBACK = "127.0.0.1"
 STOP_GRACE_SECONDS = 5  # gunicorn stops within a couple of seconds; a broken shutdown must not hang
 KILL_WAIT_SECONDS = 15
 
