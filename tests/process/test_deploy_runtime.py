@@ -36,7 +36,7 @@ from tests.fixtures import REPO, fixture
 from webhook.certs import generate
 from webhook.testing.server import free_port
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 
 DEPLOYMENT = REPO / "deploy/base/deployment.yaml"
 

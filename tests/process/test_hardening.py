@@ -21,7 +21,7 @@ from webhook.testing.patches import pod_review
 from webhook.testing.procfs import rss_bytes
 from webhook.testing.server import metric_value, start_server
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 
 REVIEW = json.dumps(pod_review({"metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}})).encode()
 DEADLINE = 1  # seconds: --handshake-timeout and --header-timeout of the shared server

@@ -12,7 +12,7 @@ import pytest
 from webhook.testing.patches import pod_review
 from webhook.testing.server import start_server
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 
 REVIEW = json.dumps(pod_review({"metadata": {"labels": {"qos": "latency-sensitive"}}})).encode()
 

@@ -12,7 +12,7 @@ import pytest
 from webhook.testing.patches import pod_review
 from webhook.testing.server import Server, metric_value, start_server
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 
 POD = {
     "apiVersion": "v1",

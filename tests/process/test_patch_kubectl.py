@@ -1,80 +1,16 @@
-"""The patch derived from before/after turns `before` into `after` in Python and in Go alike."""
+"""The patch derived from before/after turns `before` into `after` in Go too: every case of
+tests/unit/test_patch.py applied by `kubectl patch --local` (Go's JSON-patch, the library the API
+server applies webhook patches with)."""
 
 import pytest
 
-from webhook.patch import diff, escape
-from webhook.testing.patches import apply_kubectl, apply_python
+from tests.unit.test_patch import CASES
+from webhook.testing.patches import apply_kubectl
 
-BASE = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}
-
-
-def changed(**parts):
-    return {**BASE, **parts}
+pytestmark = pytest.mark.process
+PATCHED = [case for case in CASES if case[3]]  # an empty patch is not sent
 
 
-@pytest.mark.parametrize(
-    "case, before, after, ops",
-    [
-        ("identical documents", BASE, dict(BASE), []),
-        (
-            "a new member whose parent is missing is added whole",
-            BASE,
-            changed(spec={**BASE["spec"], "affinity": {"nodeAffinity": {"x": [1]}}}),
-            [{"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": {"x": [1]}}}],
-        ),
-        (
-            "a key with / and ~ is escaped",
-            BASE,
-            changed(metadata={"name": "p", "annotations": {"a/b~c": "v"}}),
-            [{"op": "add", "path": "/metadata/annotations", "value": {"a/b~c": "v"}}],
-        ),
-        (
-            "a member of an existing map with / in its key",
-            changed(metadata={"name": "p", "annotations": {"x": "1"}}),
-            changed(metadata={"name": "p", "annotations": {"x": "1", "netqos.io/injected": "a"}}),
-            [{"op": "add", "path": "/metadata/annotations/netqos.io~1injected", "value": "a"}],
-        ),
-        (
-            "items appended to a list are added at their index",
-            changed(spec={"containers": [{"name": "c"}], "l": [1, 2]}),
-            changed(spec={"containers": [{"name": "c"}], "l": [1, 2, 3, 4]}),
-            [{"op": "add", "path": "/spec/l/2", "value": 3}, {"op": "add", "path": "/spec/l/3", "value": 4}],
-        ),
-        (
-            "a null parent is replaced",
-            changed(metadata={"name": "p", "annotations": None}),
-            changed(metadata={"name": "p", "annotations": {"k": "v"}}),
-            [{"op": "replace", "path": "/metadata/annotations", "value": {"k": "v"}}],
-        ),
-        (
-            "a reordered list is replaced, not patched item by item",
-            changed(spec={"l": [1, 2]}),
-            changed(spec={"l": [2, 1]}),
-            [{"op": "replace", "path": "/spec/l", "value": [2, 1]}],
-        ),
-        (
-            "a removed member is removed",
-            changed(spec={"a": 1, "b": 2}),
-            changed(spec={"a": 1}),
-            [{"op": "remove", "path": "/spec/b"}],
-        ),
-        (
-            "true is not 1",
-            changed(spec={"a": 1}),
-            changed(spec={"a": True}),
-            [{"op": "replace", "path": "/spec/a", "value": True}],
-        ),
-    ],
-)
-def test_diff_gives_the_minimal_patch_that_python_and_go_apply_identically(case, before, after, ops, tmp_path):
-    assert diff(before, after) == ops, case
-    assert apply_python(before, ops) == after
-    if ops:
-        assert apply_kubectl(before, ops, tmp_path) == after
-
-
-@pytest.mark.parametrize(
-    "token, escaped", [("plain", "plain"), ("a/b", "a~1b"), ("a~b", "a~0b"), ("~/", "~0~1"), ("~1", "~01")]
-)
-def test_pointer_tokens_are_escaped_per_rfc6901(token, escaped):
-    assert escape(token) == escaped
+@pytest.mark.parametrize("case, before, after, ops", PATCHED, ids=[c[0] for c in PATCHED])
+def test_go_applies_the_derived_patch_as_python_does(case, before, after, ops, tmp_path):
+    assert apply_kubectl(before, ops, tmp_path) == after

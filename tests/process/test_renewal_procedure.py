@@ -31,7 +31,7 @@ from webhook.testing.server import ServiceConnection, start_server
 from webhook.testing.volume import MountedVolume
 from webhook.testing.waiting import until
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {}}
 KUBELET_DELAY = 2.0  # seconds between a Secret update and its files changing in the pods
 

@@ -1,4 +1,4 @@
-"""End to end: a real `netqos-webhook serve` (gunicorn, TLS) with certificates from the project's
+"""A real `netqos-webhook serve` (gunicorn, TLS) with certificates from the project's
 own generator (what `netqos-webhook certs` writes), verified as the API server verifies it, and
 every patch it returns applied by both Python's and Go's JSON-patch."""
 
@@ -13,7 +13,7 @@ from tests.fixtures import expectations, fixture, with_netqos
 from webhook.testing.patches import apply_python, assert_patch_agrees, decoded_patch
 from webhook.testing.server import SERVER_NAME, start_server
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 EXPECTED = expectations()
 
 

@@ -18,7 +18,7 @@ from webhook.serving.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions
 from webhook.testing.procfs import LISTEN, socket_inodes, tcp_sockets
 from webhook.testing.server import SERVER_NAME
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 
 API_SERVER_IDLE_CONN_TIMEOUT = 90  # client-go's http.Transport IdleConnTimeout
 

@@ -29,7 +29,7 @@ from webhook.testing.server import metric_value, start_server
 from webhook.testing.volume import MountedVolume
 from webhook.testing.waiting import until
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {}}
 
 

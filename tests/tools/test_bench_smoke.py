@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.bench import SCENARIOS, go_binary
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from tests.fixtures import REPO
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 
 
 def test_hostile_smoke_run_keeps_new_connections_answered(tmp_path):

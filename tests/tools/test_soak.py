@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 
 
 def test_soak_smoke_run_loses_no_request_outside_the_killed_worker(tmp_path, run_python):

@@ -11,6 +11,10 @@ Like `kopf.testing` or controller-runtime's `envtest`, it drives the real thing 
   Go's implementation (`kubectl patch --local`), the one the API server applies;
 - `webhook.testing.volume`: a directory updated as the kubelet updates a mounted ConfigMap or Secret;
 - `webhook.testing.kubeapi`: a fake Kubernetes API server on loopback, with cluster builders;
+- `webhook.testing.controlplane`: a real control plane on loopback built from its Go modules (etcd,
+  kube-apiserver, kube-controller-manager, kube-scheduler with the NetQoS profile), for tests/e2e;
+- `webhook.testing.pods`: the one builder of Pod manifests, holding exactly the fields asked for;
+- `webhook.testing.clock`: a clock that moves only when a test moves it;
 - `webhook.testing.waiting`: waiting for an event (a metric, a log line) with a deadline, not a sleep.
 
 No module here imports pytest at import time: scripts use the harness without it.

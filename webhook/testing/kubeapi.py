@@ -115,22 +115,6 @@ class Snapshot:
         for items in self.objects.values():
             items.sort(key=lambda s: (s.namespace, s.name))
 
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> Snapshot:
-        """Objects from YAML documents (Lists are unpacked); `forbidden` from a document
-        `{kind: Forbidden, resources: [...]}`, so fixtures can say what RBAC hides."""
-        snapshot = cls()
-        for doc in yaml.safe_load_all(Path(path).read_text()):
-            if not doc:
-                continue
-            if doc.get("kind") == "Forbidden":
-                snapshot.forbidden.update(doc["resources"])
-            elif doc.get("kind") == "List":
-                snapshot.add_all(doc["items"])
-            else:
-                snapshot.add(doc)
-        return snapshot
-
 
 # --- selectors ------------------------------------------------------------------------------------
 
