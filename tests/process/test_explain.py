@@ -218,6 +218,10 @@ ERRORS = [
         "nodes-negative-allocatable.yaml: status.allocatable['memory'] must be greater than or equal to 0",
     ),
     (
+        ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-quantity-without-digits.yaml")],
+        "nodes-quantity-without-digits.yaml: status.allocatable['memory'] must be a quantity",
+    ),
+    (
         ["--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--config", "no/such/policy.yaml"],
         "netqos-webhook explain: policy file no/such/policy.yaml: cannot read it",
     ),
