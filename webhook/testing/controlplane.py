@@ -51,7 +51,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from webhook.names import INJECTED_ANNOTATION
+from webhook.testing import nodes as realnodes
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,9 @@ PACKAGES = {
     "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
     "netqos-scheduler": "./netqos-scheduler",
     "kubectl": "k8s.io/kubernetes/cmd/kubectl",
+    # the nodes of `scripts/cluster up --nodes N` (webhook.testing.nodes)
+    "kubelet": "k8s.io/kubernetes/cmd/kubelet",
+    "kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
 }
 CLUSTER_DIR_ENV = "NETQOS_CLUSTER_DIR"  # the state directory of a cluster (scripts/cluster, tests/e2e)
 CACHE_ENV = "NETQOS_K8S_CACHE"  # overrides where the binaries are built
@@ -363,6 +367,8 @@ class Cluster:
     pids: dict[str, int]
     start_seconds: float = 0.0
     kubernetes: str = KUBERNETES_VERSION  # the release's version, as its /version reports it
+    nodes: list[str] = field(default_factory=list)  # real nodes (webhook.testing.nodes), by name
+    node_pids: dict[str, int] = field(default_factory=dict)
 
     @property
     def minor(self) -> str:
@@ -629,10 +635,18 @@ class Cluster:
                 answer = _probe(scheme, port, path, self if name == "kube-apiserver" else None)
                 if answer != "ok":
                     report[name] = answer
+        for name, pid in self.node_pids.items():
+            report[name] = "ok" if _alive(pid) else "not running"
         return report
 
     def down(self) -> None:
-        """Stop every process (SIGTERM, then SIGKILL) and remove the directory."""
+        """Stop every process (SIGTERM, then SIGKILL) and remove the directory; real nodes first
+        (their containers, mounts, network and cgroups: `nodes.teardown`)."""
+        left = realnodes.teardown(self.directory)
+        if left:
+            raise ControlPlaneError(
+                f"the nodes of {self.directory} left {', '.join(left)}; run 'scripts/cluster down' again"
+            )
         for pid in self.pids.values():
             if _running(pid, self.bin_dir):
                 _signal(pid, signal.SIGTERM)
@@ -651,6 +665,8 @@ class Cluster:
             "pids": self.pids,
             "start_seconds": self.start_seconds,
             "kubernetes": self.kubernetes,
+            "nodes": self.nodes,
+            "node_pids": self.node_pids,
         }
         _write(self.directory / STATE_FILE, json.dumps(state, indent=2))
 
@@ -729,6 +745,8 @@ def attach(directory: Path) -> Cluster:
         dict(state["pids"]),
         float(state.get("start_seconds", 0.0)),
         str(state.get("kubernetes", KUBERNETES_VERSION)),
+        list(state.get("nodes", [])),
+        dict(state.get("node_pids", {})),
     )
 
 
@@ -739,11 +757,15 @@ def default_directory() -> Path:
     return Path(os.environ.get("TMPDIR", "/tmp")) / f"netqos-webhook-cluster-{os.getuid()}"
 
 
-def up(directory: Path, bin_dir: Path, of: Release | None = None) -> Cluster:
+def up(directory: Path, bin_dir: Path, of: Release | None = None, nodes: int = 0) -> Cluster:
     """Start a control plane in `directory` (made empty first) from the binaries in `bin_dir`,
-    which were built for release `of` (default: `release()`)."""
+    which were built for release `of` (default: `release()`), and `nodes` real nodes
+    (webhook.testing.nodes; root only) once it is ready."""
     of = of or release()
     started = time.monotonic()
+    left = realnodes.teardown(directory)  # a crashed cluster's nodes, before their directory goes
+    if left:
+        raise ControlPlaneError(f"an earlier cluster in {directory} left {', '.join(left)}")
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     (directory / "logs").mkdir()
@@ -752,8 +774,17 @@ def up(directory: Path, bin_dir: Path, of: Release | None = None) -> Cluster:
         for name in ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "netqos-scheduler")
     }
     cluster = Cluster(directory, bin_dir, ports, {}, kubernetes=of.version)
-    files = _pki(directory / "pki", cluster.server)
-    commands = _commands(cluster, files, of)
+    network = None
+    if nodes:
+        reason = realnodes.unavailable_reason()
+        if reason:
+            raise ControlPlaneError(reason)
+        realnodes.ensure_packages(lambda line: print(line, file=sys.stderr))
+        network = realnodes.allocate(directory)
+    service_cidr = network.service_cidr if network else SERVICE_CIDR
+    advertise = network.host_address if network else LOOPBACK
+    files = _pki(directory / "pki", cluster.server, service_cidr, advertise)
+    commands = _commands(cluster, files, of, service_cidr, advertise)
     try:
         for name in ("etcd", "kube-apiserver", "kube-controller-manager", "netqos-scheduler"):
             cluster.pids[name] = _spawn(cluster, name, commands[name])
@@ -773,6 +804,8 @@ def up(directory: Path, bin_dir: Path, of: Release | None = None) -> Cluster:
             lambda: cluster.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
             "the default service account",
         )
+        if network is not None:
+            _start_nodes(cluster, network, nodes, of)
     except BaseException:
         cluster.down()
         raise
@@ -781,23 +814,99 @@ def up(directory: Path, bin_dir: Path, of: Release | None = None) -> Cluster:
     return cluster
 
 
+def _start_nodes(cluster: Cluster, network: realnodes.Network, count: int, of: Release) -> None:
+    """The node network, a kubelet (and containerd) per node, kube-proxy; until every node is Ready."""
+    realnodes.create_network(network, cluster.ports["kube-apiserver"])
+    pki = cluster.directory / "pki"
+    ca = (
+        x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes()),
+        serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None),
+    )
+    assert isinstance(ca[1], ec.EllipticCurvePrivateKey)
+    ca_pem = (pki / "ca.crt").read_bytes()
+    server = f"https://{network.host_address}:{cluster.ports['kube-apiserver']}"
+    kubelets = {}
+    for name, _labels in realnodes.node_names(count):
+        # as the Node authorizer expects: user system:node:<name> in group system:nodes
+        client = _issue((ca[0], ca[1]), f"system:node:{name}", ["system:nodes"])
+        kubelets[name] = _write(pki / f"kubelet-{name}.kubeconfig", _kubeconfig(server, ca_pem, client), 0o600)
+    proxy = _issue((ca[0], ca[1]), "system:kube-proxy")  # bound to system:node-proxier by default
+    credentials = realnodes.NodeCredentials(
+        pki / "ca.crt", kubelets, _write(pki / "kube-proxy.kubeconfig", _kubeconfig(server, ca_pem, proxy), 0o600)
+    )
+    pause = realnodes.pause_archive(
+        realnodes.build_pause(_kubernetes_source(of) / "build/pause/linux/pause.c", cluster.bin_dir / "pause"),
+        cluster.bin_dir / "pause-image.tar",
+    )
+    cluster.nodes = list(kubelets)
+    cluster.node_pids = realnodes.start(cluster.directory, network, cluster.bin_dir, credentials, pause)
+    cluster.save()
+
+    def ready() -> bool:
+        found = cluster.get("/api/v1/nodes") or {"items": []}
+        ready = {
+            n["metadata"]["name"]
+            for n in found["items"]
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
+        }
+        return ready >= set(cluster.nodes)
+
+    deadline = time.monotonic() + realnodes.START_TIMEOUT
+    while not ready():
+        dead = [name for name, pid in cluster.node_pids.items() if not _alive(pid)]
+        if dead or time.monotonic() > deadline:
+            why = f"{', '.join(dead)} exited" if dead else f"not Ready within {realnodes.START_TIMEOUT:.0f} s"
+            tails = "\n".join(f"{n}: {cluster.log_tail(n, 8)}" for n in (dead or list(cluster.node_pids))[:3])
+            raise ControlPlaneError(f"the nodes {cluster.nodes}: {why}; logs in {cluster.directory}/logs\n{tails}")
+        time.sleep(0.5)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _kubernetes_source(of: Release) -> Path:
+    """Where the Go module cache holds k8s.io/kubernetes (the kubelet's source, and the pause's)."""
+    go = find_go()
+    if go is None:
+        raise ControlPlaneError("no Go toolchain to find the Kubernetes source (set GO=/path/to/go)")
+    out = subprocess.run(
+        [go, "list", f"-modfile={of.modfile}", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes"],
+        cwd=GO_MODULE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if out.returncode != 0 or not out.stdout.strip():
+        raise ControlPlaneError(f"go list -m k8s.io/kubernetes failed: {out.stderr.strip()}")
+    return Path(out.stdout.strip())
+
+
 @contextmanager
-def running(directory: Path, bin_dir: Path, of: Release | None = None) -> Iterator[Cluster]:
-    cluster = up(directory, bin_dir, of)
+def running(directory: Path, bin_dir: Path, of: Release | None = None, nodes: int = 0) -> Iterator[Cluster]:
+    cluster = up(directory, bin_dir, of, nodes)
     try:
         yield cluster
     finally:
         cluster.down()
 
 
-def _pki(pki: Path, server: str) -> dict[str, Path]:
+def _pki(pki: Path, server: str, service_cidr: str = SERVICE_CIDR, advertise: str = LOOPBACK) -> dict[str, Path]:
     ca = _ca()
     ca_pem = ca[0].public_bytes(serialization.Encoding.PEM)
     files = {"ca.crt": _write(pki / "ca.crt", ca_pem)}
+    # kept, as kubeadm keeps it: the nodes' kubelet and kube-proxy certificates are signed with it
+    files["ca.key"] = _write(pki / "ca.key", _key_pem(ca[1]), 0o600)
     hosts = [
         LOOPBACK,
+        *([advertise] if advertise != LOOPBACK else []),
         "localhost",
-        str(next(ipaddress.ip_network(SERVICE_CIDR).hosts())),
+        str(next(ipaddress.ip_network(service_cidr).hosts())),
         "kubernetes",
         "kubernetes.default",
         "kubernetes.default.svc",
@@ -841,7 +950,9 @@ def _scheduler_config(kubeconfig: Path) -> dict[str, Any]:
     }
 
 
-def _commands(cluster: Cluster, files: dict[str, Path], of: Release) -> dict[str, list[str]]:
+def _commands(
+    cluster: Cluster, files: dict[str, Path], of: Release, service_cidr: str = SERVICE_CIDR, advertise: str = LOOPBACK
+) -> dict[str, list[str]]:
     d, p, b = cluster.directory, cluster.ports, cluster.bin_dir
     etcd_url, peer_url = f"http://{LOOPBACK}:{p['etcd']}", f"http://{LOOPBACK}:{p['etcd-peer']}"
     scheduler_config = _write(
@@ -875,7 +986,7 @@ def _commands(cluster: Cluster, files: dict[str, Path], of: Release) -> dict[str
             str(b / "kube-apiserver"),
             f"--etcd-servers={etcd_url}",
             f"--bind-address={LOOPBACK}",
-            f"--advertise-address={LOOPBACK}",
+            f"--advertise-address={advertise}",
             f"--secure-port={p['kube-apiserver']}",
             f"--tls-cert-file={files['apiserver.crt']}",
             f"--tls-private-key-file={files['apiserver.key']}",
@@ -883,8 +994,12 @@ def _commands(cluster: Cluster, files: dict[str, Path], of: Release) -> dict[str
             f"--service-account-key-file={files['sa.pub']}",
             f"--service-account-signing-key-file={files['sa.key']}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--authorization-mode=RBAC",
+            f"--service-cluster-ip-range={service_cidr}",
+            "--authorization-mode=Node,RBAC",
+            # logs and exec through the kubelets of real nodes, as the admin
+            f"--kubelet-client-certificate={cluster.directory / 'pki' / 'admin.crt'}",
+            f"--kubelet-client-key={cluster.directory / 'pki' / 'admin.key'}",
+            "--kubelet-preferred-address-types=InternalIP",  # never a DNS lookup of a node's name
             f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
             "--disable-admission-plugins=TaintNodesByCondition",
             "--profiling=false",
@@ -898,7 +1013,7 @@ def _commands(cluster: Cluster, files: dict[str, Path], of: Release) -> dict[str
             "--use-service-account-credentials=true",
             f"--service-account-private-key-file={files['sa.key']}",
             f"--root-ca-file={files['ca.crt']}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-cluster-ip-range={service_cidr}",
             "--controllers=*,-node-lifecycle-controller",
             "--profiling=false",
         ],
@@ -970,10 +1085,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser(
         "build", parents=[which], help="build (or find in the cache) the binaries; print where and how long it took"
     )
-    sub.add_parser(
+    start = sub.add_parser(
         "up",
         parents=[which],
         help="build when needed, start, print the build and start times and the environment",
+    )
+    start.add_argument(
+        "--nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also start N real nodes (kubelet, containerd, kube-proxy; root; installs Debian's containerd, runc "
+        "and CNI plugins when missing): fake-node-1 (net=high), minikube (net=low), then node-3... unlabelled",
     )
     sub.add_parser("down", help="stop the cluster and remove its directory")
     sub.add_parser("env", help='print export lines for the cluster (eval "$(scripts/cluster env)")')
@@ -985,7 +1108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             of = release(args.kubernetes)
             if args.command == "up" and (directory / STATE_FILE).exists():
                 existing = attach(directory)
-                if all(v == "ok" for v in existing.healthy().values()):
+                if all(v == "ok" for v in existing.healthy().values()) and len(existing.nodes) == args.nodes:
                     if existing.kubernetes != of.version:
                         raise ControlPlaneError(
                             f"a cluster of Kubernetes {existing.kubernetes} is up in {directory}, not {of.version}; "
@@ -1000,7 +1123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"build: {how} ({built.bin_dir})", file=sys.stderr)
             if args.command == "build":
                 return 0
-            cluster = up(directory, built.bin_dir, of)
+            cluster = up(directory, built.bin_dir, of, args.nodes)
             print(
                 f"start: {cluster.start_seconds:.1f} s (Kubernetes {cluster.kubernetes}, API server {cluster.server}, "
                 f"logs in {directory}/logs)",
@@ -1010,6 +1133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "down":
             if not (directory / STATE_FILE).exists():
+                left = realnodes.teardown(directory)  # nodes of an `up` killed before it recorded more
+                if left:
+                    raise ControlPlaneError(f"could not remove {', '.join(left)}")
                 print(f"no cluster in {directory}", file=sys.stderr)
                 return 0
             attach(directory).down()
@@ -1021,11 +1147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         report = cluster.healthy()
         for name, health in report.items():
-            print(f"{name:<25} pid {cluster.pids[name]:<8} {health}")
+            print(f"{name:<25} pid {cluster.pids.get(name) or cluster.node_pids[name]:<8} {health}")
         print(f"{'kubeconfig':<25} {cluster.kubeconfig}")
         print(f"{'kubernetes':<25} {cluster.kubernetes}")
         return 0 if all(v == "ok" for v in report.values()) else 1
-    except ControlPlaneError as err:
+    except (ControlPlaneError, realnodes.NodesError) as err:
         print(f"scripts/cluster {args.command}: {err}", file=sys.stderr)
         return 1
 
