@@ -51,6 +51,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     named = os.environ.get(controlplane.CLUSTER_DIR_ENV)
     if named and (Path(named) / controlplane.STATE_FILE).exists():
         existing = controlplane.attach(Path(named))
+        if existing.nodes:
+            pytest.skip(
+                f"the cluster in {named} has real nodes; these tests write Nodes of their own: "
+                "run them on a cluster started without --nodes (tests/e2e/realnodes run on this one)"
+            )
         broken = {k: v for k, v in existing.healthy().items() if v != "ok"}
         assert not broken, f"the cluster in {named} is not healthy: {broken}; run 'scripts/cluster down' and 'up'"
         wanted = os.environ.get(controlplane.KUBERNETES_ENV)

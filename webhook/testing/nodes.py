@@ -259,12 +259,13 @@ def create_network(network: Network, api_port: int) -> None:
 
 
 def _hierarchies() -> list[Path]:
-    """The cgroup v1 hierarchies (cpu, memory, pids, ..., the named systemd one), or the v2 root."""
+    """The cgroup v1 hierarchies (cpu, memory, pids, ..., named ones, the hybrid v2 one), or the v2 root."""
     if (CGROUP_FS / "cgroup.controllers").exists():
         return [CGROUP_FS]
     found = []
     for entry in sorted(CGROUP_FS.iterdir()):
-        if entry.is_dir() and not entry.is_symlink() and (entry / "cgroup.procs").exists() and entry.name != "unified":
+        # the named and hybrid (`unified`) ones too: runc makes the containers' cgroups there as well
+        if entry.is_dir() and not entry.is_symlink() and (entry / "cgroup.procs").exists():
             found.append(entry)
     return found
 

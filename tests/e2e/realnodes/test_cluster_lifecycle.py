@@ -1,0 +1,101 @@
+"""`scripts/cluster up --nodes` and `down` as a user runs them, beside the session's cluster (so two
+clusters with nodes run at once, on different ranges): a second `up` after a killed one works, and
+`down` leaves nothing behind: no process, mount, network namespace, link, nftables table or cgroup."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures import REPO
+from webhook.testing import controlplane, nodes
+
+UP_TIMEOUT = 300
+
+
+def cluster_command(directory: Path, *args: str, timeout: float = UP_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, controlplane.CLUSTER_DIR_ENV: str(directory)}
+    return subprocess.run(
+        [str(REPO / "scripts/cluster"), *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
+    )
+
+
+def leftovers(directory: Path, network: nodes.Network) -> list[str]:
+    found = []
+    if Path(f"/run/netns/{network.namespace}").exists():
+        found.append(f"network namespace {network.namespace}")
+    if Path(f"/sys/class/net/{network.host_link}").exists():
+        found.append(f"link {network.host_link}")
+    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
+    if network.table in tables.split():
+        found.append(f"nftables table {network.table}")
+    found += [f"cgroup {p}" for p in Path("/sys/fs/cgroup").glob(f"*/{network.cgroup}")]
+    marker = str(directory.resolve())
+    with open("/proc/self/mountinfo") as mountinfo:
+        found += [f"mount {line.split()[4]}" for line in mountinfo if marker in line.split()[4]]
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(f"process {entry.name}")
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def directory() -> Iterator[Path]:
+    """A short path: containerd's sockets live under it, and a unix socket's path has 107 bytes."""
+    made = Path(tempfile.mkdtemp(prefix="netqos-e2e-", dir="/tmp"))
+    yield made / "cluster"
+    cluster_command(made / "cluster", "down", timeout=120)
+    shutil.rmtree(made, ignore_errors=True)
+
+
+def test_a_second_up_after_a_killed_one_works_and_down_leaves_nothing(real_cluster, directory):
+    env = {**os.environ, controlplane.CLUSTER_DIR_ENV: str(directory)}
+    output = directory.parent / "first-up.log"
+    with open(output, "w") as log:
+        first = subprocess.Popen(
+            [str(REPO / "scripts/cluster"), "up", "--nodes", "1"],
+            env=env,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    state = directory / controlplane.STATE_FILE
+    deadline = time.monotonic() + UP_TIMEOUT
+    # killed once the kubelet runs: containers, mounts, the network and cgroups all exist
+    while not (state.exists() and json.loads(state.read_text()).get("node_pids")):
+        assert first.poll() is None, f"the first up ended before it was killed:\n{output.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, "the first up never started its nodes"
+        time.sleep(0.2)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    killed = nodes.recorded(directory)
+    assert killed is not None
+    theirs = nodes.recorded(real_cluster.directory)
+    assert theirs is not None and killed.slot != theirs.slot, "two clusters, two ranges"
+
+    second = cluster_command(directory, "up", "--nodes", "1")
+    assert second.returncode == 0, second.stderr
+    cluster = controlplane.attach(directory)
+    assert cluster.nodes == ["fake-node-1"]
+    node = cluster.get("/api/v1/nodes/fake-node-1")
+    assert node is not None and node["metadata"]["labels"]["net"] == "high"
+    network = nodes.recorded(directory)
+    assert network is not None
+
+    down = cluster_command(directory, "down", timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert leftovers(directory, network) == []
+    assert leftovers(directory, killed) == []
