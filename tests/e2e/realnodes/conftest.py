@@ -64,7 +64,7 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     # a short path: containerd's sockets live under it, and a unix socket's path has 107 bytes
     directory = Path(tempfile.mkdtemp(prefix="netqos-e2e-", dir="/tmp"))
     try:
-        with controlplane.running(directory / "cluster", built.bin_dir, NODES) as running:
+        with controlplane.running(directory / "cluster", built.bin_dir, nodes=NODES) as running:
             yield running
     finally:
         shutil.rmtree(directory, ignore_errors=True)
