@@ -139,6 +139,7 @@ class ClusterView:
     # url -> the certificate (DER) a `register --url` registration's server presents there, or why
     # it could not be fetched: for an out-of-cluster webhook, what the API server would verify
     served_certificates: Mapping[str, bytes | str] = field(default_factory=dict)
+    pods_namespace: str | None = None  # -n: only the pods of this namespace
 
 
 @dataclass(frozen=True)
@@ -426,6 +427,12 @@ def _deployment(view: ClusterView, report: Report) -> None:
         return
     ns = view.webhook_namespace
     if deployment is None:
+        if not _namespace_exists(view, ns):
+            report.problems.append(
+                f"namespace {ns} does not exist, so neither does the webhook's Deployment {DEFAULT_SERVICE}; install "
+                "it (kubectl apply -k deploy/base), or name the namespace it runs in with --webhook-namespace NS"
+            )
+            return
         report.problems.append(
             f"Deployment {DEFAULT_SERVICE} does not exist in namespace {ns}; install it (kubectl apply -k deploy/base)"
         )
@@ -439,6 +446,11 @@ def _deployment(view: ClusterView, report: Report) -> None:
             f"Deployment {DEFAULT_SERVICE} in namespace {ns} has no ready replica (0/{wanted}); "
             f"see kubectl -n {ns} describe deployment {DEFAULT_SERVICE}"
         )
+
+
+def _namespace_exists(view: ClusterView, namespace: str) -> bool:
+    """Whether `namespace` exists; True when the Namespaces could not be read (not known otherwise)."""
+    return isinstance(view.namespaces, Unknown) or namespace in view.namespaces
 
 
 def _certificates(view: ClusterView, report: Report, entries: Sequence[Mapping[str, Any]]) -> None:
@@ -557,6 +569,10 @@ def _workloads(
     else:
         nodes = _Placement(placement.read_nodes(view.nodes), view.pods_on_nodes)
         report.high_nodes = len(nodes.nodes.high)
+    if view.pods_namespace is not None and not _namespace_exists(view, view.pods_namespace):
+        report.problems.append(
+            f"namespace {view.pods_namespace} (-n) does not exist: it has no pods to check (kubectl get namespaces)"
+        )
     if isinstance(view.pods, Unknown):
         _unknown(report, view.pods)
         report.pods_unknown = True

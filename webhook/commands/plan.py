@@ -22,7 +22,13 @@ def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options
     the registration. `status` asks it too, for how many pods would move now."""
     state = rebalance.Cluster(policy, options)
     try:
-        registration = scope.Registration.read(read_registration(reader))
+        live = read_registration(reader)
+        if live.namespaces is not None and options.webhook_namespace not in live.namespaces:
+            state.notes.append(
+                f"namespace {options.webhook_namespace} (--webhook-namespace) does not exist: no webhook runs there; "
+                "name the namespace it runs in"
+            )
+        registration = scope.Registration.read(live)
         for node in reader.list("Node"):
             state.add_node(node)
         for pod in reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED):

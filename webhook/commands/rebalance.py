@@ -31,6 +31,7 @@ from webhook.commands.installed import policy_in_force
 from webhook.commands.plan import read_plan
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME, RuntimeFailure
+from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE
 from webhook.policy_file import load_policy
 
@@ -160,6 +161,7 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
     Raises `PolicyError` for an unusable --config (exit 2) and `cluster.ClusterError` when the
     cluster cannot be read (its `exit_code`: 2 for unusable credentials, else 1).
     """
+    check_namespace(args.webhook_namespace)  # as status, review and explain check it
     override = load_policy(args.config) if args.config else None
     connection = cluster.connect(args.kubeconfig, args.context)
     options = rebalance.Options(

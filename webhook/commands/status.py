@@ -28,6 +28,7 @@ from webhook.apidata import ShapeError
 from webhook.commands import flags, typed
 from webhook.commands.installed import get_object, policy_of
 from webhook.commands.plan import read_plan
+from webhook.manifests import check_namespace
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
 from webhook.placement import NET_CLASSES
 from webhook.policy import Policy
@@ -78,6 +79,9 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
     Raises `PolicyError` for an unusable --config (exit 2) and `cluster.ClusterError` when the
     cluster cannot be read (its `exit_code`: 2 for unusable credentials, else 1).
     """
+    for namespace in (args.webhook_namespace, args.namespace):
+        if namespace is not None:
+            check_namespace(namespace)  # as rebalance, review and explain check it
     override = load_policy(args.config) if args.config else None
     connection = cluster.connect(args.kubeconfig, args.context)
     with cluster.Reader(connection) as reader:
@@ -137,6 +141,7 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
         policy_source=source,
         configuration=configuration,
         served_certificates={url: served_certificate(url) for url in _urls(configuration)},
+        pods_namespace=args.namespace,
         deployment=deployment,
         endpoint_slices=_listed(
             reader, "EndpointSlice", ns, label_selector=f"kubernetes.io/service-name={DEFAULT_SERVICE}"
