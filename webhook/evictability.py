@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from webhook import apidata, owners
+from webhook.names import DEFAULT_SCHEDULER
 from webhook.owners import Owner
 from webhook.selector import LabelSelector, label_selector_from_api
 
@@ -55,7 +56,6 @@ SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 LOCAL_VOLUMES = ("emptyDir", "hostPath")
 DEFAULT_MIN_REPLICAS = 2
 DEFAULT_MIN_AGE = dt.timedelta(minutes=10)
-DEFAULT_SCHEDULER = "default-scheduler"
 
 
 @dataclass(frozen=True)

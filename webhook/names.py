@@ -56,5 +56,6 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 # --- kube-scheduler ------------------------------------------------------------------------------
 MAX_NODE_SCORE = 100  # framework.MaxNodeScore: a Score plugin's normalised range, and the NetQoS plugin's top
+DEFAULT_SCHEDULER = "default-scheduler"  # a pod's spec.schedulerName when it names none
 DEFAULT_NODE_AFFINITY_WEIGHT = 2  # NodeAffinity's Score weight in the default profile (default_plugins.go)
 DEFAULT_NETQOS_WEIGHT = 1  # the NetQoS plugin's Score weight when a profile enables it without one

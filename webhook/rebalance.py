@@ -39,7 +39,7 @@ from typing import Any
 from webhook import evictability, owners, workloads
 from webhook.apidata import ShapeError
 from webhook.evictability import DEFAULT_MIN_AGE, DEFAULT_MIN_REPLICAS, Facts
-from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
+from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER, INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.owners import Owner
 from webhook.policy import Decision, Policy, evaluate
 from webhook.scheduler import keys, read
@@ -275,7 +275,7 @@ class Cluster:
         template = self._templates.get(_template_key(meta, pod.get("spec") or {}), lambda: self._judge(pod))
         spec = pod.get("spec") or {}
         scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
-        return _Replacement(template, dict(meta.get("labels") or {}), str(scheduler or evictability.DEFAULT_SCHEDULER))
+        return _Replacement(template, dict(meta.get("labels") or {}), str(scheduler or DEFAULT_SCHEDULER))
 
     def owner_lookups(self) -> set[tuple[str, str, str]]:
         """(namespace, kind, name) of each candidate's controller that may itself be owned

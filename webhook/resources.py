@@ -49,6 +49,7 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # pkg/scheduler/util.DefaultMemoryRe
 NON_ZERO_DEFAULTS: Mapping[str, int] = MappingProxyType(
     {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
 )
+RESIZE_PENDING = "PodResizePending"  # the pod condition of a resize not yet actuated (v1.PodResizePending)
 POD_LEVEL_RESOURCES = (CPU, MEMORY)  # IsSupportedPodLevelResource, hugepages aside
 
 # resource.Quantity's suffixes (suffix.go): SI below one and powers of 1000 (k..E) are base 10,
@@ -364,7 +365,7 @@ def _status(status: Mapping[str, Any]) -> _Status:
     infeasible = False
     for i, condition in enumerate(apidata.items(status, "conditions", "status.conditions")):
         apidata.expect(condition, dict, f"status.conditions[{i}]", "an object")
-        if condition.get("type") == "PodResizePending":  # IsPodResizeInfeasible: the first one decides
+        if condition.get("type") == RESIZE_PENDING:  # IsPodResizeInfeasible: the first one decides
             infeasible = condition.get("reason") == "Infeasible"
             break
     return _Status(containers, pod, infeasible)

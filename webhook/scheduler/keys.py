@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from webhook.affinity import REQUIRED
+from webhook.resources import RESIZE_PENDING
 from webhook.scheduler import plugins
 from webhook.scheduler.model import PodInfo, Profile
 
@@ -68,7 +69,7 @@ def resize_status(status: Any) -> Any:
     containers = [_containers(status.get(key), RESIZE_STATUS_FIELDS) for key in RESIZE_STATUS_LISTS]
     conditions = status.get("conditions")
     if isinstance(conditions, list):
-        conditions = [c for c in conditions if not isinstance(c, Mapping) or c.get("type") == "PodResizePending"]
+        conditions = [c for c in conditions if not isinstance(c, Mapping) or c.get("type") == RESIZE_PENDING]
     return [containers, status.get("resources"), status.get("allocatedResources"), conditions]
 
 

@@ -14,12 +14,10 @@ from functools import cached_property
 from types import MappingProxyType
 
 from webhook.affinity import NodeSelectorTerm, PreferredTerm
-from webhook.names import MAX_NODE_SCORE
+from webhook.names import DEFAULT_SCHEDULER, MAX_NODE_SCORE
 from webhook.resources import CPU, MEMORY, HostPort, PodResources, is_scalar
 
-__all__ = ["MAX_NODE_SCORE"]
-
-DEFAULT_SCHEDULER = "default-scheduler"
+__all__ = ["DEFAULT_SCHEDULER", "MAX_NODE_SCORE"]
 
 
 @dataclass(frozen=True)
