@@ -204,14 +204,13 @@ def _check_shape(source: str) -> None:
     """Each kubeconfig file is one YAML mapping (`apiVersion: v1`, `kind: Config`, ...), read by
     the one document reader (its line and column, its depth limit): the client would index into a
     list or a string, or recurse through a document nested thousands deep, in Python's words."""
-    from webhook.documents import document_from_bytes
+    from webhook.documents import OBJECT_LIMIT, document_from_bytes, read_bytes
 
     for path in (p for p in source.split(os.pathsep) if p):
-        try:
-            data = Path(path).expanduser().read_bytes()
-        except OSError:
+        if not os.path.exists(os.path.expanduser(path)):
             continue  # missing files of a $KUBECONFIG list are skipped, as kubectl skips them
-        try:
+        try:  # at most OBJECT_LIMIT bytes: /dev/zero ends here, not in the client
+            data = read_bytes(os.path.expanduser(path), "kubeconfig", KubeconfigError, OBJECT_LIMIT)
             document = document_from_bytes(data, path, "kubeconfig", KubeconfigError)
         except KubeconfigError as err:
             raise KubeconfigError(f"cannot use {err}") from None

@@ -28,6 +28,12 @@ from webhook.apidata import describe, show
 from webhook.errors import UsageError
 
 MAX_DEPTH = 200  # lists and mappings within each other, the document itself the first
+# Bytes read from one file before it is refused, so /dev/zero or a huge file ends at once (the
+# read stops one byte past the limit). A file of one object (a policy, a pod, a kubeconfig):
+# the API server's limit for a request body, 3 MiB. A file of many objects (`review`'s input,
+# `explain --nodes`, `kubectl get -o yaml` output), and all of `review`'s files together: 128 MiB.
+OBJECT_LIMIT = 3 * 1024 * 1024
+INPUT_LIMIT = 128 * 1024 * 1024
 
 
 class DocumentError(UsageError, ValueError):
@@ -95,14 +101,40 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
-def read_bytes(path: str | Path, what: str, error: type[Exception] = DocumentError) -> bytes:
-    """The content of `path` (`-` reads stdin); `what` names the file in messages."""
+def read_bytes(
+    path: str | Path,
+    what: str,
+    error: type[Exception] = DocumentError,
+    limit: int = INPUT_LIMIT,
+    beyond: str = "",
+) -> bytes:
+    """The content of `path` (`-` reads stdin), at most `limit` bytes: a longer one is refused
+    once `limit` + 1 bytes are read. `what` names the file in messages; `beyond` says what to do
+    about a file over the limit (by default: the limit's own reason)."""
     try:
         if str(path) == "-":
-            return sys.stdin.buffer.read()
-        return Path(path).read_bytes()
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(limit + 1)
     except OSError as err:
         raise error(f"{what} file {path}: cannot read it ({err.strerror}); check the path") from None
+    if len(data) > limit:
+        reason = beyond or (
+            "the limit for a file of one object, as the API server's for a request body"
+            if limit == OBJECT_LIMIT
+            else "the limit for a file of objects; split it"
+        )
+        raise error(f"{what} file {path}: larger than {size(limit)}, {reason}")
+    return data
+
+
+def size(count: int) -> str:
+    """Bytes as a person reads them: 3 MiB, 128 MiB, 1500 bytes."""
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= factor and count % factor == 0:
+            return f"{count // factor} {unit}"
+    return f"{count} bytes"
 
 
 def directory_entries(path: str | Path, what: str, error: type[Exception] = DocumentError) -> list[Path]:
@@ -114,14 +146,22 @@ def directory_entries(path: str | Path, what: str, error: type[Exception] = Docu
         raise error(f"{what} directory {path}: cannot list it ({err.strerror}); check its permissions") from None
 
 
-def read_documents(path: str | Path, what: str, error: type[Exception] = DocumentError) -> list[Any]:
-    """The non-empty documents in `path` (`-` reads stdin)."""
-    return _parse(_decode(read_bytes(path, what, error), path, what, error), path, what, error)
+def read_documents(
+    path: str | Path, what: str, error: type[Exception] = DocumentError, limit: int = INPUT_LIMIT
+) -> list[Any]:
+    """The non-empty documents in `path` (`-` reads stdin), a file of at most `limit` bytes."""
+    return documents_from_bytes(read_bytes(path, what, error, limit), path, what, error)
+
+
+def documents_from_bytes(data: bytes, path: str | Path, what: str, error: type[Exception] = DocumentError) -> list[Any]:
+    """The non-empty documents in `data`, the content of the file `path` already read."""
+    return _parse(_decode(data, path, what, error), path, what, error)
 
 
 def read_document(path: str | Path, what: str, error: type[Exception] = DocumentError) -> Any:
-    """The single document in `path`; None when the file is empty."""
-    return document_from_bytes(read_bytes(path, what, error), path, what, error)
+    """The single document in `path` (a file of one object: at most OBJECT_LIMIT bytes); None
+    when the file is empty."""
+    return document_from_bytes(read_bytes(path, what, error, OBJECT_LIMIT), path, what, error)
 
 
 def document_from_bytes(data: bytes, path: str | Path, what: str, error: type[Exception] = DocumentError) -> Any:

@@ -114,7 +114,7 @@ CASES = [
     # manifests
     ("manifests --namespace Bad_NS", "", 2, "namespace 'Bad_NS' is not a valid namespace name"),
     ("manifests --url http://example.test/mutate", "", 2, "the scheme must be https"),
-    ("manifests --ca-bundle no/such.crt", "", 2, "cannot read --ca-bundle no/such.crt"),
+    ("manifests --ca-bundle no/such.crt", "", 2, "--ca-bundle file no/such.crt: cannot read it"),
     ("manifests --ca-bundle {not_pem}", "", 2, "holds no PEM certificate"),
     # register
     ("register --namespace Bad_NS --dry-run", "", 2, "is not a valid namespace name"),

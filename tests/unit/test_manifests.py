@@ -224,7 +224,7 @@ def test_manifests_ca_bundle_from_a_file(tmp_path, capsys: pytest.CaptureFixture
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--ca-bundle", "{tmp}/missing.crt"], "cannot read --ca-bundle {tmp}/missing.crt"),
+        (["--ca-bundle", "{tmp}/missing.crt"], "--ca-bundle file {tmp}/missing.crt: cannot read it"),
         (["--ca-bundle", "{tmp}/key.pem"], "--ca-bundle {tmp}/key.pem holds no PEM certificate"),
         (["--url", "http://dev:8443/mutate"], "scheme must be https"),
         (["--namespace", "NS"], "namespace 'NS' is not a valid namespace name"),

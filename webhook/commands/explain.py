@@ -19,7 +19,7 @@ from webhook.affinity import PreferredTerm
 from webhook.apidata import ShapeError, show
 from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
-from webhook.documents import Place, read_document, read_documents
+from webhook.documents import OBJECT_LIMIT, Place, read_document, read_documents
 from webhook.explain import ExplainError, Report, explain
 from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
@@ -227,7 +227,7 @@ def _scheduler_name(pod: dict[str, Any]) -> str:
 def load_pod(path: str) -> dict[str, Any]:
     """The single Pod in `path`."""
 
-    docs = read_documents(path, "pod", ExplainError)
+    docs = read_documents(path, "pod", ExplainError, OBJECT_LIMIT)
     if len(docs) != 1:
         raise ExplainError(f"pod file {path}: holds {len(docs)} YAML documents; put exactly one Pod in it")
     pod = docs[0]

@@ -194,10 +194,9 @@ def read_ca_bundle(path: Path) -> bytes:
     """The PEM certificates in `path`, checked to be at least one certificate."""
     from cryptography import x509
 
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise UsageError(f"cannot read --ca-bundle {path}: {err.strerror}") from None
+    from webhook.documents import OBJECT_LIMIT, read_bytes
+
+    data = read_bytes(path, "--ca-bundle", UsageError, OBJECT_LIMIT)  # /dev/zero ends at 3 MiB
     try:
         x509.load_pem_x509_certificates(data)
     except ValueError:

@@ -184,23 +184,33 @@ def run(args: ReviewArgs, out: TextIO) -> int:
 def read_inputs(paths: Sequence[str]) -> tuple[list[Item], list[str]]:
     """The objects of every path (a file, a directory's files sorted, or `-` for stdin), in the
     order given, and notices about what a directory held that is not read (its subdirectories)."""
-    from webhook.documents import objects, read_documents
+    from webhook.documents import INPUT_LIMIT, documents_from_bytes, objects, read_bytes, size
 
     if list(paths).count("-") > 1:
         raise UsageError("- (stdin) can be given once")
-    sources: list[tuple[str, list[Any]]] = []
+    files: list[str] = []
     notices: list[str] = []
     for path in paths:
         if _is_dir(path):
-            files, skipped = _directory_files(path)
+            found, skipped = _directory_files(path)
             notices += [
                 f"{d}: a subdirectory, not reviewed (review reads a directory's files; name it too)" for d in skipped
             ]
-            if not files:
+            if not found:
                 raise UsageError(f"directory {path} holds no {', '.join(SUFFIXES)} file")
-            sources += [(str(f), read_documents(f, "input")) for f in files]
+            files += [str(f) for f in found]
         else:
-            sources.append((path, read_documents(path, "input")))
+            files.append(path)
+    # One budget for every file of the run: each read stops one byte past what is left of it.
+    # Every file is read before any is parsed, so a run over the budget is refused at once.
+    left = INPUT_LIMIT
+    contents: list[tuple[str, bytes]] = []
+    for path in files:
+        total = f"the limit for review's files together ({size(INPUT_LIMIT)}); review them in several runs"
+        data = read_bytes(path, "input", limit=left, beyond=f"what is left of {total}" if left < INPUT_LIMIT else total)
+        left -= len(data)
+        contents.append((path, data))
+    sources = [(path, documents_from_bytes(data, path, "input")) for path, data in contents]
     items: list[Item] = []
     for name, docs in sources:
         for place, obj in objects(docs, functools.partial(_source, name, colon=True), UsageError):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook.documents import read_bytes
+from webhook.documents import OBJECT_LIMIT, read_bytes
 from webhook.policy import Policy
 from webhook.policy_file import BUILTIN_SOURCE, DEFAULT_DOCUMENT, PolicyError, default_policy, policy_from_bytes
 from webhook.serving import metrics
@@ -73,7 +73,7 @@ def load_snapshot(path: str | Path | None) -> PolicySnapshot:
         canonical = json.dumps(DEFAULT_DOCUMENT, sort_keys=True, separators=(",", ":")).encode()
         return PolicySnapshot(default_policy(), BUILTIN_SOURCE, hashlib.sha256(canonical).hexdigest(), time.time())
     source = str(path)
-    data = read_bytes(path, "policy", PolicyError)
+    data = read_bytes(path, "policy", PolicyError, OBJECT_LIMIT)
     return PolicySnapshot(policy_from_bytes(data, source), source, hashlib.sha256(data).hexdigest(), time.time())
 
 
