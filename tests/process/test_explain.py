@@ -230,8 +230,8 @@ ERRORS = [
         "the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one",
     ),
     (
-        ["--pod", TEST_POD],
-        "give the nodes: --nodes FILE, or --kubeconfig FILE and/or --context NAME for a cluster's",
+        ["--pod", TEST_POD, "--kubeconfig", "no/such/kubeconfig"],
+        "kubeconfig no/such/kubeconfig",
     ),
 ]
 
@@ -291,12 +291,13 @@ def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mo
 @pytest.mark.parametrize(
     "cluster_flags",
     [
+        pytest.param([], id="neither-flag-kubeconfig-from-env"),
         pytest.param(["--context", "fake"], id="context-with-kubeconfig-from-env"),
         pytest.param(["--kubeconfig", "{kubeconfig}"], id="kubeconfig"),
         pytest.param(["--kubeconfig", "{kubeconfig}", "--context", "fake"], id="kubeconfig-and-context"),
     ],
 )
-def test_live_mode_starts_with_kubeconfig_or_context_and_finds_the_kubeconfig_as_status_does(
+def test_without_nodes_the_cluster_is_read_finding_the_kubeconfig_as_status_does(
     cluster_flags, tmp_path, monkeypatch, capsys
 ):
     snapshot = kubeapi.Snapshot()

@@ -1,7 +1,8 @@
 """`netqos-webhook explain`: read the pod, the nodes and the pods on them (files or a cluster),
 explain with `webhook.explain`, print a table or JSON.
 
-Nodes and pods come from files or, with --kubeconfig or --context, from the cluster through
+Nodes and pods come from files or, without --nodes, from the cluster (--kubeconfig, else $KUBECONFIG,
+else ~/.kube/config) through
 `webhook.cluster`, which returns the same API data; everything after reading is shared.
 """
 
@@ -77,7 +78,7 @@ class ExplainArgs:
 
     pod: str
     nodes: str | None = None  # a nodes file; None: list them from the cluster (live mode)
-    kubeconfig: str | None = None  # live mode with it or `context`; None: $KUBECONFIG, else ~/.kube/config
+    kubeconfig: str | None = None  # live mode (no --nodes): None is $KUBECONFIG, else ~/.kube/config
     context: str | None = None
     pods: str | None = None  # the pods already on the nodes; live mode lists them when None
     scheduler_config: str | None = None
@@ -88,8 +89,9 @@ class ExplainArgs:
 
     @property
     def live(self) -> bool:
-        """Read the nodes and pods from a cluster, as `register` and `status` find it."""
-        return self.kubeconfig is not None or self.context is not None
+        """Read the nodes and pods from a cluster, found as `register` and `status` find it
+        (--kubeconfig, else $KUBECONFIG, else ~/.kube/config): whenever --nodes is not given."""
+        return self.nodes is None
 
 
 def add_command(sub: flags.Subcommands) -> None:
@@ -150,10 +152,8 @@ def run(
     `webhook.cluster.list_nodes` and `list_pods` (which import the kubernetes client only when
     called). Tests pass fakes here: the one seam to the cluster.
     """
-    if args.nodes is not None and args.live:
+    if args.nodes is not None and (args.kubeconfig is not None or args.context is not None):
         raise ExplainError("the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one")
-    if args.nodes is None and not args.live:
-        raise ExplainError("give the nodes: --nodes FILE, or --kubeconfig FILE and/or --context NAME for a cluster's")
     check_namespace(args.webhook_namespace)
     if policy is None:
         policy = load_policy(args.config)
