@@ -174,3 +174,12 @@ def test_with_equal_resources_the_netqos_scheduler_ranks_by_the_plugins_table(no
     assert report.netqos.predicted == report.ranking.netqos_choice
     assert report.ranking.predicted == report.ranking.affinity_choice
     assert report.predictions_match()
+
+
+def test_for_a_pod_with_own_terms_explain_gives_the_scale_and_how_far_the_totals_are_from_the_plugins():
+    report = explain(POLICY, pod(LATENCY_SENSITIVE, preferred=OWN_TERMS), NODES_WITH_OTHER_LABELS)
+    notes = "\n".join(report.notes)
+    assert "beside the pod's own preferred terms, which give one node at most 80 points" in notes
+    assert "scaled to 80 x 1 / (100 x 2) per point of the table" in notes
+    offsets = {n.total - netqos.total for n, netqos in zip(report.ranking.feasible, report.netqos.feasible, strict=True)}
+    assert f"TOTAL - NETQOS TOTAL ranges from {min(offsets)} to {max(offsets)}" in notes
