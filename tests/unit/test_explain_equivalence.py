@@ -181,5 +181,7 @@ def test_for_a_pod_with_own_terms_explain_gives_the_scale_and_how_far_the_totals
     notes = "\n".join(report.notes)
     assert "beside the pod's own preferred terms, which give one node at most 80 points" in notes
     assert "scaled to 80 x 1 / (100 x 2) per point of the table" in notes
-    offsets = {n.total - netqos.total for n, netqos in zip(report.ranking.feasible, report.netqos.feasible, strict=True)}
+    offsets = {
+        n.total - netqos.total for n, netqos in zip(report.ranking.feasible, report.netqos.feasible, strict=True)
+    }
     assert f"TOTAL - NETQOS TOTAL ranges from {min(offsets)} to {max(offsets)}" in notes
