@@ -92,6 +92,8 @@ class Plan:
     high_nodes: int = 0
     notes: list[str] = field(default_factory=list)  # objects left out (unreadable), and why
     registration: str = ""  # why no registration is active: nothing may be evicted ("" when one is)
+    off_high: int = 0  # selected pods not on a net=high node, Pending ones included, as status counts them
+    pending: int = 0  # of those, the pods no node is bound to yet (the scheduler still places them)
 
     @property
     def movable(self) -> list[Candidate]:
@@ -156,6 +158,8 @@ class Cluster:
         self._templates: keys.Memo[bytes, _Template] = keys.Memo()
         self.pending: list[_Pending] = []
         self.ready: Counter[str] = Counter()  # controller uid -> its ready pods
+        self.off_high = 0  # selected pods not on a net=high node (Pending ones included)
+        self.pending_pods = 0  # of those, the ones no node is bound to
         self.notes: list[str] = []
         self._excluded = {*ALWAYS_EXCLUDED_NAMESPACES, options.webhook_namespace}
 
@@ -184,8 +188,24 @@ class Cluster:
         controller = owners.controller_of(pod)
         if controller is not None and _ready(status):
             self.ready[controller.uid] += 1
+        if node not in self.fast and self._selected(meta):
+            self.off_high += 1
         if node not in self.fast and status.get("phase") == "Running":
             self._consider(pod, meta, spec, status, node)
+
+    def add_unbound_pod(self, pod: Mapping[str, Any]) -> None:
+        """A pod no node is bound to yet (Pending): counted off the net=high nodes, as `status`
+        counts it; never a candidate (the scheduler has yet to place it)."""
+        meta, spec = _mapping(pod, "metadata"), _mapping(pod, "spec")
+        if not spec.get("nodeName") and meta.get("deletionTimestamp") is None and self._selected(meta):
+            self.off_high += 1
+            self.pending_pods += 1
+
+    def _selected(self, meta: Mapping[str, Any]) -> bool:
+        """A pod some rule selects, in a namespace the shipped registration calls the webhook for."""
+        labels = meta.get("labels") or {}
+        namespace = str(meta.get("namespace") or "")
+        return namespace not in self._excluded and any(r.pod_selector.matches(labels) for r in self.policy.rules)
 
     def _usage_view(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> PodInfo | None:
         """What the pod takes of its node; pods of one template are read once."""
@@ -320,6 +340,8 @@ def plan(
         high_nodes=len(state.world.fast),
         notes=list(cluster.notes),
         registration=registration.problem(),
+        off_high=cluster.off_high,
+        pending=cluster.pending_pods,
     )
     if budgets is None:
         result.notes.append(
@@ -487,3 +509,8 @@ def summary(candidates: Sequence[Candidate], results: Iterable[Any] = ()) -> dic
         "throttled": outcome["throttled"],
         "blocked_in_plan": sum(1 for c in candidates if c.constraint == "pdb"),
     }
+
+
+def counted(plan: Plan) -> dict[str, int]:
+    """The pods off the net=high nodes, as `status` counts them (`-o json`'s `off_high`)."""
+    return {"pods": plan.off_high, "pending": plan.pending}

@@ -185,7 +185,8 @@ def test_pods_and_nodes_are_read_with_one_paginated_list_each_and_owners_by_get(
         "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
         "/apis/policy/v1/poddisruptionbudgets",
     ]
-    assert lists == sorted(["/api/v1/nodes", "/api/v1/pods", *registration])
+    # the pods: those bound to a node, then the unbound (Pending) ones, counted off the net=high nodes
+    assert lists == sorted(["/api/v1/nodes", "/api/v1/pods", "/api/v1/pods", *registration])
     pods = next(r for r in requests if r.startswith("/api/v1/pods?"))
     assert "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed" in pods
     assert "limit=500" in pods
@@ -415,7 +416,10 @@ def test_table_says_the_same_for_people(tmp_path: Path, capsys: pytest.CaptureFi
         argv = ["rebalance", "--kubeconfig", str(api.kubeconfig), "--config", POLICY]
         assert main([*argv, "--min-age", "0"]) == 3
     out = capsys.readouterr().out
-    assert "PLAN    3 pod(s) off the net=high nodes: 2 movable, 1 skipped" in out
+    assert (
+        "PLAN    3 selected pod(s) off the net=high nodes, as status counts them (0 pending: the scheduler still "
+        "places those); 3 running candidate(s): 2 movable, 1 skipped"
+    ) in out
     assert "shop/web-a-slow   slow-1    low      Deployment/web-a   evict    fast-1" in out
     assert "plan only: nothing evicted (--apply evicts up to --max-evictions 1)" in out
     assert out.rstrip().endswith("RESULT 0 evicted, 0 blocked, 0 gone, 0 throttled, 2 movable left: exit 3")
@@ -568,3 +572,10 @@ def test_the_table_says_the_webhook_is_not_active(tmp_path: Path, capsys: pytest
     out = capsys.readouterr().out
     assert "WEBHOOK NOT ACTIVE: no active registration calls the webhook: MutatingWebhookConfiguration" in out
     assert "none: no active registration would give a replacement the preference" in out
+
+
+def test_pods_off_the_net_high_nodes_are_counted_as_status_counts_them_pending_ones_included(tmp_path: Path) -> None:
+    waiting = pod("shop", "web-a-new", QOS, None, ("ReplicaSet", "web-a-rs"))  # no node yet: Pending
+    _, report, _, _ = rebalance([*base_cluster(), waiting], tmp_path)
+    assert report["off_high"] == {"pods": 4, "pending": 1}
+    assert len(report["candidates"]) == 3  # a pending pod is never a candidate

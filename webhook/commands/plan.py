@@ -16,6 +16,8 @@ from webhook.names import CONFIGURATION_NAME
 from webhook.owners import Owner
 from webhook.policy import Policy
 
+UNBOUND = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"  # Pending pods no node holds yet
+
 
 def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options) -> rebalance.Plan:
     """The plan for the cluster `reader` reads: every node, every bound pod, the candidates' owners,
@@ -33,6 +35,8 @@ def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options
             state.add_node(node)
         for pod in reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED):
             state.add_pod(pod)
+        for pod in reader.list("Pod", field_selector=UNBOUND):
+            state.add_unbound_pod(pod)
     except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
         raise cluster.ClusterError(
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"

@@ -265,6 +265,7 @@ def to_json(report: Report) -> dict[str, Any]:
         ],
         "summary": rebalance.summary(report.plan.candidates, report.evictions),
         "registration": {"active": not report.plan.registration, "problem": report.plan.registration},
+        "off_high": rebalance.counted(report.plan),
     }
 
 
@@ -280,8 +281,9 @@ def render_table(report: Report, limit: int = TABLE_LIMIT) -> str:
         f"POLICY  {report.policy_source}",
         f"NODES   {plan.nodes}, {plan.high_nodes} net=high",
         f"WEBHOOK {'active' if not plan.registration else 'NOT ACTIVE: ' + plan.registration}",
-        f"PLAN    {counts['candidates']} pod(s) off the net=high nodes: {counts['movable']} movable, "
-        f"{counts['skipped']} skipped",
+        f"PLAN    {plan.off_high} selected pod(s) off the net=high nodes, as status counts them ({plan.pending} "
+        f"pending: the scheduler still places those); {counts['candidates']} running candidate(s): "
+        f"{counts['movable']} movable, {counts['skipped']} skipped",
     ]
     header = ("NAMESPACE/NAME", "NODE", "NET", "OWNER", "ACTION", "TARGET", "REASON")
     for action, title in ((rebalance.EVICT, "MOVABLE"), (rebalance.SKIP, "SKIPPED")):
