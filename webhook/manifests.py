@@ -30,6 +30,7 @@ The API server prefixes the response's `auditAnnotations` keys with the webhook'
 from __future__ import annotations
 
 import base64
+import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,7 +38,7 @@ from webhook.errors import UsageError
 from webhook.names import ADMISSION_API_VERSION, CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, LABELS
 from webhook.policy import Policy
 from webhook.scope import namespace_selector, pod_create_rule, webhook_name
-from webhook.validation import is_dns1123_label
+from webhook.validation import is_dns1123_label, is_dns1123_subdomain_caseless
 
 KIND = "MutatingWebhookConfiguration"
 SERVICE_PORT = 443
@@ -117,24 +118,46 @@ def check_namespace(namespace: str) -> None:
 
 
 def check_url(url: str) -> None:
-    """The API server's rules for `clientConfig.url`: https, a host, no user, query or fragment."""
+    """`clientConfig.url` as the API server validates it, and as this webhook can serve it.
+
+    The API server (k8s.io/apiserver/pkg/util/webhook/validation.go, `ValidateWebhookURL`,
+    v1.36.3) parses the URL with Go's `url.Parse`, which refuses a host with a character a host
+    name cannot hold (a space...) and a port that is not digits, and then requires the https
+    scheme and a host, and refuses user information, a query and a fragment. Beyond that, what
+    would be accepted and then fail every call is refused too: a port outside 1-65535 (0 is no
+    port a server listens on), a host that is neither an IP address nor a DNS name (the
+    certificate must name it), and a path other than the one the webhook serves (/mutate)."""
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a malformed port
+        port = parts.port  # raises on a port that is not digits or beyond 65535
     except ValueError as err:
         raise ManifestError(f"--url {url!r} is not a URL: {err}") from None
     problems = []
     if parts.scheme != "https":
         problems.append("the scheme must be https (the API server only calls webhooks over TLS)")
-    if not parts.hostname:
+    host = parts.hostname
+    if not host:
         problems.append("it needs a host, e.g. https://host.minikube.internal:8443/mutate")
+    elif not _is_host(host):
+        problems.append(f"the host {host!r} is neither an IP address nor a DNS name")
+    if port == 0:
+        problems.append("port 0 is no port a server listens on; give 1 to 65535 (or none for 443)")
     if parts.username is not None or parts.password is not None:
         problems.append("user information is not allowed")
-    if parts.query:
+    if parts.query or url.endswith("?"):
         problems.append("query parameters are not allowed")
     if parts.fragment or url.endswith("#"):
         problems.append("a fragment is not allowed")
-    if parts.path in ("", "/"):
-        problems.append(f"it needs the webhook's path: end it with {MUTATE_PATH}")
+    if parts.path != MUTATE_PATH:
+        problems.append(f"the path must be {MUTATE_PATH}, the one the webhook serves (got {parts.path or 'none'!r})")
     if problems:
         raise ManifestError(f"--url {url!r}: " + "; ".join(problems))
+
+
+def _is_host(host: str) -> bool:
+    """An IP address (urlsplit drops an IPv6 address's brackets) or a DNS name, any case."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return host.isascii() and not is_dns1123_subdomain_caseless(host)

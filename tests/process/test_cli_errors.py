@@ -121,6 +121,8 @@ CASES = [
     ("register --certs {empty_dir} --dry-run", "", 2, "missing {empty_dir}/ca.crt"),
     ("register --certs {certs} --kubeconfig /no/such/kubeconfig", "", 2, "/no/such/kubeconfig"),
     ("register --certs {certs} --url http://x/mutate --dry-run", "", 2, "the scheme must be https"),
+    ("register --certs {certs} --url https://x:8443/validate --dry-run", "", 2, "the path must be /mutate"),
+    ("register --certs {certs} --url https://x:0/mutate --dry-run", "", 2, "port 0 is no port"),
 ]
 
 
