@@ -183,7 +183,8 @@ def _remake_hint(files: CertFiles, namespace: str, url: str | None) -> str:
     command = f"netqos-webhook certs --out {files.directory} --namespace {namespace}"
     if url is not None:
         command += f" --host {urlsplit(url).hostname}"
-    if files.has_ca():  # `certs` keeps an existing CA unless told: these files are being replaced anyway
+    # `certs` keeps what it finds (a CA, or a pair made elsewhere) unless told: these are being replaced anyway
+    if files.has_ca() or files.cert.exists() or files.key.exists():
         command += " --force"
     return f"make new ones with '{command}'"
 

@@ -25,6 +25,14 @@ def test_mutate_answers_a_review_with_json(client):
     assert resp.get_json()["response"]["patchType"] == "JSONPatch"
 
 
+def test_a_missing_content_type_is_named_as_missing(client):
+    resp = client.post("/mutate", data=b"{}")
+    assert resp.status_code == 415
+    assert (
+        resp.get_json()["error"] == "the Content-Type header is missing; send the AdmissionReview as application/json"
+    )
+
+
 @pytest.mark.parametrize(
     "case, kwargs, status",
     [

@@ -302,3 +302,14 @@ def test_register_without_a_kubeconfig_writes_no_certificate(tmp_path):
     done = netqos("register", "--certs", str(tmp_path / "certs"), cwd=tmp_path)
     assert done.returncode == 2 and "no kubeconfig" in done.stderr, done.stderr
     assert not (tmp_path / "certs").exists()
+
+
+def test_the_command_register_suggests_for_a_pair_without_a_ca_works_as_printed(existing):
+    existing.ca_cert.unlink()
+    existing.ca_key.unlink()
+    done = netqos("register", "--certs", str(existing.directory), "--dry-run")
+    assert done.returncode == 2, done.stderr
+    suggested = done.stderr.split("'netqos-webhook ", 1)[1].split("'", 1)[0]
+    made = netqos(*suggested.split())
+    assert made.returncode == 0, made.stderr
+    assert netqos("register", "--certs", str(existing.directory), "--dry-run").returncode == 0

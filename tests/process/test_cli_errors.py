@@ -68,6 +68,7 @@ CASES = [
     ("serve --bind ::1:8443", "", 2, "an IPv6 address goes in brackets"),
     ("serve --bind [zz::1]:8443", "", 2, "'zz::1' is not an IPv6 address"),
     ("serve --bind bad_host!:8443", "", 2, "'bad_host!' is not a host name or IP address"),
+    ("serve --bind 999.1.1.1:8444", "", 2, "'999.1.1.1' is not an IPv4 address"),
     ("serve --workers 0", "", 2, "--workers: must be from 1 to 64, got 0"),
     ("serve --workers 1000000", "", 2, "--workers: must be from 1 to 64, got 1000000"),
     ("serve --max-body-bytes 4194304 --body-budget-bytes 4194304", "", 2, "give at least 8388608"),

@@ -179,9 +179,21 @@ def check_bind(bind: str) -> tuple[str, int]:
             raise UsageError(f"--bind {bind!r}: {match['v6']!r} is not an IPv6 address ({example})") from None
         return match["v6"], int(port_text)
     host = match["host"]
+    if host and host.replace(".", "").isdigit() and not _is_ip(host):  # a DNS name never reads as numbers alone
+        raise UsageError(
+            f"--bind {bind!r}: {host!r} is not an IPv4 address (each of its four parts 0 to 255; {example})"
+        )
     if host and not _is_host(host):
         raise UsageError(f"--bind {bind!r}: {host!r} is not a host name or IP address ({example})")
     return host, int(port_text)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
 
 
 def _is_host(host: str) -> bool:

@@ -158,8 +158,10 @@ class MutateHandler:
                 405, f"method {method} is not allowed on /mutate; POST an AdmissionReview", [("Allow", "POST")]
             )
         mimetype = (environ.get("CONTENT_TYPE") or "").split(";", 1)[0].strip().lower()
+        if not mimetype:
+            raise _Refused(415, "the Content-Type header is missing; send the AdmissionReview as application/json")
         if mimetype != "application/json":
-            raise _Refused(415, f"Content-Type must be application/json, got {mimetype or 'none'!r}")
+            raise _Refused(415, f"Content-Type must be application/json, got {mimetype!r}")
         declared = environ.get("CONTENT_LENGTH") or ""
         if declared:
             if not declared.isdigit():
