@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +170,10 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
         )
     _check_server(str(configuration.host or ""), where)
     configuration.retries = _retries()
+    if not configuration.verify_ssl:  # insecure-skip-tls-verify: kubectl says nothing of it on each request
+        import urllib3
+
+        warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
     return Cluster(configuration, where)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.e2e.conftest import WEBHOOK_CONFIGURATION, cli, manifest, node_affinity, register
 from tests.fixtures import REPO
@@ -105,3 +106,17 @@ def _netqos() -> Path:
     found = Path(sys.executable).parent / "netqos-webhook"
     assert found.exists(), f"no {found}"
     return found
+
+
+def test_a_kubeconfig_skipping_tls_verification_is_used_as_quietly_as_kubectl_uses_it(cluster, tmp_path: Path):
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    for entry in config["clusters"]:
+        entry["cluster"].pop("certificate-authority-data", None)
+        entry["cluster"].pop("certificate-authority", None)
+        entry["cluster"]["insecure-skip-tls-verify"] = True
+    insecure = tmp_path / "kubeconfig"
+    insecure.write_text(yaml.safe_dump(config))
+    pod = str(REPO / "deploy" / "examples" / "test-pod.yaml")
+    done = cli(cluster, "explain", "--pod", pod, "--kubeconfig", str(insecure), check=False)
+    assert "Warning" not in done.stderr and "Unverified HTTPS request" not in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) <= 1, done.stderr  # at most the one line of an empty cluster
