@@ -845,6 +845,61 @@ def test_score_table_rules_and_scheduler_weights_reach_the_policy_file(helm: str
             "a score above 100",
             {"nodeScore": {"key": "net", "scores": [{"value": "high", "score": 101}], "unlistedScore": 0}},
         ),
+        (
+            "In without values",
+            {"nodeScore": None, "preferences": [{"weight": 1, "matchExpressions": [{"key": "net", "operator": "In"}]}]},
+        ),
+        (
+            "NotIn with no values",
+            {
+                "nodeScore": None,
+                "preferences": [{"weight": 1, "matchExpressions": [{"key": "net", "operator": "NotIn", "values": []}]}],
+            },
+        ),
+        (
+            "Exists with values",
+            {
+                "nodeScore": None,
+                "preferences": [
+                    {"weight": 1, "matchExpressions": [{"key": "net", "operator": "Exists", "values": ["high"]}]}
+                ],
+            },
+        ),
+        (
+            "Gt with two values",
+            {
+                "nodeScore": None,
+                "preferences": [
+                    {"weight": 1, "matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["1", "2"]}]}
+                ],
+            },
+        ),
+        (
+            "Lt with no integer",
+            {
+                "nodeScore": None,
+                "preferences": [
+                    {"weight": 1, "matchExpressions": [{"key": "gen", "operator": "Lt", "values": ["one"]}]}
+                ],
+            },
+        ),
+        (
+            "Gt without values",
+            {"nodeScore": None, "preferences": [{"weight": 1, "matchExpressions": [{"key": "gen", "operator": "Gt"}]}]},
+        ),
+        (
+            "an unknown operator",
+            {
+                "nodeScore": None,
+                "preferences": [
+                    {"weight": 1, "matchExpressions": [{"key": "net", "operator": "Matches", "values": ["x"]}]}
+                ],
+            },
+        ),
+        (
+            "a podSelector In without values",
+            {"podSelector": {"matchExpressions": [{"key": "qos", "operator": "In"}]}},
+        ),
     ],
 )
 def test_the_values_schema_refuses_a_rule_the_policy_file_would(helm: str, tmp: Path, case: str, rule: dict) -> None:
