@@ -612,6 +612,44 @@ class Cluster:
                 raise ControlPlaneError(f"the scheduler's cache holds {have}, not {want}, after {timeout:.0f} s")
             time.sleep(0.2)
 
+    def compact_etcd(self, probe: str = "/api/v1/pods", timeout: float = 40) -> int:
+        """Compact etcd at its current revision as another API server's compactor would (every 5
+        minutes by default): record the revision in `compact_rev_key`, which every API server
+        watches, then compact. A continue token of a list begun before then expires (410 Expired),
+        once the API server's watch cache has dropped its older snapshots (it looks every 15 s,
+        k8s.io/apiserver pkg/storage/cacher/compactor.go): this returns when a token of a list of
+        `probe` (two objects or more) taken before the compaction answers 410. The revision."""
+        status, first = self.request("GET", f"{probe}?limit=1")
+        token = (first or {}).get("metadata", {}).get("continue") if status == 200 else None
+        if not token:
+            raise ControlPlaneError(f"compact_etcd: {probe} has fewer than two objects to probe with ({status})")
+        # a write after the probe's snapshot, outside the API server's keys: the compaction
+        # revision is then newer than every snapshot taken before (older ones expire; it stays)
+        revision = int(
+            self._etcd("/v3/kv/put", {"key": _b64("netqos-compaction"), "value": _b64("1")})["header"]["revision"]
+        )
+        self._etcd("/v3/kv/put", {"key": _b64("compact_rev_key"), "value": _b64(str(revision))})
+        self._etcd("/v3/kv/compaction", {"revision": revision, "physical": True})
+        deadline = time.monotonic() + timeout
+        while self.request("GET", f"{probe}?limit=1&continue={token}")[0] != 410:
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"the API server still continues lists begun before revision {revision}")
+            time.sleep(0.5)
+        return revision
+
+    def _etcd(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A call to etcd's JSON gateway on loopback."""
+        conn = http.client.HTTPConnection(LOOPBACK, self.ports["etcd"], timeout=30)
+        try:
+            conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            response = conn.getresponse()
+            answer: dict[str, Any] = json.loads(response.read() or b"{}")
+        finally:
+            conn.close()
+        if response.status != 200:
+            raise ControlPlaneError(f"etcd {path}: {response.status} {answer}")
+        return answer
+
     def delete_nodes(self) -> None:
         self.request("DELETE", "/api/v1/nodes")
 
@@ -669,6 +707,10 @@ class Cluster:
             "node_pids": self.node_pids,
         }
         _write(self.directory / STATE_FILE, json.dumps(state, indent=2))
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
 
 
 def _collection(obj: dict[str, Any], namespace: str | None) -> str:
@@ -1015,6 +1057,9 @@ def _commands(
             f"--root-ca-file={files['ca.crt']}",
             f"--service-cluster-ip-range={service_cidr}",
             "--controllers=*,-node-lifecycle-controller",
+            # its client's default (20 requests/s) would make a ReplicaSet of 10,000 take 8 minutes
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
             "--profiling=false",
         ],
         "netqos-scheduler": [
