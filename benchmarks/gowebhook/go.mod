@@ -1,0 +1,3 @@
+module netqos-webhook/benchmarks/gowebhook
+
+go 1.22
