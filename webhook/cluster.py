@@ -559,12 +559,19 @@ class Evictor:
         )
 
 
-def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
+def list_pods(
+    kubeconfig: str | None = None, context: str | None = None, each: Callable[[int, dict[str, Any]], Any] | None = None
+) -> list[Any]:
     """Every Pod bound to a node and not Succeeded or Failed, in every namespace, as API JSON
-    data, read PAGE_SIZE at a time; at most MAX_POD_PAGES pages, since explain holds them all."""
+    data, or `each(index, pod)` of each as its page arrives (so the caller keeps what it reads,
+    not the JSON); read PAGE_SIZE at a time, at most MAX_POD_PAGES pages, since explain holds them
+    all."""
+    read = each or (lambda _, pod: pod)
     with Reader(connect(kubeconfig, context), max_pages=MAX_POD_PAGES) as reader:
         try:
-            return reader.restarting(lambda: list(reader.list("Pod", field_selector=ASSIGNED_NOT_FINISHED)))
+            return reader.restarting(
+                lambda: [read(i, pod) for i, pod in enumerate(reader.list("Pod", field_selector=ASSIGNED_NOT_FINISHED))]
+            )
         except TooMany as err:
             raise ClusterError(f"{err}; explain a smaller cluster, or give --nodes and --pods files") from None
 

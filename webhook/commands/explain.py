@@ -197,9 +197,17 @@ def _pods(args: ExplainArgs, list_pods: Lister | None) -> list[PodInfo]:
         return load_pods(args.pods)
     if not args.live:
         return []
-    list_pods = list_pods or cluster.list_pods
+    source = _where(args)
+    if list_pods is None:
+        # each pod becomes what scheduling reads as its page arrives: memory holds one page of API
+        # JSON, never every pod's (150,000 pods decoded whole are about 2.5 GB)
+        return cluster.list_pods(
+            args.kubeconfig,
+            args.context,
+            each=lambda i, item: _read_object(f"items[{i}].", item, source, "Pod", scheduling.pod_view),
+        )
     items = list_pods(args.kubeconfig, args.context)
-    return _pods_from([(f"items[{i}].", item) for i, item in enumerate(items)], _where(args))
+    return _pods_from([(f"items[{i}].", item) for i, item in enumerate(items)], source)
 
 
 def _profile(path: str | None, pod: dict[str, Any]) -> Profile:
@@ -283,18 +291,19 @@ def _pods_from(objects: Sequence[tuple[str, Any]], source: str) -> list[PodInfo]
 def _read_objects(objects: Sequence[tuple[str, Any]], source: str, kind: str, read: Callable[[Any], T]) -> list[T]:
     """Each object read by `read`; ExplainError names the file, the item and the field."""
 
-    out = []
-    for prefix, obj in objects:
-        if not isinstance(obj, dict):
-            where = prefix.rstrip(".: ") or "the document"
-            raise ExplainError(f"{source}: {where} is {type(obj).__name__}, not a {kind} object; give {kind} objects")
-        if obj.get("kind") not in (None, kind):
-            raise ExplainError(f"{source}: {prefix}kind is {show(obj.get('kind'))}; only {kind} objects belong here")
-        try:
-            out.append(read(obj))
-        except ShapeError as err:
-            raise ExplainError(f"{source}: {prefix}{err}; fix the field") from None
-    return out
+    return [_read_object(prefix, obj, source, kind, read) for prefix, obj in objects]
+
+
+def _read_object(prefix: str, obj: Any, source: str, kind: str, read: Callable[[Any], T]) -> T:
+    if not isinstance(obj, dict):
+        where = prefix.rstrip(".: ") or "the document"
+        raise ExplainError(f"{source}: {where} is {type(obj).__name__}, not a {kind} object; give {kind} objects")
+    if obj.get("kind") not in (None, kind):
+        raise ExplainError(f"{source}: {prefix}kind is {show(obj.get('kind'))}; only {kind} objects belong here")
+    try:
+        return read(obj)
+    except ShapeError as err:
+        raise ExplainError(f"{source}: {prefix}{err}; fix the field") from None
 
 
 def nodes_from_api(items: Sequence[Any], source: str) -> list[Node]:
