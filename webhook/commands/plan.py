@@ -22,6 +22,22 @@ UNBOUND = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"  # Pendi
 def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options) -> rebalance.Plan:
     """The plan for the cluster `reader` reads: every node, every bound pod, the candidates' owners,
     the registration. `status` asks it too, for how many pods would move now."""
+    state, registration = reader.restarting(lambda: _state(reader, policy, options))
+    controllers = _controllers(reader, state)
+    found = {
+        key: owners.top_owner(Owner(key[1], key[2]), obj)
+        for key in state.owner_lookups()
+        if isinstance(obj := controllers.get(key), dict)
+    }
+    budgets = _budgets(reader)
+    return rebalance.plan(state, registration, controllers, found, budgets=budgets)
+
+
+def _state(
+    reader: cluster.Reader, policy: Policy, options: rebalance.Options
+) -> tuple[rebalance.Cluster, scope.Registration]:
+    """The registration, every node and every bound pod, read into a new state: a restart after
+    a list expired between two pages starts from an empty one."""
     state = rebalance.Cluster(policy, options)
     try:
         live = read_registration(reader)
@@ -41,14 +57,7 @@ def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options
         raise cluster.ClusterError(
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
         ) from None
-    controllers = _controllers(reader, state)
-    found = {
-        key: owners.top_owner(Owner(key[1], key[2]), obj)
-        for key in state.owner_lookups()
-        if isinstance(obj := controllers.get(key), dict)
-    }
-    budgets = _budgets(reader)
-    return rebalance.plan(state, registration, controllers, found, budgets=budgets)
+    return state, registration
 
 
 def _budgets(reader: cluster.Reader) -> evictability.Budgets | None:
