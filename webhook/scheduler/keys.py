@@ -79,17 +79,26 @@ RESIZE_STATUS_LISTS = ("containerStatuses", "initContainerStatuses")
 def pod_filter_key(pod: Mapping[str, Any]) -> bytes:
     """The pod fields PreFilter and Filter read (`cycle.filter_reasons`): node selector,
     required node affinity, tolerations; the requests of containers, init containers, overhead and
-    pod-level resources; host ports. Containers go in whole, a superset of what is read, so the key
-    cannot go stale when the filters read another container field, and pods of one template still
-    share it. spec.nodeName is left out: the pod is judged as if unbound."""
+    pod-level resources; host ports. Containers go in whole but for their volume mounts, a superset
+    of what is read, so the key cannot go stale when the filters read another container field, and
+    pods of one template still share it on a real API server, which mounts each pod's service
+    account token from a volume of its own random name (kube-api-access-xxxxx); no filter reads a
+    mount. spec.nodeName is left out: the pod is judged as if unbound."""
     spec = pod.get("spec") or {}
     if not isinstance(spec, Mapping):
         return orjson.dumps([spec])
     affinity = spec.get("affinity") or {}
     node_affinity = (affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else affinity) or {}
     required = node_affinity.get(REQUIRED) if isinstance(node_affinity, Mapping) else node_affinity
-    fields = ("nodeSelector", "tolerations", "containers", "initContainers", "overhead", "resources", "hostNetwork")
-    return spec_key(spec, fields, None, required, resize_status(pod.get("status")))
+    fields = ("nodeSelector", "tolerations", "overhead", "resources", "hostNetwork")
+    containers = [_unmounted(spec.get(key)) for key in ("containers", "initContainers")]
+    return spec_key(spec, fields, None, required, resize_status(pod.get("status")), *containers)
+
+
+def _unmounted(containers: Any) -> Any:
+    if not isinstance(containers, list):
+        return containers  # the reader refuses it; the key need only be a key
+    return [{k: v for k, v in c.items() if k != "volumeMounts"} if isinstance(c, Mapping) else c for c in containers]
 
 
 def node_filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:
