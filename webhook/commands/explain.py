@@ -204,7 +204,7 @@ def _pods(args: ExplainArgs, list_pods: Lister | None) -> list[PodInfo]:
         return cluster.list_pods(
             args.kubeconfig,
             args.context,
-            each=lambda i, item: _read_object(f"items[{i}].", item, source, "Pod", scheduling.pod_view),
+            each=lambda i, item: _read_object(f"items[{i}].", item, source, "Pod", pod_info),
         )
     items = list_pods(args.kubeconfig, args.context)
     return _pods_from([(f"items[{i}].", item) for i, item in enumerate(items)], source)
