@@ -115,7 +115,8 @@ def fail_open(cluster: Cluster) -> float:
 
 def webhook_pods(cluster: Cluster) -> list[dict]:
     found = cluster.get(
-        f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/pods?labelSelector=app.kubernetes.io%2Fname%3Dnetqos-webhook"
+        f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/pods?labelSelector="
+        "app.kubernetes.io%2Fname%3Dnetqos-webhook,app.kubernetes.io%2Fcomponent%3Dwebhook"
     )
     return (found or {}).get("items", [])
 

@@ -83,3 +83,68 @@ def test_the_disruption_budget_refuses_the_eviction_that_would_leave_no_replica(
         for node in nodes:
             real_cluster.kubectl("uncordon", node)
     rollout(real_cluster)
+
+
+REFUSED_POLICY = """apiVersion: netqos.io/v1alpha1
+kind: NetQoSPolicy
+rules:
+- name: netqos
+  podSelector:
+    matchLabels:
+      qos: latency-sensitive
+  nodeScore:
+    key: "not a label key!"
+    scores: []
+"""
+STALLED = 40.0  # seconds the refused rollout is watched: several probe periods and restarts
+
+
+def ready(pods: list[dict]) -> set[str]:
+    return {
+        p["metadata"]["name"]
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp")
+        and any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))
+    }
+
+
+def test_a_rollout_to_a_policy_the_webhook_refuses_never_replaces_a_ready_replica(
+    real_cluster, installed, real_namespace
+):
+    before = fail_open(real_cluster)
+    ready_before = ready(webhook_pods(real_cluster))
+    assert len(ready_before) == 2
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "netqos-webhook-policy-refused"},
+        "data": {"policy.yaml": REFUSED_POLICY},
+    }
+    real_cluster.create(configmap, DEFAULT_NAMESPACE)
+    path = f"/apis/apps/v1/namespaces/{DEFAULT_NAMESPACE}/deployments/{DEPLOYMENT}"
+    volumes = real_cluster.get(path)["spec"]["template"]["spec"]["volumes"]
+    for volume in volumes:
+        if "configMap" in volume:
+            volume["configMap"]["name"] = "netqos-webhook-policy-refused"
+    patch = {"spec": {"template": {"spec": {"volumes": volumes}}}}
+    creator = PodCreator(real_cluster, real_namespace, interval=0.2)
+    creator.start()
+    try:
+        status, body = real_cluster.request("PATCH", path, patch, "application/strategic-merge-patch+json")
+        assert status == 200, body
+        time.sleep(STALLED)
+        deployment = real_cluster.get(path)
+        pods = [p for p in webhook_pods(real_cluster) if not p["metadata"].get("deletionTimestamp")]
+        assert ready(pods) == ready_before, "both old replicas still serve; no new one became ready"
+        assert deployment["status"].get("availableReplicas") == 2
+        assert deployment["status"].get("updatedReplicas") == 1, "one surge pod, stuck"
+        assert len(pods) == 3
+    finally:
+        creator.stop()
+        real_cluster.kubectl("-n", DEFAULT_NAMESPACE, "rollout", "undo", f"deployment/{DEPLOYMENT}")
+        rollout(real_cluster)
+        real_cluster.request(
+            "DELETE", f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/configmaps/netqos-webhook-policy-refused"
+        )
+    assert not creator.errors and creator.created and not creator.unmutated()
+    assert fail_open(real_cluster) == before
