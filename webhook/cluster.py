@@ -293,6 +293,7 @@ _READ = {
     "Pod": ("CoreV1Api", "read_namespaced_pod", "list_namespaced_pod", False, "pods"),
     "ConfigMap": ("CoreV1Api", "read_namespaced_config_map", "list_namespaced_config_map", False, "configmaps"),
     "Secret": ("CoreV1Api", "read_namespaced_secret", "list_namespaced_secret", False, "secrets"),
+    "Service": ("CoreV1Api", "read_namespaced_service", "list_namespaced_service", False, "services"),
     "Deployment": ("AppsV1Api", "read_namespaced_deployment", "list_namespaced_deployment", False, "deployments"),
     "ReplicaSet": ("AppsV1Api", "read_namespaced_replica_set", "list_namespaced_replica_set", False, "replicasets"),
     "StatefulSet": ("AppsV1Api", "read_namespaced_stateful_set", "list_namespaced_stateful_set", False, "statefulsets"),
@@ -614,6 +615,21 @@ def check_api_server(cluster: Cluster) -> None:
             "check that the kubeconfig's server is the cluster's API server, not a login page or proxy "
             "(kubectl config view --minify)"
         )
+
+
+def list_spread_selectors(
+    kubeconfig: str | None, context: str | None, namespace: str, controller: tuple[str, str] | None
+) -> list[dict[str, Any]]:
+    """What PodTopologySpread's default constraints read for a pod of `namespace`: the Services
+    of that namespace, and its `controller` (kind, name) when it is a ReplicationController,
+    ReplicaSet or StatefulSet that exists; as API JSON data."""
+    with Reader(connect(kubeconfig, context)) as reader:
+        found = reader.restarting(lambda: list(reader.list("Service", namespace)))
+        if controller is not None and controller[0] in ("ReplicationController", "ReplicaSet", "StatefulSet"):
+            obj = reader.get(controller[0], controller[1], namespace)
+            if obj is not None:
+                found.append({**obj, "kind": controller[0]})
+        return found
 
 
 def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:

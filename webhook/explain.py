@@ -28,13 +28,13 @@ from webhook.policy import Decision, Policy, Rule, own_points
 from webhook.scheduler import cycle, read
 from webhook.scheduler.cycle import Ranking
 from webhook.scheduler.model import Node, PodInfo, Profile, usage_by_node
-from webhook.scheduler.plugins import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY
+from webhook.scheduler.plugins import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY, POD_TOPOLOGY_SPREAD
+from webhook.scheduler.read import NO_SELECTORS, Selectors
 from webhook.scope import NOT_CALLED, not_called_reason
 from webhook.scoretable import SchedulerWeights
 
-# Owners whose pods PodTopologySpread's system default constraints spread (pkg/scheduler/
-# framework/plugins/podtopologyspread/common.go: the selector of the pod's Services,
-# ReplicationController, ReplicaSet or StatefulSet).
+# Owners whose selector PodTopologySpread's system default constraints spread by (kubernetes
+# v1.36 pkg/scheduler/framework/plugins/helper/spread.go DefaultSelector).
 SPREAD_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
 
 
@@ -88,6 +88,7 @@ def explain(
     netqos_weight: int = DEFAULT_NETQOS_WEIGHT,
     pods_given: bool = True,
     webhook_namespace: str = DEFAULT_NAMESPACE,
+    selectors: Selectors = NO_SELECTORS,
 ) -> Report:
     """The stock scheduler's view of the mutated pod, and the NetQoS scheduler's of the pod as
     written, on `nodes` with `pods` already running (those bound to a node and not finished).
@@ -96,8 +97,8 @@ def explain(
     reason = not_called_reason(_namespace(pod), webhook_namespace)
     mutation = mutate(policy, pod) if reason is None else Mutation(pod, Decision.UNCHANGED, (), (), (), reason)
     try:
-        before = read.pod_info(pod)
-        after = read.pod_info(mutation.pod)
+        before = read.pod_info(pod, selectors)
+        after = read.pod_info(mutation.pod, selectors)
     except ShapeError as err:
         raise ExplainError(f"{pod_source}: {err}; fix the field (the API server would reject this pod)") from None
     others = [p for p in pods if (p.namespace, p.name) != (after.namespace, after.name)]
@@ -286,21 +287,36 @@ def _notes(
             "the pod requests no cpu or memory: NodeResourcesBalancedAllocation skips it (best-effort pod), "
             "and NodeResourcesFit counts it as 100m CPU and 200Mi memory"
         )
+    spread = _spread_note(pod, profile)
+    if spread:
+        notes.append(spread)
     notes.append(_not_evaluated_note(pod, profile))
     return tuple(notes)
 
 
+def _spread_note(pod: PodInfo, profile: Profile) -> str | None:
+    """What PodTopologySpread spreads the pod by, when its default constraints are in play."""
+    if POD_TOPOLOGY_SPREAD not in profile.weights or pod.spread:
+        return None
+    if pod.default_spread is not None:
+        labels = ", ".join(f"{k}={v}" for k, v in pod.default_spread.match_labels)
+        more = " and more" if pod.default_spread.match_expressions else ""
+        return (
+            "PodTopologySpread's system default constraints (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) "
+            f"spread the pod from the pods its Services and controller select ({labels or 'by expressions'}{more})"
+        )
+    owner = next((k for k in pod.owner_kinds if k in SPREAD_OWNERS), None)
+    if owner:
+        return (
+            f"the pod belongs to a {owner} that was not read (give it, and the Services, in --pods): "
+            "PodTopologySpread's default spreading from its siblings is not evaluated"
+        )
+    return None
+
+
 def _not_evaluated_note(pod: PodInfo, profile: Profile) -> str:
     concerns = []
-    spread_owner = next((k for k in pod.owner_kinds if k in SPREAD_OWNERS), None)
-    if spread_owner and "PodTopologySpread" in profile.not_evaluated:
-        concerns.append(
-            f"this pod belongs to a {spread_owner}, so PodTopologySpread's system default constraints spread it "
-            "away from its siblings (score weight 2)"
-        )
     for use, what in (
-        ("PodTopologySpread", "its topologySpreadConstraints"),
-        ("InterPodAffinity", "its pod (anti-)affinity"),
         ("volumes", "its volumes"),
         ("DynamicResources", "its resource claims"),
     ):

@@ -85,7 +85,7 @@ def high_usage(pods: Iterable[Mapping[str, Any]], high: Sequence[Node]) -> dict[
         if tally is None or finished:
             continue
         try:
-            view = views.get(keys.usage_key(spec, status), partial(read.usage_info, pod))
+            view = views.get(keys.usage_key(pod), partial(read.usage_info, pod))
         except ShapeError:
             continue
         tally.add(view)

@@ -46,6 +46,7 @@ from webhook.scheduler import keys, read
 from webhook.scheduler.incremental import World
 from webhook.scheduler.model import Node, PodInfo, Profile, Target, UsageTally
 from webhook.scheduler.plugins import DEFAULT_PROFILE
+from webhook.scheduler.read import NO_SELECTORS, Selectors
 from webhook.scheduler.scores import NETQOS_NODE_LABEL, NETQOS_TARGET
 from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES, Registration
 
@@ -210,7 +211,7 @@ class Cluster:
     def _usage_view(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> PodInfo | None:
         """What the pod takes of its node; pods of one template are read once."""
         try:
-            return self._usage_views.get(keys.usage_key(spec, pod.get("status")), lambda: read.usage_info(pod))
+            return self._usage_views.get(keys.usage_key(pod), lambda: read.usage_info(pod))
         except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
             return None
 
@@ -321,6 +322,7 @@ def plan(
     owners: Mapping[tuple[str, str, str], Owner] | None = None,
     profile: Profile = DEFAULT_PROFILE,
     budgets: evictability.Budgets | None = None,
+    selectors: Selectors = NO_SELECTORS,
 ) -> Plan:
     """Judge every candidate in order and plan the moves.
 
@@ -329,12 +331,13 @@ def plan(
     `Cluster.controller_lookups` named to its API object (or why it could not be read): the
     replacement is predicted from its pod template; `owners` maps a controller to its top owner;
     `budgets` are the PodDisruptionBudgets (None: they could not be read, and the Eviction API's
-    429 is the only word on them)."""
+    429 is the only word on them); `selectors` the Services and controllers whose selectors
+    PodTopologySpread's default constraints spread a replacement by."""
     owners = owners or {}
     context = evictability.Context(
         cluster.options, cluster.ready, registration.why_not_called, budgets, profile.scheduler_name
     )
-    state = _State(cluster, profile)
+    state = _State(cluster, profile, selectors)
     result = Plan(
         nodes=len(cluster.nodes),
         high_nodes=len(state.world.fast),
@@ -411,13 +414,18 @@ class _State:
     """The cluster during planning: the what-if world of `scheduler.incremental`, every planned
     move counted in it."""
 
-    def __init__(self, cluster: Cluster, profile: Profile) -> None:
+    def __init__(self, cluster: Cluster, profile: Profile, selectors: Selectors) -> None:
         self.world = World(cluster.nodes, cluster.usage(), profile, cluster.target)
+        self.selectors = selectors
 
     def place(self, pending: _Pending, template: _Template) -> tuple[str | None, str]:
         """The target of the candidate's replacement and the reason, or (None, why not)."""
         view = template.replacement
         assert view is not None
+        controller = pending.facts.controller
+        owner = (controller.kind, controller.name) if controller else None
+        spread = read.spread_selector(pending.namespace, view.labels, owner, self.selectors)
+        view = dataclasses.replace(view, namespace=pending.namespace, default_spread=spread)
         world = self.world
         if not world.fast:
             return None, f"no node is labelled {world.target}"

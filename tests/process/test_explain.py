@@ -25,14 +25,23 @@ EXPERIMENT_NODES = str(REPO / "deploy/examples/nodes.yaml")
 FULL = REPO / "deploy/examples/full-cluster"
 
 
-def explained(*argv: str, list_nodes=None, list_pods=None) -> str:
+def no_selectors(kubeconfig, context, namespace, controller) -> list:
+    """A cluster without Services: no default spreading for the pod."""
+    return []
+
+
+def explained(*argv: str, list_nodes=None, list_pods=None, list_selectors=no_selectors) -> str:
     """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI; nodes and pods from
-    `list_nodes` and `list_pods` in live mode (the seam to the cluster)."""
+    `list_nodes` and `list_pods` in live mode (the seam to the cluster), and the Services and
+    controllers from `list_selectors`."""
     args = cli.build_parser().parse_args(["explain", *argv])
     out = io.StringIO()
     options = typed(explain.ExplainArgs, args)
     list_pods = list_pods or (lambda kubeconfig, context: [])
-    assert explain.run(options, out, default_policy(), list_nodes=list_nodes, list_pods=list_pods) == 0
+    code = explain.run(
+        options, out, default_policy(), list_nodes=list_nodes, list_pods=list_pods, list_selectors=list_selectors
+    )
+    assert code == 0
     return out.getvalue()
 
 
@@ -50,9 +59,9 @@ Pod default/qos-demo-pod: mutated by netqos-webhook (rule netqos), preferred nod
   + weight 100 net Exists
   + weight 100 net DoesNotExist
 
-  NODE          NET    FEASIBLE   NETQOS   AFFINITY RAW   NORMALIZED   TAINT x3   AFFINITY x2   FIT x1   BALANCED x1   IMAGE x1   TOTAL   NETQOS TOTAL (x1)   REASON
-  minikube      low    yes        0        100            50           300        100           97       -             0          497     397
-* fake-node-1   high   yes        100      200            100          300        200           97       -             0          597     497
+  NODE          NET    FEASIBLE   NETQOS   AFFINITY RAW   NORMALIZED   TAINT x3   AFFINITY x2   FIT x1   SPREAD x2   PODAFF x2   BALANCED x1   IMAGE x1   TOTAL   NETQOS TOTAL (x1)   REASON
+  minikube      low    yes        0        100            50           300        100           97       -           -           -             0          497     397
+* fake-node-1   high   yes        100      200            100          300        200           97       -           -           -             0          597     497
 
 2/2 nodes are available.
 NodeAffinity picks: fake-node-1   NetQoS plugin picked: fake-node-1   (same)
@@ -64,7 +73,7 @@ def test_the_plugins_experiment_prints_both_scores_side_by_side(capsys):
     code, out, err = command("--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, capsys=capsys)
     assert (code, err) == (0, "")
     assert out.startswith(EXPERIMENT_TABLE)
-    assert "note: not evaluated: PodTopologySpread, InterPodAffinity, VolumeRestrictions" in out
+    assert "note: not evaluated: VolumeRestrictions, NodeVolumeLimits" in out
 
 
 def test_the_plugins_experiment_as_json_has_the_documented_shape():
@@ -114,11 +123,14 @@ def test_the_plugins_experiment_as_json_has_the_documented_shape():
         "TaintToleration": 3,
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
+        "PodTopologySpread": 2,
+        "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,
         "ImageLocality": 1,
     }
     assert (document["predicted"], document["netqos_predicted"]) == (["fake-node-1"], ["fake-node-1"])
-    assert "PodTopologySpread" in document["not_evaluated"] and "InterPodAffinity" in document["not_evaluated"]
+    # evaluated now (no constraints, no Service, no pod with affinity terms: both skip this pod)
+    assert "PodTopologySpread" not in document["not_evaluated"] and "InterPodAffinity" not in document["not_evaluated"]
 
 
 def test_the_experiments_first_attempt_finds_one_feasible_node_and_no_scoring():
@@ -529,13 +541,11 @@ def test_the_not_evaluated_note_names_what_this_pod_would_meet(tmp_path):
     pod["spec"]["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}
     path = tmp_path / "pod.yaml"
     path.write_text(yaml.safe_dump(pod))
-    (note,) = [
-        n
-        for n in json.loads(explained("--pod", str(path), "--nodes", EXPERIMENT_NODES, "-o", "json"))["notes"]
-        if n.startswith("not evaluated")
-    ]
-    assert "this pod belongs to a ReplicaSet, so PodTopologySpread's system default constraints" in note
-    assert "its pod (anti-)affinity are not evaluated" in note and "its volumes are not evaluated" in note
+    notes = json.loads(explained("--pod", str(path), "--nodes", EXPERIMENT_NODES, "-o", "json"))["notes"]
+    (note,) = [n for n in notes if n.startswith("not evaluated")]
+    # the ReplicaSet was not given: its default spreading cannot be evaluated, and explain says so
+    assert any(n.startswith("the pod belongs to a ReplicaSet that was not read") for n in notes)
+    assert "its volumes are not evaluated" in note and "pod (anti-)affinity" not in note
 
 
 @pytest.mark.parametrize("name", ["pod.yaml", "pods.yaml", "pods-fast-node-free.yaml"])

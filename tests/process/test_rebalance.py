@@ -185,8 +185,10 @@ def test_pods_and_nodes_are_read_with_one_paginated_list_each_and_owners_by_get(
         "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
         "/apis/policy/v1/poddisruptionbudgets",
     ]
-    # the pods: those bound to a node, then the unbound (Pending) ones, counted off the net=high nodes
-    assert lists == sorted(["/api/v1/nodes", "/api/v1/pods", "/api/v1/pods", *registration])
+    # the pods: those bound to a node, then the unbound (Pending) ones, counted off the net=high nodes;
+    # and the Services of the candidates' one namespace, for PodTopologySpread's default spreading
+    services = "/api/v1/namespaces/shop/services"
+    assert lists == sorted(["/api/v1/nodes", "/api/v1/pods", "/api/v1/pods", services, *registration])
     pods = next(r for r in requests if r.startswith("/api/v1/pods?"))
     assert "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed" in pods
     assert "limit=500" in pods

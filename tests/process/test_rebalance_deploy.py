@@ -145,8 +145,8 @@ def test_the_pod_runs_as_its_own_service_account_with_a_token(rendered, pod_spec
 
 def test_the_cluster_role_grants_exactly_what_rebalance_does(rendered) -> None:
     """What `rebalance --apply --config FILE` sends (tests/process/test_rebalance.py checks the
-    requests): lists of nodes and pods, gets of the candidates' controllers, the budgets, the live
-    registration, evictions."""
+    requests): lists of nodes, pods and Services, gets of the candidates' controllers, the budgets,
+    the live registration, evictions."""
     from webhook.owners import CLIMB
 
     assert set(CLIMB) == {"ReplicaSet", "Job"}
@@ -160,6 +160,7 @@ def test_the_cluster_role_grants_exactly_what_rebalance_does(rendered) -> None:
     assert granted == {
         ("", "pods", "list"),
         ("", "nodes", "list"),
+        ("", "services", "list"),
         ("apps", "replicasets", "get"),
         ("apps", "statefulsets", "get"),
         ("batch", "jobs", "get"),

@@ -33,11 +33,13 @@ from webhook.scheduler.plugins import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
     IMAGE_LOCALITY,
+    INTER_POD_AFFINITY,
     NODE_AFFINITY,
     NODE_RESOURCES_FIT,
+    POD_TOPOLOGY_SPREAD,
     TAINT_TOLERATION,
 )
-from webhook.scheduler.read import node_info, pod_info
+from webhook.scheduler.read import NO_SELECTORS, Selectors, node_info, pod_info, selectors_from_api
 
 HELP = "Predict the node the stock kube-scheduler picks for a pod the webhook mutated, beside the NetQoS scheduler's."
 EXAMPLE = "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml"
@@ -70,6 +72,9 @@ examples:
 
 T = TypeVar("T")
 Lister = Callable[[str | None, str | None], list[Any]]
+SelectorLister = Callable[[str | None, str | None, str, tuple[str, str] | None], list[Any]]
+# Kinds a pods file may hold beside Pods: what PodTopologySpread's default constraints read.
+SELECTOR_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,7 @@ def run(
     *,
     list_nodes: Lister | None = None,
     list_pods: Lister | None = None,
+    list_selectors: SelectorLister | None = None,
 ) -> int:
     """Explain `args.pod` under `policy` (None: the policy of `args.config`) and write it to `out`;
     0 when done.
@@ -150,7 +156,9 @@ def run(
     read; the CLI turns them into its one-line errors. `list_nodes(kubeconfig, context)` and
     `list_pods(kubeconfig, context)` read the cluster in live mode, by default
     `webhook.cluster.list_nodes` and `list_pods` (which import the kubernetes client only when
-    called). Tests pass fakes here: the one seam to the cluster.
+    called), and `list_selectors(kubeconfig, context, namespace, controller)` the Services and
+    controller PodTopologySpread's default constraints read. Tests pass fakes here: the one seam
+    to the cluster.
     """
     if args.nodes is not None and (args.kubeconfig is not None or args.context is not None):
         raise ExplainError("the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one")
@@ -159,7 +167,7 @@ def run(
         policy = load_policy(args.config)
     pod = load_pod(args.pod)
     nodes = _nodes(args, list_nodes)
-    pods = _pods(args, list_pods)
+    pods, selectors = _pods(args, list_pods, list_selectors, pod)
     profile = _profile(args.scheduler_config, pod)
     report = explain(
         policy,
@@ -168,6 +176,7 @@ def run(
         pod_source=f"pod file {args.pod}",
         pods=pods,
         profile=profile,
+        selectors=selectors,
         netqos_weight=policy.weights.netqos if args.netqos_weight is None else args.netqos_weight,
         pods_given=args.pods is not None or args.live,
         webhook_namespace=args.webhook_namespace,
@@ -191,23 +200,51 @@ def _nodes(args: ExplainArgs, list_nodes: Lister | None) -> list[Node]:
     return nodes_from_api(list_nodes(args.kubeconfig, args.context), _where(args))
 
 
-def _pods(args: ExplainArgs, list_pods: Lister | None) -> list[PodInfo]:
-
+def _pods(
+    args: ExplainArgs, list_pods: Lister | None, list_selectors: SelectorLister | None, pod: dict[str, Any]
+) -> tuple[list[PodInfo], Selectors]:
+    """The pods on the nodes, and the Services and controllers that select the pod: from the pods
+    file (its Service, ReplicaSet, ... documents), else from the cluster in live mode."""
     if args.pods:
-        return load_pods(args.pods)
+        objects = _objects(args.pods, "pods")
+        return _pods_from(objects, f"pods file {args.pods}"), _selectors_from(objects)
     if not args.live:
-        return []
+        return [], NO_SELECTORS
     source = _where(args)
     if list_pods is None:
         # each pod becomes what scheduling reads as its page arrives: memory holds one page of API
         # JSON, never every pod's (150,000 pods decoded whole are about 2.5 GB)
-        return cluster.list_pods(
+        pods = cluster.list_pods(
             args.kubeconfig,
             args.context,
             each=lambda i, item: _read_object(f"items[{i}].", item, source, "Pod", pod_info),
         )
-    items = list_pods(args.kubeconfig, args.context)
-    return _pods_from([(f"items[{i}].", item) for i, item in enumerate(items)], source)
+    else:
+        items = list_pods(args.kubeconfig, args.context)
+        pods = _pods_from([(f"items[{i}].", item) for i, item in enumerate(items)], source)
+    list_selectors = list_selectors or cluster.list_spread_selectors
+    found = list_selectors(args.kubeconfig, args.context, _namespace_of(pod), _controller_of(pod))
+    return pods, selectors_from_api([o for o in found if o.get("kind") == "Service"], found)
+
+
+def _namespace_of(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+def _controller_of(pod: dict[str, Any]) -> tuple[str, str] | None:
+    meta = pod.get("metadata")
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return str(ref.get("kind") or ""), str(ref.get("name") or "")
+    return None
+
+
+def _selectors_from(objects: Sequence[tuple[str, Any]]) -> Selectors:
+    kept = [obj for _, obj in objects if isinstance(obj, dict) and obj.get("kind") in SELECTOR_KINDS]
+    return selectors_from_api([o for o in kept if o.get("kind") == "Service"], kept)
 
 
 def _profile(path: str | None, pod: dict[str, Any]) -> Profile:
@@ -263,7 +300,8 @@ def load_nodes(path: str) -> list[Node]:
 
 
 def load_pods(path: str) -> list[PodInfo]:
-    """The Pods in `path`: Pod documents, or List documents (PodList, List) holding Pods."""
+    """The Pods in `path`: Pod documents, or List documents (PodList, List) holding Pods (and
+    Services, ReplicaSets, StatefulSets, ReplicationControllers, which `_pods` reads apart)."""
     return _pods_from(_objects(path, "pods"), f"pods file {path}")
 
 
@@ -285,7 +323,8 @@ def _prefix(place: Place) -> str:
 
 def _pods_from(objects: Sequence[tuple[str, Any]], source: str) -> list[PodInfo]:
 
-    return _read_objects(objects, source, "Pod", pod_info)
+    pods = [(p, o) for p, o in objects if not (isinstance(o, dict) and o.get("kind") in SELECTOR_KINDS)]
+    return _read_objects(pods, source, "Pod", pod_info)
 
 
 def _read_objects(objects: Sequence[tuple[str, Any]], source: str, kind: str, read: Callable[[Any], T]) -> list[T]:
@@ -383,6 +422,8 @@ SHORT_NAMES: Mapping[str, str] = MappingProxyType(
         TAINT_TOLERATION: "TAINT",
         NODE_AFFINITY: "AFFINITY",
         NODE_RESOURCES_FIT: "FIT",
+        POD_TOPOLOGY_SPREAD: "SPREAD",
+        INTER_POD_AFFINITY: "PODAFF",
         BALANCED_ALLOCATION: "BALANCED",
         IMAGE_LOCALITY: "IMAGE",
     }

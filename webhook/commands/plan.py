@@ -2,8 +2,9 @@
 finished (one paginated list: the prediction for a replacement scores every node, so it needs what
 each holds), the candidates' controllers (a get each: the pod template their replacement is made
 from, and a ReplicaSet's Deployment or a Job's CronJob), the PodDisruptionBudgets, and the live
-registration (`read_registration`). Shared by `rebalance`, which acts on the plan, and `status`,
-which counts the pods it would move.
+registration (`read_registration`), and the Services of the candidates' namespaces (with the
+controllers, what PodTopologySpread's default constraints spread a replacement by). Shared by
+`rebalance`, which acts on the plan, and `status`, which counts the pods it would move.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from webhook.apidata import ShapeError
 from webhook.names import CONFIGURATION_NAME
 from webhook.owners import Owner
 from webhook.policy import Policy
+from webhook.scheduler.read import Selectors, selectors_from_api
 
 UNBOUND = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"  # Pending pods no node holds yet
 
@@ -30,7 +32,27 @@ def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options
         if isinstance(obj := controllers.get(key), dict)
     }
     budgets = _budgets(reader)
-    return rebalance.plan(state, registration, controllers, found, budgets=budgets)
+    selectors = _selectors(reader, state, controllers)
+    return rebalance.plan(state, registration, controllers, found, budgets=budgets, selectors=selectors)
+
+
+def _selectors(
+    reader: cluster.Reader, state: rebalance.Cluster, controllers: dict[tuple[str, str, str], dict[str, Any] | str]
+) -> Selectors:
+    """The Services of the candidates' namespaces, and their controllers read for the plan: what
+    PodTopologySpread's default constraints spread a replacement by. Services RBAC hides are left
+    out, with a note: those replacements are then spread by their controller's selector only."""
+    services: list[dict[str, Any]] = []
+    for namespace in sorted({p.namespace for p in state.pending}):
+        try:
+            services += reader.list("Service", namespace)
+        except cluster.Forbidden:
+            state.notes.append(
+                f"cannot list Services in namespace {namespace} (forbidden by RBAC): PodTopologySpread's "
+                "default spreading of its replacements counts their controller's pods only"
+            )
+    objects = [{**obj, "kind": key[1]} for key, obj in controllers.items() if isinstance(obj, dict)]
+    return selectors_from_api(services, objects)
 
 
 def _state(

@@ -22,6 +22,7 @@ types.go (FitError), pkg/scheduler/framework/runtime/framework.go (RunScorePlugi
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from webhook.affinity import PREFERRED, preferred_terms_problem
 from webhook.scheduler import plugins
 from webhook.scheduler.filters import REASON_NOT_IN_PREFILTER, REASON_TERMS_CONFLICT, prefilter_node_names
-from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile
+from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Snapshot
 from webhook.scheduler.plugins import DEFAULT_PROFILE, DEFAULT_WEIGHTS, NODE_AFFINITY
 from webhook.scheduler.scores import NETQOS_NODE_LABEL, netqos_score
 
@@ -207,12 +208,30 @@ def node_only_filter(
     return conflict, [excluded(node) or node_only_reasons(pod, node, profile) for node in nodes]
 
 
+def cluster_checks(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> list[Callable[[Node], tuple[str, ...]]]:
+    """The PreFilter of each Filter plugin that reads the whole cluster (PodTopologySpread,
+    InterPodAffinity), as the Filter of one node; those whose PreFilter skips the pod left out."""
+    checks = (p.prefilter(pod, snapshot, profile) for p in plugins.cluster_filters(profile) if p.prefilter)
+    return [c for c in checks if c is not None]
+
+
+def cluster_reasons(checks: Sequence[Callable[[Node], tuple[str, ...]]], node: Node) -> tuple[str, ...]:
+    """The reasons of the first of `checks` that rejects `node`."""
+    for check in checks:
+        reasons = check(node)
+        if reasons:
+            return reasons
+    return ()
+
+
 def _walk(
-    pod: PodInfo, nodes: Sequence[Node], usage: Mapping[str, NodeUsage], profile: Profile, sampling: Sampling | None
+    pod: PodInfo, snapshot: Snapshot, profile: Profile, sampling: Sampling | None
 ) -> tuple[str | None, list[Node], list[tuple[str, ...]]]:
     """The nodes one cycle filters, with their reasons: every node, or with `sampling` from
     `sampling.start` round the list until it has found enough feasible ones."""
+    nodes, usage = snapshot.nodes, snapshot.usage
     conflict, excluded = prefilter(pod, nodes)
+    checks = cluster_checks(pod, snapshot, profile)
     start, wanted = (
         (0, len(nodes)) if sampling is None else (sampling.start, nodes_scored_at_most(len(nodes), sampling.percentage))
     )
@@ -221,7 +240,11 @@ def _walk(
     found = 0
     for i in range(len(nodes)):
         node = nodes[(start + i) % len(nodes)]
-        why = excluded(node) or filter_reasons(pod, node, usage.get(node.name, EMPTY_USAGE), profile)
+        why = (
+            excluded(node)
+            or filter_reasons(pod, node, usage.get(node.name, EMPTY_USAGE), profile)
+            or cluster_reasons(checks, node)
+        )
         scanned.append(node)
         reasons.append(why)
         found += not why
@@ -234,16 +257,15 @@ def _walk(
 # Scoring
 
 
-def score(
-    pod: PodInfo, feasible: Sequence[Node], all_nodes: Sequence[Node], usage: Mapping[str, NodeUsage], profile: Profile
-) -> tuple[dict[str, dict[str, int]], tuple[str, ...]]:
-    """Each Score plugin of `profile` over the feasible nodes, normalised as the plugin does (its
-    PreScore sees `all_nodes`): the scores per node and plugin, and the plugins PreScore skipped."""
+def score(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> tuple[dict[str, dict[str, int]], tuple[str, ...]]:
+    """Each Score plugin of `profile` over the feasible nodes (`snapshot.feasible`), normalised as
+    the plugin does: the scores per node and plugin, and the plugins PreScore skipped."""
     columns: dict[str, list[int]] = {}
     skipped: list[str] = []
-    use = [usage.get(n.name, EMPTY_USAGE) for n in feasible]
+    feasible = snapshot.feasible
+    use = [snapshot.usage_of(n) for n in feasible]
     for plugin, _ in plugins.score_plugins(profile):
-        state = plugin.prepare(pod, all_nodes, profile)
+        state = plugin.prepare(pod, snapshot, profile)
         if state is None:
             skipped.append(plugin.name)
             continue
@@ -259,19 +281,22 @@ def rank(
     usage: Mapping[str, NodeUsage] | None = None,
     profile: Profile = DEFAULT_PROFILE,
     sampling: Sampling | None = None,
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Ranking:
     """Filter every node for `pod`, then score the feasible ones, as one scheduling cycle would.
 
-    `usage` maps node names to what the pods already there use (none when absent). With
-    `sampling`, only the nodes the cycle walks are filtered and shown, in the order it walks them.
+    `usage` maps node names to what the pods already there use and who they are (none when
+    absent); `namespaces` the namespaces' labels, when read. With `sampling`, only the nodes the
+    cycle walks are filtered and shown, in the order it walks them.
     """
-    usage = usage or {}
-    conflict, scanned, reasons = _walk(pod, nodes, usage, profile, sampling)
+    snapshot = Snapshot(nodes, usage or {}, namespaces=namespaces or {})
+    conflict, scanned, reasons = _walk(pod, snapshot, profile, sampling)
     feasible = [n for n, why in zip(scanned, reasons, strict=True) if not why]
-    scores, skipped = score(pod, feasible, nodes, usage, profile)
+    snapshot = dataclasses.replace(snapshot, feasible=feasible)
+    scores, skipped = score(pod, snapshot, profile)
     # NodeAffinity's scores are shown even when the profile does not weigh them.
     affinity = plugins.SCORE_PLUGINS[NODE_AFFINITY]
-    terms = affinity.prepare(pod, nodes, profile)
+    terms = affinity.prepare(pod, snapshot, profile)
     raw = {n.name: affinity.score(terms, n, EMPTY_USAGE) for n in scanned}
     assert affinity.normalize is not None
     normalized = dict(zip((n.name for n in feasible), affinity.normalize([raw[n.name] for n in feasible]), strict=True))

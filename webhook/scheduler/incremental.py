@@ -17,14 +17,15 @@ an upper bound (each usage plugin's best score, 100, times its weight).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from webhook.names import MAX_NODE_SCORE
 from webhook.scheduler import cycle, keys, plugins
-from webhook.scheduler.model import EMPTY_USAGE, Node, PodInfo, Profile, Target, UsageTally
+from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Snapshot, Target, UsageTally
 from webhook.scheduler.plugins import Reads, ScorePlugin
 
 T = TypeVar("T")
@@ -46,8 +47,13 @@ class World:
         self.log: list[int] = []  # indices of the nodes whose usage changed, in order
         self.fast_changes = 0
         self.profile = profile
+        self.label_keys = _label_keys(t.usage() for t in self.tallies)
         self._predictors: OrderedDict[Hashable, Predictor] = OrderedDict()
         self._static: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def snapshot(self) -> Snapshot:
+        """The world as a cycle sees it (every node feasible; a predictor narrows that)."""
+        return Snapshot(self.nodes, {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}, self.nodes)
 
     def move(self, i: int, pod: PodInfo, remove: bool) -> None:
         """`pod` leaves node i (`remove`) or is placed on it."""
@@ -63,7 +69,7 @@ class World:
     def predictor(self, pod: PodInfo) -> Predictor:
         """The predictor for `pod`'s spec, up to date with every move (pods of one
         `keys.scheduling_key` share it)."""
-        key = keys.scheduling_key(pod, self.profile)
+        key = keys.scheduling_key(pod, self.profile, self.label_keys)
         predictor = self._predictors.get(key)
         if predictor is None:
             predictor = self._predictors[key] = Predictor(pod, self)
@@ -98,6 +104,26 @@ class World:
         return found
 
 
+def _label_keys(usages: Iterable[NodeUsage]) -> frozenset[str]:
+    """Every label key the pod affinity terms of the pods on the nodes select by: a pod's labels
+    beyond these are read by no other pod's terms. (Moves never bring a new pod into the world,
+    so the set stays right as pods move.)"""
+    found: set[str] = set()
+    for usage in usages:
+        for pod in usage.with_affinity:
+            terms = pod.pod_affinity
+            every = [
+                *terms.required,
+                *terms.required_anti,
+                *(w.term for w in (*terms.preferred, *terms.preferred_anti)),
+            ]
+            for term in every:
+                if term.selector is not None:
+                    found.update(k for k, _ in term.selector.match_labels)
+                    found.update(r.key for r in term.selector.match_expressions)
+    return frozenset(found)
+
+
 @dataclass(frozen=True)
 class Choice:
     target: str | None
@@ -113,7 +139,10 @@ class _Column:
     weight: int
     raw: list[int]
     feasible: Counter[int]  # for a plugin that normalises: raw score -> feasible nodes with it
-    top: int = 0
+
+    def extremes(self) -> tuple[int | None, int | None]:
+        assert self.plugin.normalize is not None
+        return self.plugin.normalize.extremes(v for v, n in self.feasible.items() if n > 0)
 
 
 class Predictor:
@@ -121,7 +150,9 @@ class Predictor:
     their usage changes: `cycle.rank`'s result (the feasible nodes, each plugin's score
     normalised and weighted, the best total) without ranking every node again for every pod.
     The totals of the target nodes and of the others are kept apart, so the best of each is one
-    `max` over a list."""
+    `max` over a list. The plugins that read the whole cluster (`Reads.CLUSTER`: their PreFilter
+    and PreScore count other pods on every node) are evaluated again over every node whenever a
+    node changed."""
 
     def __init__(self, pod: PodInfo, world: World) -> None:
         self.pod = pod
@@ -131,18 +162,25 @@ class Predictor:
         self.node_only = world.node_only(pod)
         self.static: list[_Column] = []
         self.dynamic: list[_Column] = []
+        self.cluster_plugins: list[tuple[ScorePlugin, int]] = []
+        snapshot = world.snapshot()
         for plugin, weight in plugins.score_plugins(profile):
-            state = plugin.prepare(pod, nodes, profile)
+            if plugin.reads is Reads.CLUSTER:
+                self.cluster_plugins.append((plugin, weight))
+                continue
+            state = plugin.prepare(pod, snapshot, profile)
             if state is None:
                 continue  # PreScore skips it for this pod
             if plugin.reads is Reads.NODE:
                 self.static.append(_Column(plugin, state, weight, world.static_scores(plugin, pod, state), Counter()))
             else:
                 self.dynamic.append(_Column(plugin, state, weight, [0] * len(nodes), Counter()))
+        self.cluster: list[_Column] = []  # the cluster plugins' columns of the last evaluation
         self.normalising = [c for c in (*self.static, *self.dynamic) if c.plugin.normalize is not None]
         # Usage scores of non-target nodes are bounded until needed; normalising ones are exact.
         self.lazy_columns = [c for c in self.dynamic if c.plugin.normalize is None]
         self.usage_bound = MAX_NODE_SCORE * sum(c.weight for c in self.lazy_columns)
+        self.base: list[tuple[str, ...]] = [()] * len(nodes)  # the reasons of the node and usage filters
         self.reasons: list[tuple[str, ...]] = [()] * len(nodes)
         self.usage_scores = [0] * len(nodes)  # the weighted sum of the lazy columns
         self.fast = set(world.fast)
@@ -155,40 +193,54 @@ class Predictor:
         self.feasible_fast = 0
         self.feasible: set[int] = set()
         self.lazy: set[int] = set()  # feasible non-target nodes whose totals hold the bound
-        for i in range(len(nodes)):
-            self._evaluate(i)
-        self.tops = self._tops()
-        for i in range(len(nodes)):
-            self._total(i)
-        self.seen = len(world.log)
+        self.tops: tuple[tuple[int | None, int | None], ...] = ()
+        self.seen = -1
         self._why: tuple[int, str] | None = None
+        self._refresh(set(range(len(nodes))))
 
     def sync(self) -> None:
         """Evaluate again every node whose usage changed since the last call."""
         log = self.world.log
         if self.seen == len(log):
             return
-        changed = set(log[self.seen :])
-        self.seen = len(log)
+        self._refresh(set(log[self.seen :]))
+
+    def _refresh(self, changed: set[int]) -> None:
+        self.seen = len(self.world.log)
+        everything = set(range(len(self.world.nodes)))
         for i in changed:
-            self._evaluate(i)
+            node = self.world.nodes[i]
+            # cycle.filter_reasons, in two halves: the node-only verdict is shared (`World.node_only`)
+            self.base[i] = self.node_only[i] or cycle.usage_reasons(
+                self.pod, node, self.world.usage[i], self.world.profile
+            )
+        snapshot = self.world.snapshot()
+        checks = cycle.cluster_checks(self.pod, snapshot, self.world.profile)
+        judged = everything if checks or self._cluster_filtered else changed
+        self._cluster_filtered = bool(checks)
+        for i in judged:
+            why = self.base[i] or cycle.cluster_reasons(checks, self.world.nodes[i])
+            self._judge(i, why)
+        for i in changed:
+            self._score_changed(i)
+        cluster = self._cluster_columns(snapshot)
         tops = self._tops()
-        if tops != self.tops:
+        if tops != self.tops or cluster or self.cluster:
             self.tops = tops
-            changed = set(range(len(self.world.nodes)))
-        for i in changed:
+            changed = everything
+        self.cluster = cluster
+        for i in changed | judged:
             self._total(i)
 
-    def _evaluate(self, i: int) -> None:
-        node, usage = self.world.nodes[i], self.world.usage[i]
-        was = i in self.feasible
+    _cluster_filtered = False
+
+    def _judge(self, i: int, why: tuple[str, ...]) -> None:
+        """Node i's reasons are `why`: keep the feasible counts and the normalising columns' ranges."""
+        was, feasible = i in self.feasible, not why
+        self.reasons[i] = why
         if was:
             for column in self.normalising:
                 column.feasible[column.raw[i]] -= 1
-        # cycle.filter_reasons, in two halves: the node-only verdict is shared (`World.node_only`)
-        reasons = self.node_only[i] or cycle.usage_reasons(self.pod, node, usage, self.world.profile)
-        self.reasons[i] = reasons
-        feasible = not reasons
         if feasible != was and i in self.fast:
             self.feasible_fast += 1 if feasible else -1
         if not feasible:
@@ -196,16 +248,46 @@ class Predictor:
             self.lazy.discard(i)
             return
         self.feasible.add(i)
-        for column in self.dynamic:
-            if column.plugin.normalize is not None:
-                column.raw[i] = column.plugin.score(column.state, node, usage)
         for column in self.normalising:
             column.feasible[column.raw[i]] += 1
+
+    def _score_changed(self, i: int) -> None:
+        """The usage columns of a node whose usage changed."""
+        if i not in self.feasible:
+            return
+        node, usage = self.world.nodes[i], self.world.usage[i]
+        for column in self.dynamic:
+            if column.plugin.normalize is not None:
+                column.feasible[column.raw[i]] -= 1
+                column.raw[i] = column.plugin.score(column.state, node, usage)
+                column.feasible[column.raw[i]] += 1
         if i not in self.fast:  # scored when it could beat the best target node (`choice`)
             self.lazy.add(i)
             self.usage_scores[i] = self.usage_bound
             return
         self._score_usage(i)
+
+    def _cluster_columns(self, snapshot: Snapshot) -> list[_Column]:
+        """The cluster plugins' columns over the feasible nodes, normalised among them."""
+        if not self.cluster_plugins:
+            return []
+        nodes = self.world.nodes
+        feasible = sorted(self.feasible)
+        snapshot = dataclasses.replace(snapshot, feasible=[nodes[i] for i in feasible])
+        columns = []
+        for plugin, weight in self.cluster_plugins:
+            state = plugin.prepare(self.pod, snapshot, self.world.profile)
+            if state is None:
+                continue
+            raw = [0] * len(nodes)
+            for i in feasible:
+                raw[i] = plugin.score(state, nodes[i], self.world.usage[i])
+            values = [raw[i] for i in feasible]
+            normalized = plugin.normalize(values) if plugin.normalize else values
+            for i, value in zip(feasible, normalized, strict=True):
+                raw[i] = value  # kept normalised: the totals add them as they are
+            columns.append(_Column(plugin, state, weight, raw, Counter()))
+        return columns
 
     def _score_usage(self, i: int) -> None:
         """The weighted usage scores of node i, exactly."""
@@ -213,8 +295,8 @@ class Predictor:
         node, usage = self.world.nodes[i], self.world.usage[i]
         self.usage_scores[i] = sum(c.plugin.score(c.state, node, usage) * c.weight for c in self.lazy_columns)
 
-    def _tops(self) -> tuple[int, ...]:
-        return tuple(max((raw for raw, n in c.feasible.items() if n > 0), default=0) for c in self.normalising)
+    def _tops(self) -> tuple[tuple[int | None, int | None], ...]:
+        return tuple(c.extremes() for c in self.normalising)
 
     def _total(self, i: int) -> None:
         """The node's total as `cycle.rank` sums it: each plugin's normalised score times its weight."""
@@ -223,12 +305,14 @@ class Predictor:
             totals[self.position[i]] = -1
             return
         total = self.usage_scores[i]
-        for column, top in zip(self.normalising, self.tops, strict=True):
+        for column, (low, high) in zip(self.normalising, self.tops, strict=True):
             assert column.plugin.normalize is not None
-            total += column.plugin.normalize.one(column.raw[i], top) * column.weight
+            total += column.plugin.normalize.scale(column.raw[i], low, high) * column.weight
         for column in self.static:
             if column.plugin.normalize is None:
                 total += column.raw[i] * column.weight
+        for column in self.cluster:
+            total += column.raw[i] * column.weight
         totals[self.position[i]] = total
 
     def predicted(self) -> list[str]:
@@ -262,7 +346,8 @@ class Predictor:
                 against = f" against {best_other} on {target.describe(nodes[top])}"
             return Choice(
                 fast.name,
-                f"kube-scheduler would place the replacement on {fast.name} ({target}): total {best_fast}{against}",
+                f"kube-scheduler would place the replacement on {fast.name} ({target}): total {best_fast}{against}"
+                f"{self._lead(best_fast, best_other)}",
             )
         other = nodes[self.others[self.totals_other.index(best_other)]]
         if best_other == best_fast:
@@ -276,6 +361,13 @@ class Predictor:
             f"kube-scheduler would place the replacement on {target.describe(other)}: total {best_other} against "
             f"{best_fast} on {fast.name} ({target}), the best {target} node",
         )
+
+    def _lead(self, best_fast: int, best_other: int) -> str:
+        """The lead of the target node, and under which plugins it holds."""
+        if best_other < 0:
+            return ""
+        scored = [p.name for p, _ in plugins.score_plugins(self.world.profile)]
+        return f"; a lead of {best_fast - best_other} with every plugin evaluated scored ({', '.join(scored)})"
 
     def _best_other(self, best_fast: int) -> int:
         """The best total over the non-target nodes, exact wherever it could reach `best_fast`:

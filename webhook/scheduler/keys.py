@@ -56,9 +56,25 @@ def _containers(containers: Any, fields: tuple[str, ...]) -> Any:
     return [[c.get(f) for f in fields] if isinstance(c, Mapping) else c for c in containers]
 
 
-def usage_key(spec: Mapping[str, Any], status: Any = None) -> bytes:
-    """The fields of a pod's spec (and status) that make what it takes of its node (`read.usage_info`)."""
-    return spec_key(spec, USAGE_SPEC_FIELDS, USAGE_CONTAINER_FIELDS, resize_status(status))
+def usage_key(pod: Mapping[str, Any]) -> bytes:
+    """The fields of a pod that make what it takes of its node and what other pods' plugins see
+    of it (`read.usage_info`): its spec's resources and ports and its status's resize fields, its
+    namespace and labels, whether it is terminating, and its pod (anti-)affinity."""
+    meta, spec = pod.get("metadata"), pod.get("spec")
+    meta = meta if isinstance(meta, Mapping) else {}
+    spec = spec if isinstance(spec, Mapping) else {}
+    affinity = spec.get("affinity")
+    terms = [affinity.get(k) for k in ("podAffinity", "podAntiAffinity")] if isinstance(affinity, Mapping) else affinity
+    return spec_key(
+        spec,
+        USAGE_SPEC_FIELDS,
+        USAGE_CONTAINER_FIELDS,
+        resize_status(pod.get("status")),
+        meta.get("namespace"),
+        meta.get("labels"),
+        meta.get("deletionTimestamp") is not None,
+        terms,
+    )
 
 
 def resize_status(status: Any) -> Any:
@@ -111,11 +127,19 @@ def filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hash
     return node_filter_key(pod, profile), tuple(p.key(pod) for p in plugins.usage_filters(profile))
 
 
-def scheduling_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:
+def scheduling_key(
+    pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE, label_keys: frozenset[str] | None = None
+) -> Hashable:
     """What the whole cycle reads of the pod (filters and the profile's scores), and which
-    plugins it uses that are not evaluated: pods with one key are ranked alike."""
+    plugins it uses that are not evaluated: pods with one key are ranked alike. When a plugin
+    lets other pods' selectors read the pod's labels (InterPodAffinity), its labels count too:
+    those of `label_keys` only, when the caller knows every key those selectors read."""
+    cluster = tuple(p.key(pod) for p in plugins.cluster_filters(profile))
     scored = tuple((p.name, p.key(pod, profile)) for p, _ in plugins.score_plugins(profile))
-    return filter_key(pod, profile), scored, pod.uses
+    labels: tuple[tuple[str, str], ...] = ()
+    if plugins.reads_labels(profile):
+        labels = tuple(sorted((k, v) for k, v in pod.labels.items() if label_keys is None or k in label_keys))
+    return filter_key(pod, profile), cluster, scored, pod.uses, labels
 
 
 class Memo(Generic[K, V]):

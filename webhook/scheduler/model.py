@@ -8,14 +8,15 @@ NodeInfo's Requested, NonZeroRequested, Pods and UsedPorts; PodInfo), as far as 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 
 from webhook.affinity import NodeSelectorTerm, PreferredTerm
-from webhook.names import DEFAULT_SCHEDULER, MAX_NODE_SCORE
+from webhook.names import DEFAULT_SCHEDULER, MAX_NODE_SCORE, NAMESPACE_NAME_LABEL
 from webhook.resources import CPU, MEMORY, HostPort, PodResources, is_scalar
+from webhook.selector import LabelSelector
 
 __all__ = ["DEFAULT_SCHEDULER", "MAX_NODE_SCORE"]
 
@@ -63,6 +64,75 @@ class Node:
     images: Mapping[str, int] = field(default_factory=dict)  # every name in status.images -> size in bytes
 
 
+def selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelectorAsSelector's semantics: a null selector selects nothing, `{}` everything."""
+    return selector is not None and selector.matches(labels)
+
+
+@dataclass(frozen=True)
+class SpreadConstraint:
+    """A topologySpreadConstraint as PodTopologySpread reads it (its defaults filled in:
+    podtopologyspread/common.go filterTopologySpreadConstraints)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule or ScheduleAnyway
+    selector: LabelSelector | None  # None: a null labelSelector, which selects no pod
+    min_domains: int = 1
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+    match_label_keys: tuple[str, ...] = ()
+
+    def with_pod_labels(self, labels: Mapping[str, str]) -> SpreadConstraint:
+        """matchLabelKeys merged into the selector with the pod's values (mergeLabelSetWithSelector)."""
+        matched = tuple((k, labels[k]) for k in self.match_label_keys if k in labels)
+        if not matched or self.selector is None:
+            return self
+        merged = LabelSelector((*matched, *self.selector.match_labels), self.selector.match_expressions)
+        return dataclasses.replace(self, selector=merged, match_label_keys=())
+
+
+@dataclass(frozen=True)
+class AffinityTerm:
+    """A PodAffinityTerm resolved as framework.AffinityTerm: `namespaces` the pod's own when the
+    term names none and has no namespaceSelector (kube-scheduler framework/types.go)."""
+
+    selector: LabelSelector | None  # None: selects no pod
+    topology_key: str
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None = None  # None: no namespace by labels
+
+    def matches(self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str]) -> bool:
+        """AffinityTerm.Matches: the pod's namespace is named or selected, and its labels selected."""
+        if namespace in self.namespaces or selects(self.namespace_selector, namespace_labels):
+            return selects(self.selector, labels)
+        return False
+
+
+@dataclass(frozen=True)
+class WeightedAffinityTerm:
+    weight: int
+    term: AffinityTerm
+
+
+@dataclass(frozen=True)
+class PodAffinity:
+    """spec.affinity.podAffinity and podAntiAffinity."""
+
+    required: tuple[AffinityTerm, ...] = ()
+    required_anti: tuple[AffinityTerm, ...] = ()
+    preferred: tuple[WeightedAffinityTerm, ...] = ()
+    preferred_anti: tuple[WeightedAffinityTerm, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.required or self.required_anti or self.preferred or self.preferred_anti)
+
+
+def namespace_labels(namespaces: Mapping[str, Mapping[str, str]], name: str) -> Mapping[str, str]:
+    """A namespace's labels; one not read has the label every namespace carries since 1.21."""
+    return namespaces.get(name) or {NAMESPACE_NAME_LABEL: name}
+
+
 @dataclass(frozen=True)
 class PodInfo:
     """The pod fields scheduling reads (framework.PodInfo)."""
@@ -83,6 +153,12 @@ class PodInfo:
     phase: str = ""
     owner_kinds: tuple[str, ...] = ()
     uses: frozenset[str] = frozenset()  # features whose plugins are not evaluated (`read.pod_info`)
+    spread: tuple[SpreadConstraint, ...] = ()  # spec.topologySpreadConstraints
+    # helper.DefaultSelector: the selectors of the Services, ReplicationController, ReplicaSet or
+    # StatefulSet that select the pod, merged (`read.default_spread_selector`); None when none does
+    default_spread: LabelSelector | None = None
+    pod_affinity: PodAffinity = PodAffinity()
+    terminating: bool = False  # metadata.deletionTimestamp is set: spreading does not count it
 
     @property
     def requests(self) -> Mapping[str, int]:
@@ -115,14 +191,27 @@ def normalized_image_name(name: str) -> str:
     return name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
 
 
+LabelsKey = tuple[str, frozenset[tuple[str, str]]]  # a pod's namespace and labels
+
+
 @dataclass(frozen=True)
 class NodeUsage:
-    """What the pods already on a node take (NodeInfo.Requested, NonZeroRequested, Pods, UsedPorts)."""
+    """What the pods already on a node take (NodeInfo.Requested, NonZeroRequested, Pods, UsedPorts),
+    and who they are as far as the plugins that look at other pods read them: how many pods of each
+    namespace and labels (terminating ones left out), and those with pod (anti-)affinity terms."""
 
     requested: Mapping[str, int] = field(default_factory=dict)
     non_zero_requested: Mapping[str, int] = field(default_factory=dict)
     pods: int = 0
     host_ports: tuple[HostPort, ...] = ()
+    labelled: Mapping[LabelsKey, int] = field(default_factory=dict)
+    with_affinity: tuple[PodInfo, ...] = ()
+
+    def count(self, namespace: str, selector: LabelSelector | None) -> int:
+        """countPodsMatchSelector: the pods of `namespace` that `selector` selects."""
+        if selector is None or selector.is_empty():
+            return 0  # an empty selector counts nothing here (podtopologyspread/common.go)
+        return sum(n for (ns, labels), n in self.labelled.items() if ns == namespace and selector.matches(dict(labels)))
 
 
 EMPTY_USAGE = NodeUsage()
@@ -136,28 +225,50 @@ class UsageTally:
         self.non_zero: dict[str, int] = {}
         self.pods = 0
         self.ports: list[HostPort] = []
+        self.labelled: dict[LabelsKey, int] = {}
+        self.with_affinity: list[PodInfo] = []
 
     def add(self, pod: PodInfo) -> None:
         """Count `pod` (bound to the node) in."""
-        self.pods += 1
-        for name, value in pod.requests.items():
-            self.requested[name] = self.requested.get(name, 0) + value
-        for name in (CPU, MEMORY):
-            self.non_zero[name] = self.non_zero.get(name, 0) + pod.non_zero_requests.get(name, 0)
+        self._count(pod, 1)
         self.ports.extend(pod.host_ports)
+        if pod.pod_affinity:
+            self.with_affinity.append(pod)
 
     def remove(self, pod: PodInfo) -> None:
         """Count `pod` (counted in before) out: it leaves the node."""
-        self.pods -= 1
-        for name, value in pod.requests.items():
-            self.requested[name] = self.requested.get(name, 0) - value
-        for name in (CPU, MEMORY):
-            self.non_zero[name] = self.non_zero.get(name, 0) - pod.non_zero_requests.get(name, 0)
+        self._count(pod, -1)
         for port in pod.host_ports:
             self.ports.remove(port)
+        if pod.pod_affinity:  # the pod as other pods see it: another view of it may differ elsewhere
+            seen = (pod.namespace, pod.labels, pod.pod_affinity)
+            found = [i for i, p in enumerate(self.with_affinity) if (p.namespace, p.labels, p.pod_affinity) == seen]
+            if found:
+                del self.with_affinity[found[0]]
+
+    def _count(self, pod: PodInfo, sign: int) -> None:
+        self.pods += sign
+        for name, value in pod.requests.items():
+            self.requested[name] = self.requested.get(name, 0) + sign * value
+        for name in (CPU, MEMORY):
+            self.non_zero[name] = self.non_zero.get(name, 0) + sign * pod.non_zero_requests.get(name, 0)
+        if not pod.terminating:
+            key = (pod.namespace, frozenset(pod.labels.items()))
+            count = self.labelled.get(key, 0) + sign
+            if count > 0:
+                self.labelled[key] = count
+            else:  # a view that differs from the pod counted in (its labels changed) takes nothing out
+                self.labelled.pop(key, None)
 
     def usage(self) -> NodeUsage:
-        return NodeUsage(dict(self.requested), dict(self.non_zero), self.pods, tuple(self.ports))
+        return NodeUsage(
+            dict(self.requested),
+            dict(self.non_zero),
+            self.pods,
+            tuple(self.ports),
+            dict(self.labelled),
+            tuple(self.with_affinity),
+        )
 
 
 def usage_of(pods: Iterable[PodInfo]) -> NodeUsage:
@@ -196,6 +307,20 @@ class Target:
     def __str__(self) -> str:  # as a label selector: net=high, net in (high,fast)
         values = sorted(self.values)
         return f"{self.key}={values[0]}" if len(values) == 1 else f"{self.key} in ({','.join(values)})"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a cycle sees of the cluster besides the pod: every node, what the pods on each take,
+    the nodes that passed the filters (PreScore's `filteredNodes`) and the namespaces' labels."""
+
+    nodes: Sequence[Node]
+    usage: Mapping[str, NodeUsage]
+    feasible: Sequence[Node] = ()
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def usage_of(self, node: Node) -> NodeUsage:
+        return self.usage.get(node.name, EMPTY_USAGE)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from webhook.affinity import preferred_score
 from webhook.names import DEFAULT_NODE_AFFINITY_WEIGHT
-from webhook.scheduler import filters, scores
-from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile
+from webhook.scheduler import filters, podaffinity, scores, spread
+from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Snapshot, selects
 
 # kube-scheduler's plugin names
 NODE_UNSCHEDULABLE = "NodeUnschedulable"
@@ -44,50 +44,74 @@ class Reads(enum.Enum):
 
     NODE = "the node"  # its labels, taints, images, allocatable
     USAGE = "the node and what the pods on it take"  # NodeUsage: requests, pods, host ports
+    CLUSTER = "every node and the pods on them"  # the Snapshot: other pods' labels and terms
 
 
 FilterFunction = Callable[[PodInfo, Node, NodeUsage, Profile], tuple[str, ...]]
+# PreFilter over the whole snapshot, then the Filter of one node; None when PreFilter skips the pod
+PreFilterFunction = Callable[[PodInfo, Snapshot, Profile], Callable[[Node], tuple[str, ...]] | None]
+
+
+def _no_filter(pod: PodInfo, node: Node, usage: NodeUsage, profile: Profile) -> tuple[str, ...]:
+    return ()
 
 
 @dataclass(frozen=True)
 class FilterPlugin:
-    """One Filter plugin: `filter` gives a node's reasons, () when it passes; `key` is what of
-    the pod its verdict depends on (pods with one key are filtered alike)."""
+    """One Filter plugin: `filter` gives a node's reasons, () when it passes; a plugin that
+    reads the whole cluster has a `prefilter` instead, which returns that function for one
+    cycle. `key` is what of the pod its verdict depends on (pods with one key are filtered
+    alike), `labels` whether other pods' selectors read the pod's own labels too."""
 
     name: str
     filter: FilterFunction
     reads: Reads
     key: Callable[[PodInfo], Hashable]
+    prefilter: PreFilterFunction | None = None
+    labels: bool = False
 
 
 @dataclass(frozen=True)
-class DefaultNormalize:
-    """helper.DefaultNormalizeScore: scores scaled so the best feasible node has 100 (reversed:
-    the best has 0 and a node scoring 0 has 100)."""
+class Normalize:
+    """A NormalizeScore: `scale` gives one node's score from its raw score and the lowest and
+    highest raw scores over the nodes normalised (None when there are none); with
+    `ignore_negative`, a negative raw score marks a node the plugin ignores (it is left out of
+    the range)."""
 
-    reverse: bool = False
+    scale: Callable[[int, int | None, int | None], int]
+    ignore_negative: bool = False
+
+    def extremes(self, values: Iterable[int]) -> tuple[int | None, int | None]:
+        kept = [v for v in values if v >= 0] if self.ignore_negative else list(values)
+        return (min(kept), max(kept)) if kept else (None, None)
 
     def __call__(self, raw: Sequence[int]) -> list[int]:
-        return scores.default_normalize(raw, self.reverse)
+        low, high = self.extremes(raw)
+        return [self.scale(r, low, high) for r in raw]
 
-    def one(self, raw: int, top: int) -> int:
-        """One node's normalised score, given the best raw score over the nodes normalised."""
-        return scores.normalized(raw, top, self.reverse)
+
+# helper.DefaultNormalizeScore: the best feasible node has 100 (reversed: a node scoring 0 has 100)
+DEFAULT_NORMALIZE = Normalize(lambda raw, low, high: scores.normalized(raw, high or 0))
+DEFAULT_NORMALIZE_REVERSE = Normalize(lambda raw, low, high: scores.normalized(raw, high or 0, reverse=True))
+SPREAD_NORMALIZE = Normalize(spread.normalize_one, ignore_negative=True)
+POD_AFFINITY_NORMALIZE = Normalize(podaffinity.normalize_one)
 
 
 @dataclass(frozen=True)
 class ScorePlugin:
     """One Score plugin: `prepare` is its PreScore (the state its scores share for one pod over
-    `nodes`, all the nodes of the cluster; None when PreScore skips the pod), `score` the raw
-    score of a node given that state, `normalize` its NormalizeScore (None: already 0-100), and
-    `key` what of the pod and the profile its state depends on (pods with one key score alike)."""
+    the snapshot; None when PreScore skips the pod), `score` the raw score of a node given that
+    state, `normalize` its NormalizeScore (None: already 0-100), `key` what of the pod and the
+    profile its state depends on (pods with one key score alike), `labels` whether other pods'
+    selectors read the pod's own labels too."""
 
     name: str
-    prepare: Callable[[PodInfo, Sequence[Node], Profile], Any]
+    prepare: Callable[[PodInfo, Snapshot, Profile], Any]
     score: Callable[[Any, Node, NodeUsage], int]
-    normalize: DefaultNormalize | None
+    normalize: Normalize | None
     reads: Reads
     key: Callable[[PodInfo, Profile], Hashable]
+    labels: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,7 +130,7 @@ def _taint_score(tolerations: Any, node: Node, usage: NodeUsage) -> int:
     return scores.intolerable_prefer_no_schedule(tolerations, node.taints)
 
 
-def _fit_state(pod: PodInfo, nodes: Sequence[Node], profile: Profile) -> Any:
+def _fit_state(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> Any:
     return pod.scored_requests, profile.scoring_strategy
 
 
@@ -115,7 +139,7 @@ def _fit_score(state: Any, node: Node, usage: NodeUsage) -> int:
     return scores.fit_score(request, node, usage, strategy)
 
 
-def _balanced_state(pod: PodInfo, nodes: Sequence[Node], profile: Profile) -> Any:
+def _balanced_state(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> Any:
     if scores.is_best_effort(pod.requests, profile.balanced_resources):
         return None
     return pod.requests, profile.balanced_resources
@@ -141,8 +165,8 @@ class _Images:
     containers: int  # the score's scale: image volumes add to the sum only
 
 
-def _image_state(pod: PodInfo, nodes: Sequence[Node], profile: Profile) -> _Images:
-    images = pod.images
+def _image_state(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> _Images:
+    images, nodes = pod.images, snapshot.nodes
     return _Images(
         images, Counter(name for n in nodes for name in set(n.images) & set(images)), len(nodes), pod.containers
     )
@@ -166,6 +190,28 @@ def _netqos_key(pod: PodInfo, profile: Profile) -> Hashable:
     return pod.labels.get(scores.NETQOS_POD_LABEL[0])
 
 
+def _spread_key(pod: PodInfo) -> Hashable:
+    """The pod's constraints (or default selector), the node fields its inclusion policies read,
+    and which of its own selectors select it."""
+    if not pod.spread and pod.default_spread is None:
+        return None
+    own = tuple(selects(c.selector, pod.labels) for c in pod.spread)
+    return (
+        pod.spread,
+        pod.default_spread,
+        pod.namespace,
+        own,
+        selects(pod.default_spread, pod.labels),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required,
+        pod.tolerations,
+    )
+
+
+def _pod_affinity_key(pod: PodInfo) -> Hashable:
+    return pod.pod_affinity, pod.namespace
+
+
 # ---------------------------------------------------------------------------------------------
 # The tables
 
@@ -186,29 +232,61 @@ FILTER_PLUGINS: tuple[FilterPlugin, ...] = (
     FilterPlugin(
         NODE_RESOURCES_FIT, filters.node_resources_fit, Reads.USAGE, lambda pod: tuple(sorted(pod.requests.items()))
     ),
+    FilterPlugin(
+        POD_TOPOLOGY_SPREAD,
+        _no_filter,
+        Reads.CLUSTER,
+        _spread_key,
+        lambda pod, snapshot, profile: spread.prefilter(pod, snapshot),
+    ),
+    FilterPlugin(
+        INTER_POD_AFFINITY,
+        _no_filter,
+        Reads.CLUSTER,
+        _pod_affinity_key,
+        lambda pod, snapshot, profile: podaffinity.prefilter(pod, snapshot),
+        labels=True,
+    ),
 )
 
 _SCORE_PLUGINS = (
     ScorePlugin(
         TAINT_TOLERATION,
-        lambda pod, nodes, profile: pod.tolerations,
+        lambda pod, snapshot, profile: pod.tolerations,
         _taint_score,
-        DefaultNormalize(reverse=True),
+        DEFAULT_NORMALIZE_REVERSE,
         Reads.NODE,
         lambda pod, profile: pod.tolerations,
     ),
     ScorePlugin(
         NODE_AFFINITY,
-        lambda pod, nodes, profile: _preferred(pod, profile),
+        lambda pod, snapshot, profile: _preferred(pod, profile),
         _affinity_score,
-        DefaultNormalize(),
+        DEFAULT_NORMALIZE,
         Reads.NODE,
         _preferred,
     ),
     ScorePlugin(NODE_RESOURCES_FIT, _fit_state, _fit_score, None, Reads.USAGE, _requests_key),
+    ScorePlugin(
+        POD_TOPOLOGY_SPREAD,
+        lambda pod, snapshot, profile: spread.prescore(pod, snapshot),
+        spread.score,
+        SPREAD_NORMALIZE,
+        Reads.CLUSTER,
+        lambda pod, profile: _spread_key(pod),
+    ),
+    ScorePlugin(
+        INTER_POD_AFFINITY,
+        lambda pod, snapshot, profile: podaffinity.prescore(pod, snapshot),
+        podaffinity.score,
+        POD_AFFINITY_NORMALIZE,
+        Reads.CLUSTER,
+        lambda pod, profile: _pod_affinity_key(pod),
+        labels=True,
+    ),
     ScorePlugin(BALANCED_ALLOCATION, _balanced_state, _balanced_score, None, Reads.USAGE, _requests_key),
     ScorePlugin(IMAGE_LOCALITY, _image_state, _image_score, None, Reads.NODE, _images_key),
-    ScorePlugin(NETQOS, lambda pod, nodes, profile: pod.labels, _netqos_score, None, Reads.NODE, _netqos_key),
+    ScorePlugin(NETQOS, lambda pod, snapshot, profile: pod.labels, _netqos_score, None, Reads.NODE, _netqos_key),
 )
 _VARIANTS = (
     ScorePlugin(BALANCED_ALLOCATION, _balanced_state, _balanced_with_pod_score, None, Reads.USAGE, _requests_key),
@@ -225,17 +303,17 @@ DEFAULT_WEIGHTS: Mapping[str, int] = MappingProxyType(
         TAINT_TOLERATION: 3,
         NODE_AFFINITY: DEFAULT_NODE_AFFINITY_WEIGHT,
         NODE_RESOURCES_FIT: 1,
+        POD_TOPOLOGY_SPREAD: 2,
+        INTER_POD_AFFINITY: 2,
         BALANCED_ALLOCATION: 1,
         IMAGE_LOCALITY: 1,
     }
 )
 EVALUATED_SCORE_PLUGINS = tuple(DEFAULT_WEIGHTS)
 # The default profile's Score plugins that are not evaluated, with their weights.
-NOT_EVALUATED_SCORE: Mapping[str, int] = MappingProxyType({POD_TOPOLOGY_SPREAD: 2, INTER_POD_AFFINITY: 2})
+NOT_EVALUATED_SCORE: Mapping[str, int] = MappingProxyType({})
 # Plugins of the default profile whose Filter or Score is not evaluated here.
 NOT_EVALUATED = (
-    POD_TOPOLOGY_SPREAD,
-    INTER_POD_AFFINITY,
     "VolumeRestrictions",
     "NodeVolumeLimits",
     "VolumeBinding",
@@ -262,3 +340,13 @@ def node_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
 def usage_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
     """The Filter plugins that read what the pods on the node take, in order (after the others)."""
     return tuple(p for p in FILTER_PLUGINS if p.reads is Reads.USAGE)
+
+
+def cluster_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
+    """The Filter plugins that read every node's pods, in order (after the others)."""
+    return tuple(p for p in FILTER_PLUGINS if p.reads is Reads.CLUSTER)
+
+
+def reads_labels(profile: Profile) -> bool:
+    """Whether a plugin of the profile lets other pods' selectors read the pod's own labels."""
+    return any(p.labels for p in FILTER_PLUGINS) or any(p.labels for p, _ in score_plugins(profile))

@@ -1,25 +1,136 @@
 """API objects (decoded JSON) read into the scheduler's model: `pod_info`, `usage_info` (what a
-pod takes of its node, only), `node_info`. ShapeError names a bad field; paths are relative to
-the object, callers prefix the file.
+pod takes of its node and what other pods' plugins see of it), `node_info`, and `Selectors`
+(the Services and controllers whose selectors make PodTopologySpread's default constraints).
+ShapeError names a bad field; paths are relative to the object, callers prefix the file.
+
+Sources (kubernetes v1.36): staging/src/k8s.io/kube-scheduler/framework/types.go (AffinityTerm,
+the namespaces of a term), pkg/scheduler/framework/plugins/helper/spread.go (DefaultSelector,
+GetPodServices), pkg/scheduler/framework/plugins/podtopologyspread/common.go (a constraint's
+defaults).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import apidata
-from webhook.affinity import PREFERRED, PreferredTerm, node_affinity_from_api
+from webhook.affinity import PREFERRED, REQUIRED, PreferredTerm, node_affinity_from_api
 from webhook.apidata import STRING_IN_YAML, ShapeError, expect
 from webhook.resources import pod_resources, resource_list
-from webhook.scheduler.model import DEFAULT_SCHEDULER, Node, PodInfo, Taint, Toleration, normalized_image_name
+from webhook.scheduler.model import (
+    DEFAULT_SCHEDULER,
+    AffinityTerm,
+    Node,
+    PodAffinity,
+    PodInfo,
+    SpreadConstraint,
+    Taint,
+    Toleration,
+    WeightedAffinityTerm,
+    normalized_image_name,
+)
+from webhook.selector import LabelSelector, label_selector_from_api
 
 # Volume kinds that never filter a node (the volume plugins look at the others: claims, cloud disks).
 LOCAL_VOLUME_KINDS = frozenset({"name", "configMap", "secret", "emptyDir", "downwardAPI", "projected"})
 
 
-def pod_info(pod: Any) -> PodInfo:
-    """The scheduling view of a Pod object (API JSON data); ShapeError names a bad field."""
+# The controllers whose selector DefaultSelector merges (apiVersion, kind).
+SPREAD_CONTROLLERS = (("v1", "ReplicationController"), ("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet"))
+
+
+@dataclass(frozen=True)
+class Selectors:
+    """What helper.DefaultSelector reads: per namespace the selectors of its Services (those with
+    one: a Service without a selector selects nothing), and the selectors of the controllers
+    that may own a pod, by (namespace, kind, name)."""
+
+    services: Mapping[str, tuple[Mapping[str, str], ...]] = field(default_factory=dict)
+    controllers: Mapping[tuple[str, str, str], LabelSelector] = field(default_factory=dict)
+
+
+NO_SELECTORS = Selectors()
+
+
+def selectors_from_api(services: Iterable[Any], controllers: Iterable[Any] = ()) -> Selectors:
+    """Services and ReplicationControllers / ReplicaSets / StatefulSets (API JSON) as `Selectors`;
+    an object that cannot be read is left out (the scheduler's lister would not hold it either)."""
+    by_namespace: dict[str, list[Mapping[str, str]]] = {}
+    for obj in services:
+        try:
+            meta, spec = apidata.obj(obj, "metadata", "metadata"), apidata.obj(obj, "spec", "spec")
+            if spec.get("selector") is None:
+                continue
+            labels = apidata.string_map(spec, "selector", "spec.selector")
+            namespace = apidata.text(meta, "namespace", "metadata.namespace") or "default"
+        except ShapeError:
+            continue
+        by_namespace.setdefault(namespace, []).append(labels)
+    owners: dict[tuple[str, str, str], LabelSelector] = {}
+    for obj in controllers:
+        try:
+            key, selector = _controller_selector(obj)
+        except ShapeError:
+            continue
+        owners[key] = selector
+    return Selectors({ns: tuple(s) for ns, s in by_namespace.items()}, owners)
+
+
+def _controller_selector(obj: Any) -> tuple[tuple[str, str, str], LabelSelector]:
+    expect(obj, dict, "(object)", "an object")
+    meta, spec = apidata.obj(obj, "metadata", "metadata"), apidata.obj(obj, "spec", "spec")
+    kind = apidata.text(obj, "kind", "kind")
+    key = (apidata.text(meta, "namespace", "metadata.namespace") or "default", kind, apidata.text(meta, "name", "name"))
+    if kind == "ReplicationController":  # a map of labels
+        return key, LabelSelector(tuple(apidata.string_map(spec, "selector", "spec.selector").items()))
+    return key, label_selector_from_api(spec.get("selector"), "spec.selector")
+
+
+def default_spread_selector(pod: Mapping[str, Any], selectors: Selectors) -> LabelSelector | None:
+    """helper.DefaultSelector of a Pod object: `spread_selector` of its namespace, labels and
+    controller (when it is a ReplicationController, ReplicaSet or StatefulSet)."""
+    meta = apidata.obj(pod, "metadata", "metadata")
+    owner = _controller_ref(meta)
+    return spread_selector(
+        apidata.text(meta, "namespace", "metadata.namespace") or "default",
+        apidata.string_map(meta, "labels", "metadata.labels", STRING_IN_YAML),
+        owner[1:] if owner is not None and owner[:2] in SPREAD_CONTROLLERS else None,
+        selectors,
+    )
+
+
+def spread_selector(
+    namespace: str, labels: Mapping[str, str], controller: tuple[str, str] | None, selectors: Selectors
+) -> LabelSelector | None:
+    """helper.DefaultSelector: the selectors of the pod's Services merged, then its `controller`'s
+    (kind, name) added; None when that selects nothing (no default constraints then)."""
+    merged: dict[str, str] = {}
+    for selector in selectors.services.get(namespace, ()):
+        if all(labels.get(k) == v for k, v in selector.items()):
+            merged.update(selector)
+    added = LabelSelector()  # a ReplicaSet's or StatefulSet's selector, ANDed
+    found = selectors.controllers.get((namespace, *controller)) if controller is not None else None
+    if found is not None and controller is not None and controller[0] == "ReplicationController":
+        merged.update(found.match_labels)
+    elif found is not None:
+        added = found
+    result = LabelSelector((*merged.items(), *added.match_labels), added.match_expressions)
+    return None if result.is_empty() else result
+
+
+def _controller_ref(meta: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """metav1.GetControllerOf: (apiVersion, kind, name) of the owner reference marked controller."""
+    for ref in apidata.items(meta, "ownerReferences", "metadata.ownerReferences"):
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""), str(ref.get("name") or "")
+    return None
+
+
+def pod_info(pod: Any, selectors: Selectors = NO_SELECTORS) -> PodInfo:
+    """The scheduling view of a Pod object (API JSON data); ShapeError names a bad field.
+    `selectors`: the Services and controllers PodTopologySpread's default constraints read."""
     expect(pod, dict, "(pod)", "a Pod object")
     meta = apidata.obj(pod, "metadata", "metadata")
     spec = apidata.obj(pod, "spec", "spec")
@@ -53,16 +164,81 @@ def pod_info(pod: Any) -> PodInfo:
             for i, o in enumerate(owners)
         ),
         uses=_uses(spec, affinity),
+        spread=_spread(spec),
+        default_spread=default_spread_selector(pod, selectors),
+        pod_affinity=_pod_affinity(affinity, apidata.text(meta, "namespace", "metadata.namespace") or "default"),
+        terminating=meta.get("deletionTimestamp") is not None,
+    )
+
+
+def _spread(spec: Mapping[str, Any]) -> tuple[SpreadConstraint, ...]:
+    out = []
+    for i, raw in enumerate(apidata.items(spec, "topologySpreadConstraints", "spec.topologySpreadConstraints")):
+        path = f"spec.topologySpreadConstraints[{i}]"
+        expect(raw, dict, path, "an object")
+        selector = raw.get("labelSelector")
+        min_domains = raw.get("minDomains")
+        out.append(
+            SpreadConstraint(
+                max_skew=apidata.integer(raw, "maxSkew", f"{path}.maxSkew"),
+                topology_key=apidata.text(raw, "topologyKey", f"{path}.topologyKey"),
+                when_unsatisfiable=apidata.text(raw, "whenUnsatisfiable", f"{path}.whenUnsatisfiable"),
+                selector=None if selector is None else label_selector_from_api(selector, f"{path}.labelSelector"),
+                min_domains=1 if min_domains is None else apidata.integer(raw, "minDomains", f"{path}.minDomains"),
+                node_affinity_policy=apidata.text(raw, "nodeAffinityPolicy", f"{path}.nodeAffinityPolicy") or "Honor",
+                node_taints_policy=apidata.text(raw, "nodeTaintsPolicy", f"{path}.nodeTaintsPolicy") or "Ignore",
+                match_label_keys=tuple(
+                    expect(k, str, f"{path}.matchLabelKeys[{j}]", "a label key")
+                    for j, k in enumerate(apidata.items(raw, "matchLabelKeys", f"{path}.matchLabelKeys"))
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def _pod_affinity(affinity: Mapping[str, Any], namespace: str) -> PodAffinity:
+    def terms(kind: str) -> tuple[tuple[AffinityTerm, ...], tuple[WeightedAffinityTerm, ...]]:
+        base = f"spec.affinity.{kind}"
+        raw = apidata.obj(affinity, kind, base)
+        required = tuple(
+            _affinity_term(t, f"{base}.{REQUIRED}[{i}]", namespace)
+            for i, t in enumerate(apidata.items(raw, REQUIRED, f"{base}.{REQUIRED}"))
+        )
+        preferred = []
+        for i, t in enumerate(apidata.items(raw, PREFERRED, f"{base}.{PREFERRED}")):
+            path = f"{base}.{PREFERRED}[{i}]"
+            expect(t, dict, path, "an object with weight and podAffinityTerm")
+            term = _affinity_term(t.get("podAffinityTerm"), f"{path}.podAffinityTerm", namespace)
+            preferred.append(WeightedAffinityTerm(apidata.integer(t, "weight", f"{path}.weight"), term))
+        return required, tuple(preferred)
+
+    required, preferred = terms("podAffinity")
+    required_anti, preferred_anti = terms("podAntiAffinity")
+    return PodAffinity(required, required_anti, preferred, preferred_anti)
+
+
+def _affinity_term(raw: Any, path: str, namespace: str) -> AffinityTerm:
+    expect(raw, dict, path, "a PodAffinityTerm")
+    selector, ns_selector = raw.get("labelSelector"), raw.get("namespaceSelector")
+    names = frozenset(
+        expect(n, str, f"{path}.namespaces[{i}]", "a namespace name")
+        for i, n in enumerate(apidata.items(raw, "namespaces", f"{path}.namespaces"))
+    )
+    if not names and ns_selector is None:
+        names = frozenset({namespace})
+    return AffinityTerm(
+        selector=None if selector is None else label_selector_from_api(selector, f"{path}.labelSelector"),
+        topology_key=apidata.text(raw, "topologyKey", f"{path}.topologyKey"),
+        namespaces=names,
+        namespace_selector=None
+        if ns_selector is None
+        else label_selector_from_api(ns_selector, f"{path}.namespaceSelector"),
     )
 
 
 def _uses(spec: Mapping[str, Any], affinity: Mapping[str, Any]) -> frozenset[str]:
     """Which not-evaluated plugins this pod's own fields call on."""
     uses = set()
-    if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
-        uses.add("InterPodAffinity")
-    if spec.get("topologySpreadConstraints"):
-        uses.add("PodTopologySpread")
     volumes = spec.get("volumes")
     kinds = {k for v in volumes if isinstance(v, dict) for k in v} if isinstance(volumes, list) else set()
     if kinds - LOCAL_VOLUME_KINDS:
@@ -73,11 +249,24 @@ def _uses(spec: Mapping[str, Any], affinity: Mapping[str, Any]) -> frozenset[str
 
 
 def usage_info(pod: Any) -> PodInfo:
-    """A pod as what it takes of its node (its requests and host ports: what `UsageTally.add`
-    reads), reading only the fields that make them; ShapeError names a bad field."""
+    """A pod as the pods scheduled after it see it (what `UsageTally.add` reads): its requests
+    and host ports, its namespace, labels and pod (anti-)affinity terms, whether it is
+    terminating; reading only the fields that make them (`keys.usage_key`). ShapeError names a
+    bad field."""
     expect(pod, dict, "(pod)", "a Pod object")
+    meta, spec = apidata.obj(pod, "metadata", "metadata"), apidata.obj(pod, "spec", "spec")
+    namespace = apidata.text(meta, "namespace", "metadata.namespace") or "default"
     return PodInfo(
-        name="", labels={}, node_selector={}, required=None, preferred=(), tolerations=(), resources=pod_resources(pod)
+        name="",
+        labels=apidata.string_map(meta, "labels", "metadata.labels", STRING_IN_YAML),
+        node_selector={},
+        required=None,
+        preferred=(),
+        tolerations=(),
+        namespace=namespace,
+        resources=pod_resources(pod),
+        pod_affinity=_pod_affinity(apidata.obj(spec, "affinity", "spec.affinity"), namespace),
+        terminating=meta.get("deletionTimestamp") is not None,
     )
 
 

@@ -1,0 +1,176 @@
+"""InterPodAffinity as kube-scheduler v1.36 runs it: required and preferred pod affinity and
+anti-affinity of the incoming pod against the pods on the nodes, and the existing pods' terms
+against the incoming pod (their required anti-affinity filters; their required affinity, at
+hardPodAffinityWeight 1, and preferred terms score).
+
+Filter: a node fails when a term of the pod's required affinity finds no matching pod in the
+node's domain (unless no pod matches anywhere and the pod matches its own terms: the first pod of
+a group), when a matching pod is in the domain of one of its required anti-affinity terms, or when
+an existing pod's required anti-affinity term matches the pod in the node's domain. Score: per
+topology domain the weights of the terms that match, summed per node, scaled to 0-100 between the
+lowest and the highest node.
+
+Namespaces: a term's `namespaces`, or its pod's own namespace; a namespaceSelector is matched
+against the namespaces' labels when they were read (`Snapshot.namespaces`), else against the
+`kubernetes.io/metadata.name` label every namespace carries. matchLabelKeys and mismatchLabelKeys
+are merged into the selectors by the API server when a pod is created; pods read from files are
+taken as they are written.
+
+Sources: kubernetes v1.36.3 pkg/scheduler/framework/plugins/interpodaffinity/{filtering.go,
+scoring.go,plugin.go}, staging/src/k8s.io/kube-scheduler/framework/types.go (AffinityTerm),
+pkg/scheduler/apis/config/v1/defaults.go (hardPodAffinityWeight 1).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from webhook.names import MAX_NODE_SCORE
+from webhook.scheduler.model import (
+    AffinityTerm,
+    LabelsKey,
+    Node,
+    NodeUsage,
+    PodInfo,
+    Snapshot,
+    WeightedAffinityTerm,
+    namespace_labels,
+)
+
+HARD_POD_AFFINITY_WEIGHT = 1  # InterPodAffinityArgs.hardPodAffinityWeight's default
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+Pair = tuple[str, str]  # (topology key, value)
+
+
+def _pods(usage: NodeUsage) -> Iterable[tuple[LabelsKey, int]]:
+    return usage.labelled.items()
+
+
+def _matches_all(
+    terms: Sequence[AffinityTerm], namespace: str, labels: dict[str, str], ns_labels: Mapping[str, str]
+) -> bool:
+    """podMatchesAllAffinityTerms."""
+    return bool(terms) and all(t.matches(namespace, labels, ns_labels) for t in terms)
+
+
+# --- Filter -----------------------------------------------------------------------------------------
+
+
+def prefilter(pod: PodInfo, snapshot: Snapshot) -> Callable[[Node], tuple[str, ...]] | None:
+    """PreFilter: the domains of existing pods' anti-affinity that match the pod, and of the pods
+    that match its own required terms; then the Filter of one node. None: Skip."""
+    own = pod.pod_affinity
+    ns_labels = namespace_labels(snapshot.namespaces, pod.namespace)
+    existing_anti: Counter[Pair] = Counter()
+    affinity: Counter[Pair] = Counter()
+    anti: Counter[Pair] = Counter()
+    for node in snapshot.nodes:
+        usage = snapshot.usage_of(node)
+        for other in usage.with_affinity:
+            for term in other.pod_affinity.required_anti:
+                if term.matches(pod.namespace, pod.labels, ns_labels) and term.topology_key in node.labels:
+                    existing_anti[(term.topology_key, node.labels[term.topology_key])] += 1
+        if not own.required and not own.required_anti:
+            continue
+        for (namespace, frozen), count in _pods(usage):
+            labels, their_ns = dict(frozen), namespace_labels(snapshot.namespaces, namespace)
+            if _matches_all(own.required, namespace, labels, their_ns):
+                for term in own.required:
+                    if term.topology_key in node.labels:
+                        affinity[(term.topology_key, node.labels[term.topology_key])] += count
+            for term in own.required_anti:
+                if term.matches(namespace, labels, their_ns) and term.topology_key in node.labels:
+                    anti[(term.topology_key, node.labels[term.topology_key])] += count
+    if not existing_anti and not own.required and not own.required_anti:
+        return None
+    first_of_group = not affinity and _matches_all(own.required, pod.namespace, dict(pod.labels), ns_labels)
+
+    def check(node: Node) -> tuple[str, ...]:
+        if not _satisfies_affinity(own.required, affinity, node, first_of_group):
+            return (REASON_AFFINITY,)
+        for term in own.required_anti:
+            value = node.labels.get(term.topology_key)
+            if value is not None and anti[(term.topology_key, value)] > 0:
+                return (REASON_ANTI_AFFINITY,)
+        if any(existing_anti[pair] > 0 for pair in node.labels.items()):
+            return (REASON_EXISTING_ANTI_AFFINITY,)
+        return ()
+
+    return check
+
+
+def _satisfies_affinity(terms: Sequence[AffinityTerm], counts: Counter[Pair], node: Node, first_of_group: bool) -> bool:
+    """satisfyPodAffinity."""
+    pods_exist = True
+    for term in terms:
+        value = node.labels.get(term.topology_key)
+        if value is None:
+            return False
+        if counts[(term.topology_key, value)] <= 0:
+            pods_exist = False
+    return pods_exist or first_of_group
+
+
+# --- Score ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScoreState:
+    scores: dict[Pair, int]  # (topology key, value) -> the summed weights of the terms that match
+
+
+def prescore(pod: PodInfo, snapshot: Snapshot) -> ScoreState | None:
+    """PreScore: for every existing pod (with the pod's own preferred terms) or every pod with
+    affinity terms (without), the weights of the terms that match, per topology domain. None: Skip."""
+    own = pod.pod_affinity
+    has_preferred = bool(own.preferred or own.preferred_anti)
+    scores: dict[Pair, int] = {}
+    touched = False
+
+    def add(
+        terms: Iterable[WeightedAffinityTerm],
+        namespace: str,
+        labels: Mapping[str, str],
+        sign: int,
+        node: Node,
+        times: int = 1,
+    ) -> None:
+        nonlocal touched
+        for weighted in terms:
+            term = weighted.term
+            their_ns = namespace_labels(snapshot.namespaces, namespace)
+            if term.matches(namespace, labels, their_ns) and term.topology_key in node.labels:
+                pair = (term.topology_key, node.labels[term.topology_key])
+                scores[pair] = scores.get(pair, 0) + sign * weighted.weight * times
+                touched = True
+
+    for node in snapshot.nodes:
+        if not node.labels:
+            continue  # processExistingPod: a node without labels adds nothing
+        usage = snapshot.usage_of(node)
+        if has_preferred:
+            for (namespace, frozen), count in _pods(usage):
+                labels = dict(frozen)
+                add(own.preferred, namespace, labels, 1, node, count)
+                add(own.preferred_anti, namespace, labels, -1, node, count)
+        for other in usage.with_affinity:
+            hard = (WeightedAffinityTerm(HARD_POD_AFFINITY_WEIGHT, t) for t in other.pod_affinity.required)
+            add(hard, pod.namespace, pod.labels, 1, node)
+            add(other.pod_affinity.preferred, pod.namespace, pod.labels, 1, node)
+            add(other.pod_affinity.preferred_anti, pod.namespace, pod.labels, -1, node)
+    return ScoreState(scores) if touched else None
+
+
+def score(state: ScoreState, node: Node, usage: NodeUsage) -> int:
+    return sum(state.scores.get(pair, 0) for pair in node.labels.items())
+
+
+def normalize_one(raw: int, low: int | None, high: int | None) -> int:
+    """NormalizeScore of one node: 100 x (score - min) / (max - min), 0 when all score alike."""
+    if low is None or high is None or high == low:
+        return 0
+    return int(MAX_NODE_SCORE * ((raw - low) / (high - low)))
