@@ -64,6 +64,7 @@ REQUEST_CPU = (0, 100, 250, 500, 1000, 2000)  # millicores; 0: no cpu request
 REQUEST_MEMORY = (0, 128, 512, 1024, 2048, 4096)  # MiB; 0: no memory request
 ZONES = ("a", "b", "c")
 ZONE_KEY = "topology.kubernetes.io/zone"
+APP = {"app": "web"}  # the probe's app: the Service of a `behind_service` case selects it
 PREFER_NO_SCHEDULE = {"key": "example.com/maintenance", "value": "soon", "effect": "PreferNoSchedule"}
 NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
@@ -74,6 +75,8 @@ class Case:
     nodes: list[dict[str, Any]]
     bound: list[dict[str, Any]]
     pod: dict[str, Any]
+    service: dict[str, Any] | None = None  # a Service selecting the probe and its siblings
+    kind: str = "bare"  # "bare", "behind a Service" or "anti-affinity"
 
 
 @dataclass
@@ -88,6 +91,8 @@ class Result:
     netqos_predicted: list[str]
     explain: dict[str, Any] = field(repr=False)
 
+    kind: str = "bare"
+
     @property
     def agrees(self) -> bool:
         return self.bound in self.predicted
@@ -101,6 +106,10 @@ class Result:
 
 
 def generate(rng: random.Random, index: int, max_nodes: int) -> Case:
+    """A random cluster; one case in three has the probe behind a Service with siblings already on
+    the nodes (PodTopologySpread's default constraints spread it), one in three pods with pod
+    anti-affinity (the probe's own, required or preferred, and siblings' against it)."""
+    kind = ("bare", "behind a Service", "anti-affinity")[index % 3]
     count = rng.randint(2, max_nodes)
     shares = [rng.random() ** 2 for _ in NET_CLASSES]  # squared: often one class dominates
     prefer_tainted, hard_tainted = rng.choice((0.0, 0.1, 0.3)), rng.choice((0.0, 0.05, 0.2))
@@ -146,7 +155,18 @@ def generate(rng: random.Random, index: int, max_nodes: int) -> Case:
         pod["spec"]["affinity"] = {
             "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": _own(rng, names)}
         }
-    return Case(index, nodes, bound, pod)
+    service = None
+    if kind != "bare":
+        bound += _siblings(rng, nodes, anti=kind == "anti-affinity")
+        service = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": NAMESPACE},
+            "spec": {"selector": dict(APP), "ports": [{"port": 80}]},
+        }
+    if kind == "anti-affinity":
+        _anti_affinity(rng, pod)
+    return Case(index, nodes, bound, pod, service, kind)
 
 
 def _own(rng: random.Random, names: list[str]) -> list[dict[str, Any]]:
@@ -165,6 +185,40 @@ def _own(rng: random.Random, names: list[str]) -> list[dict[str, Any]]:
         exprs = [{"key": k, "operator": o, "values": v} for k, o, v in expressions]
         terms.append({"weight": rng.randint(1, 100), "preference": {"matchExpressions": exprs}})
     return terms
+
+
+def _siblings(rng: random.Random, nodes: list[dict[str, Any]], anti: bool) -> list[dict[str, Any]]:
+    """Pods of the probe's app already on a few nodes, some nodes holding several; with `anti`,
+    some carry required anti-affinity against their app on their host."""
+    siblings = []
+    for i in range(rng.randint(1, max(2, len(nodes) // 2))):
+        node = rng.choice(nodes)["metadata"]["name"]
+        spec: dict[str, Any] = {
+            "nodeName": node,
+            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {}}}],
+            "tolerations": [{"operator": "Exists"}],
+        }
+        if anti and rng.random() < 0.3:
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term()]}}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{i}", "labels": dict(APP)}, "spec": spec}
+        siblings.append(pod)
+    return siblings
+
+
+def _term(key: str = "kubernetes.io/hostname") -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": dict(APP)}, "topologyKey": key}
+
+
+def _anti_affinity(rng: random.Random, pod: dict[str, Any]) -> None:
+    """The probe's own anti-affinity against its siblings: required on the host, or preferred on
+    the host or the zone."""
+    if rng.random() < 0.5:
+        anti: dict[str, Any] = {"requiredDuringSchedulingIgnoredDuringExecution": [_term()]}
+    else:
+        key = rng.choice(("kubernetes.io/hostname", ZONE_KEY))
+        weighted = {"weight": rng.choice((10, 50, 100)), "podAffinityTerm": _term(key)}
+        anti = {"preferredDuringSchedulingIgnoredDuringExecution": [weighted]}
+    pod["spec"].setdefault("affinity", {})["podAntiAffinity"] = anti
 
 
 def _load(rng: random.Random, node: str, cpu: int, memory: int, slots: int) -> list[dict[str, Any]]:
@@ -228,6 +282,8 @@ def run_case(cluster: Cluster, case: Case, workdir: Path) -> Result:
     """Set the cluster up as `case` says, ask explain, then let the real scheduler bind the pod."""
     _reset(cluster)
     _settle(cluster, 0, 0)
+    if case.service is not None:
+        cluster.create(case.service, NAMESPACE)
     for node in case.nodes:
         cluster.create(node)
     for pod in case.bound:
@@ -255,12 +311,13 @@ def run_case(cluster: Cluster, case: Case, workdir: Path) -> Result:
         case.index,
         len(case.nodes),
         _selected(case.pod),
-        bool(case.pod["spec"].get("affinity")),
+        bool((case.pod["spec"].get("affinity") or {}).get("nodeAffinity")),
         bound,
         list(explained["predicted"]),
         netqos_bound,
         list(explained["netqos_predicted"]),
         explained,
+        case.kind,
     )
 
 
@@ -270,6 +327,7 @@ def _selected(pod: dict[str, Any]) -> bool:
 
 def _reset(cluster: Cluster) -> None:
     cluster.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods", {"gracePeriodSeconds": 0})
+    cluster.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/services/web")
     cluster.delete_nodes()
     if cluster.get(f"/api/v1/namespaces/{NAMESPACE}") is None:
         cluster.create_namespace(NAMESPACE)
@@ -357,7 +415,7 @@ def describe_miss(result: Result, which: str) -> str:
         (result.bound, result.predicted) if which == "stock" else (result.netqos_bound, result.netqos_predicted)
     )
     lines = [
-        f"cluster {result.index} ({result.nodes} nodes): {which} bound {bound}, "
+        f"cluster {result.index} ({result.nodes} nodes, {result.kind}): {which} bound {bound}, "
         f"explain predicted {', '.join(predicted)}",
         f"  {'NODE':<16} {'NET':<10} {'FEASIBLE':<8} {'TOTAL':>6} {'NETQOS TOTAL':>12}  REASONS",
     ]
@@ -394,6 +452,14 @@ def summary(results: Sequence[Result], seconds: float) -> dict[str, Any]:
         "own_same_node": sum(r.latency_sensitive and r.own_preferences and r.bound == r.netqos_bound for r in results),
         "stock_agree": sum(r.agrees for r in results),
         "netqos_agree": sum(r.netqos_agrees for r in results),
+        "by_kind": {
+            kind: {
+                "clusters": sum(r.kind == kind for r in results),
+                "stock_agree": sum(r.agrees for r in results if r.kind == kind),
+                "netqos_agree": sum(r.netqos_agrees for r in results if r.kind == kind),
+            }
+            for kind in sorted({r.kind for r in results})
+        },
         "seconds": round(seconds, 1),
     }
 
@@ -426,6 +492,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"({total['own_preferences']}) | {total['stock_agree']}/{n} | {total['netqos_agree']}/{n} | "
             f"{total['own_same_node']}/{total['own_preferences']} | {total['seconds']} s |"
         )
+        for kind, counts in total["by_kind"].items():
+            k = counts["clusters"]
+            print(f"| {kind}: {k} | | | {counts['stock_agree']}/{k} | {counts['netqos_agree']}/{k} | |")
     return 0 if total["stock_agree"] == total["netqos_agree"] == total["clusters"] else 1
 
 

@@ -624,7 +624,8 @@ def list_spread_selectors(
     of that namespace, and its `controller` (kind, name) when it is a ReplicationController,
     ReplicaSet or StatefulSet that exists; as API JSON data."""
     with Reader(connect(kubeconfig, context)) as reader:
-        found = reader.restarting(lambda: list(reader.list("Service", namespace)))
+        # a list's items carry no kind: it is set, as the callers tell Services from controllers by it
+        found = reader.restarting(lambda: [{**o, "kind": "Service"} for o in reader.list("Service", namespace)])
         if controller is not None and controller[0] in ("ReplicationController", "ReplicaSet", "StatefulSet"):
             obj = reader.get(controller[0], controller[1], namespace)
             if obj is not None:

@@ -4,7 +4,10 @@
 asks the same question. The answer is `webhook.scheduler.cycle`'s, exactly as `explain` ranks nodes:
 the filter reasons of every `net=high` node for the pod as if it were scheduled again, given what
 the pods bound to those nodes already take (NodeResourcesFit, NodePorts; `high_usage` folds them
-one pod at a time, so memory holds one tally per high node, never the pods).
+one pod at a time, so memory holds one tally per high node, never the pods). The Filter plugins
+that read every node's pods (PodTopologySpread, InterPodAffinity: `plugins.Reads.CLUSTER`) are
+not run here, since only the pods of the `net=high` nodes are read; `status`'s count of pods that
+would move comes from the rebalance plan, which runs them.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ from webhook.scheduler.incremental import World
 from webhook.scheduler.model import Node, PodInfo, Profile, Target, UsageTally
 from webhook.scheduler.plugins import DEFAULT_PROFILE
 from webhook.scheduler.read import NO_SELECTORS, Selectors
-from webhook.scheduler.scores import NETQOS_NODE_LABEL, NETQOS_TARGET
+from webhook.scheduler.scores import NETQOS_NODE_LABEL, fast_target
 from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES, Registration
 
 __all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Cluster", "Options", "Owner", "Plan", "plan"]
@@ -147,10 +147,10 @@ class Cluster:
     """The cluster as the plan needs it, folded from API objects one at a time: `add_node` for
     every Node, then `add_pod` for every pod bound to a node and not finished."""
 
-    def __init__(self, policy: Policy, options: Options, target: Target = NETQOS_TARGET) -> None:
+    def __init__(self, policy: Policy, options: Options, target: Target | None = None) -> None:
         self.policy = policy
         self.options = options
-        self.target = target
+        self.target = target or fast_target(policy)  # the policy's top-scoring nodes: net=high by default
         self.nodes: list[Node] = []
         self.net: dict[str, str | None] = {}
         self.fast: set[str] = set()

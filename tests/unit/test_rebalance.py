@@ -19,9 +19,9 @@ from webhook.policy_file import default_policy
 from webhook.scheduler import incremental
 from webhook.scheduler.cycle import rank
 from webhook.scheduler.incremental import Predictor, World
-from webhook.scheduler.model import PodInfo
+from webhook.scheduler.model import PodInfo, Profile
 from webhook.scheduler.plugins import DEFAULT_PROFILE
-from webhook.scheduler.read import pod_info
+from webhook.scheduler.read import NO_SELECTORS, Selectors, pod_info
 from webhook.scheduler.scores import NETQOS_TARGET
 from webhook.testing.kubeapi import node, pod
 
@@ -83,6 +83,8 @@ def make_plan(
     registration: scope.Registration | None = None,
     controllers: dict[tuple[str, str, str], Any] | None = None,
     budgets: list[dict[str, Any]] | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+    selectors: Selectors = NO_SELECTORS,
     **options: Any,
 ) -> rebalance.Plan:
     """The plan for the cluster; each candidate's controller (unless `controllers` names it) has
@@ -105,7 +107,9 @@ def make_plan(
         registration or registered(policy),
         found,
         owners,
+        profile,
         budgets=evictability.Budgets(budgets or []),
+        selectors=selectors,
     )
 
 

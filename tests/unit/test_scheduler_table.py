@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.test_rebalance import make_plan
 from tests.unit.test_status_cost import cluster_view
 from webhook import explain, placement, rebalance, status
 from webhook.policy_file import default_policy
@@ -96,12 +97,7 @@ def why_not_fast() -> tuple[str, ...]:
 
 
 def planned(profile: Profile = DEFAULT_PROFILE) -> tuple[str, str | None, str]:
-    cluster = rebalance.Cluster(default_policy(), rebalance.Options(now=NOW, min_replicas=1))
-    for n in nodes():
-        cluster.add_node(n)
-    for p in (stranded(), sibling()):
-        cluster.add_pod(p)
-    row = rebalance.plan(cluster, profile=profile).candidates[0]
+    row = make_plan(nodes(), [stranded(), sibling()], profile=profile, min_replicas=1).candidates[0]
     return row.action, row.target, row.reason
 
 
@@ -170,3 +166,48 @@ def test_the_what_if_placement_follows_the_profiles_variant_as_the_cycle_does(se
             "requests": {"cpu": rng.choice(["250m", "1"]), "memory": rng.choice(["512Mi", "6Gi"])}
         }
         world.move(rng.randrange(len(world.nodes)), pod_info(mover), remove=False)
+
+
+# --- the fast nodes: the policy's own top-scoring values ----------------------------------------------
+
+TIERED = b"""
+apiVersion: netqos.io/v1alpha1
+kind: NetQoSPolicy
+rules:
+- name: tiers
+  podSelector:
+    matchLabels:
+      qos: latency-sensitive
+  nodeScore:
+    key: example.com/tier
+    scores:
+    - {value: gold, score: 100}
+    - {value: platinum, score: 100}
+    - {value: bronze, score: 0}
+    unlistedScore: 10
+"""
+
+
+def test_the_fast_nodes_are_the_policys_top_scoring_values() -> None:
+    from webhook.policy_file import policy_from_bytes
+    from webhook.scheduler.scores import fast_target
+
+    assert str(fast_target(default_policy())) == "net=high"
+    tiered = fast_target(policy_from_bytes(TIERED, "tiers.yaml"))
+    assert (tiered.key, tiered.values) == ("example.com/tier", frozenset({"gold", "platinum"}))
+    assert str(tiered) == "example.com/tier in (gold,platinum)"
+
+
+def test_rebalance_moves_pods_to_the_policys_fast_nodes_not_to_net_high() -> None:
+    from webhook.policy_file import policy_from_bytes
+
+    policy = policy_from_bytes(TIERED, "tiers.yaml")
+    cluster = rebalance.Cluster(policy, rebalance.Options(now=NOW, min_replicas=1))
+    gold = sized(node("gold-1"), **{"example.com/tier": "gold"})
+    high = sized(node("high-1", "high"))
+    slow = sized(node("slow", "low"), **{"example.com/tier": "bronze"})
+    for n in (gold, high, slow):
+        cluster.add_node(n)
+    for p in (stranded(), sibling()):
+        cluster.add_pod(p)
+    assert cluster.fast == {"gold-1"}

@@ -46,13 +46,15 @@ EXAMPLE = "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes de
 DESCRIPTION = """\
 Run a pod through the webhook's policy exactly as /mutate would, then filter and score the
 nodes as kube-scheduler does, given the pods already on them: cordons, node name, taints,
-node selector and required node affinity, host ports and resource fit; then the score
-plugins TaintToleration, NodeAffinity, NodeResourcesFit, NodeResourcesBalancedAllocation
-and ImageLocality, each normalised and weighted, and the total. The predicted node is the
-best total. Beside it, the NetQoS scheduler's prediction: the same profile plus the NetQoS
-plugin (net=high 100, other or no label 10, net=low 0; weight --netqos-weight) for the pod
-without the injected terms. PodTopologySpread, InterPodAffinity and the volume plugins are
-not evaluated; the output says so.
+node selector and required node affinity, host ports, resource fit, topology spread and pod
+(anti-)affinity; then the score plugins TaintToleration, NodeAffinity, NodeResourcesFit,
+PodTopologySpread (the pod's constraints, or the default spreading from the pods its Services
+and controller select: read from the cluster, or from Service and ReplicaSet documents in
+--pods), InterPodAffinity, NodeResourcesBalancedAllocation and ImageLocality, each normalised
+and weighted, and the total. The predicted node is the best total. Beside it, the NetQoS
+scheduler's prediction: the same profile plus the NetQoS plugin (net=high 100, other or no
+label 10, net=low 0; weight --netqos-weight) for the pod without the injected terms. The
+volume plugins are not evaluated; the output says so.
 """
 EPILOG = f"""\
 examples:

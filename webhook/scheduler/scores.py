@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from webhook.names import MAX_NODE_SCORE
+from webhook.policy import Policy
 from webhook.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar
 from webhook.scheduler.model import Node, NodeUsage, ScoringStrategy, Taint, Target, Toleration
 
@@ -24,6 +25,20 @@ NETQOS_NODE_LABEL = "net"
 NETQOS_TABLE: Mapping[str, int] = {"high": MAX_NODE_SCORE, "low": 0}  # any other value, or none: 10
 NETQOS_UNLISTED = 10
 NETQOS_TARGET = Target(NETQOS_NODE_LABEL, frozenset(v for v, s in NETQOS_TABLE.items() if s == MAX_NODE_SCORE))
+
+
+def fast_target(policy: Policy) -> Target:
+    """The nodes `policy` prefers most: the key of its first score table and the values that score
+    highest there (above any other value); the NetQoS plugin's `net=high` when no rule has a table
+    (terms written by hand)."""
+    for rule in policy.rules:
+        table = rule.table
+        if table is not None and table.scores:
+            top = max(score for _, score in table.scores)
+            if top > table.unlisted:
+                return Target(table.key, frozenset(value for value, score in table.scores if score == top))
+    return NETQOS_TARGET
+
 
 # ImageLocality's thresholds (image_locality.go).
 _MB = 1024 * 1024
