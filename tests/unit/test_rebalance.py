@@ -21,7 +21,7 @@ from webhook.scheduler.cycle import rank
 from webhook.scheduler.incremental import Predictor, World
 from webhook.scheduler.model import PodInfo, Profile
 from webhook.scheduler.plugins import DEFAULT_PROFILE
-from webhook.scheduler.read import NO_SELECTORS, Selectors, pod_info
+from webhook.scheduler.read import NO_SELECTORS, Selectors, pod_info, selectors_from_api
 from webhook.scheduler.scores import NETQOS_TARGET
 from webhook.testing.kubeapi import node, pod
 
@@ -719,3 +719,33 @@ def test_budgets_as_the_eviction_api_counts_them(
     plan = make_plan(CLUSTER, pods, budgets=budgets)
     assert [c.action for c in plan.candidates] == actions
     assert plan.candidates[1].reason == reason
+
+
+# --- PodTopologySpread's default spreading: the lead must hold with it --------------------------
+
+
+SPREAD_NODES = [sized(node("fast-1", "high"), cpu="64"), sized(node("slow", "low"), cpu="64")]
+WEB_SERVICE = {"metadata": {"namespace": "shop", "name": "web"}, "spec": {"selector": {"app": "web"}}}
+
+
+def behind_service(siblings_on_fast: int) -> rebalance.Plan:
+    """A pod of web-1 stranded on the slow node; `siblings_on_fast` pods of its Service's app on
+    the fast node (of another ReplicaSet, so none is a candidate nor counted as a replica of it)."""
+    pods = [app_pod("web-0", "slow"), *replicas("web-1", 1, node_name="slow")]
+    pods += [app_pod(f"web-peer-{i}", "fast-1", owner="web-2", labels={"app": "web"}) for i in range(siblings_on_fast)]
+    return make_plan(SPREAD_NODES, pods, selectors=selectors_from_api([WEB_SERVICE]), min_replicas=1)
+
+
+def test_without_siblings_on_the_fast_node_the_pod_moves_and_the_reason_states_its_lead() -> None:
+    row = by_name(behind_service(0))["web-0"]
+    assert (row.action, row.target) == ("evict", "fast-1")
+    assert "a lead of " in row.reason and "PodTopologySpread" in row.reason
+
+
+def test_siblings_on_the_fast_node_spread_the_replacement_away_so_it_is_not_moved() -> None:
+    """Three pods of the Service's app on fast-1: the default hostname constraint scores it 33 and
+    the empty slow node 100 (x2), more than NodeAffinity's lead of 100 (x2 of 50): the real
+    scheduler would put the replacement back on a slow node, so rebalance does not evict."""
+    row = by_name(behind_service(3))["web-0"]
+    assert (row.action, row.target) == ("skip", None)
+    assert row.reason.startswith("kube-scheduler would place the replacement on slow (net=low)")

@@ -6,7 +6,8 @@ Modules, bottom-up (each imports only those before it):
   `Profile` (Score plugins and weights, plugin arguments) and the fast-node `Target`;
 - `read`: API objects (decoded JSON) into the model;
 - `filters`, `scores`: each plugin's Filter check and raw Score, the normalisations, Go's
-  integer helpers, the NetQoS plugin's port;
+  integer helpers, the NetQoS plugin's port and the fast nodes a policy prefers;
+- `spread`, `podaffinity`: PodTopologySpread and InterPodAffinity, which read every node's pods;
 - `plugins`: the ONE table of plugins (name, functions, normaliser, what each reads) and the
   default profile;
 - `cycle`: one scheduling cycle over the table (PreFilter, Filter, Score, sampling, the result);

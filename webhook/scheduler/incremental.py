@@ -347,7 +347,7 @@ class Predictor:
             return Choice(
                 fast.name,
                 f"kube-scheduler would place the replacement on {fast.name} ({target}): total {best_fast}{against}"
-                f"{self._lead(best_fast, best_other)}",
+                f"{self._lead(best_fast, best_other, bounded=top in self.lazy)}",
             )
         other = nodes[self.others[self.totals_other.index(best_other)]]
         if best_other == best_fast:
@@ -362,12 +362,13 @@ class Predictor:
             f"{best_fast} on {fast.name} ({target}), the best {target} node",
         )
 
-    def _lead(self, best_fast: int, best_other: int) -> str:
-        """The lead of the target node, and under which plugins it holds."""
+    def _lead(self, best_fast: int, best_other: int, bounded: bool) -> str:
+        """The lead of the target node (over a bound: at least that), and the plugins it holds under."""
         if best_other < 0:
             return ""
         scored = [p.name for p, _ in plugins.score_plugins(self.world.profile)]
-        return f"; a lead of {best_fast - best_other} with every plugin evaluated scored ({', '.join(scored)})"
+        least = "at least " if bounded else ""
+        return f"; a lead of {least}{best_fast - best_other} with every plugin evaluated scored ({', '.join(scored)})"
 
     def _best_other(self, best_fast: int) -> int:
         """The best total over the non-target nodes, exact wherever it could reach `best_fast`:
