@@ -64,6 +64,7 @@ REQUEST_CPU = (0, 100, 250, 500, 1000, 2000)  # millicores; 0: no cpu request
 REQUEST_MEMORY = (0, 128, 512, 1024, 2048, 4096)  # MiB; 0: no memory request
 ZONES = ("a", "b", "c")
 ZONE_KEY = "topology.kubernetes.io/zone"
+EXPLAIN_TIMEOUT = 300  # seconds for one `explain` run: a few on a quiet machine, minutes on a shared, loaded one
 APP = {"app": "web"}  # the probe's app: the Service of a `behind_service` case selects it
 PREFER_NO_SCHEDULE = {"key": "example.com/maintenance", "value": "soon", "effect": "PreferNoSchedule"}
 NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -365,7 +366,7 @@ def _explain(cluster: Cluster, path: Path) -> dict[str, Any]:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=EXPLAIN_TIMEOUT,
         cwd=REPO,
     )
     if result.returncode != 0:
