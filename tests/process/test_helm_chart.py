@@ -916,3 +916,52 @@ def test_what_helm_uninstall_leaves_behind_is_named_in_the_readme_with_how_to_re
     section = readme[readme.index("### Uninstall") :].split("\n## ", 1)[0]
     assert "kubectl delete secret netqos-webhook-tls -n netqos-system" in section
     assert "kubectl delete namespace netqos-system" in section
+
+
+# --- the optional HorizontalPodAutoscaler ---------------------------------------------------------
+
+
+def test_no_autoscaler_by_default_and_the_deployment_keeps_its_replicas(helm: str, tmp: Path) -> None:
+    objs = render(helm, tmp)
+    assert [o for o in objs if o["kind"] == "HorizontalPodAutoscaler"] == []
+    assert next(o for o in objs if o["kind"] == "Deployment")["spec"]["replicas"] == 2
+
+
+def test_an_enabled_autoscaler_scales_the_deployment_on_cpu_and_owns_its_replica_count(helm: str, tmp: Path) -> None:
+    objs = render(
+        helm, tmp, {"autoscaling": {"enabled": True, "maxReplicas": 10, "targetCPUUtilizationPercentage": 60}}
+    )
+    (hpa,) = [o for o in objs if o["kind"] == "HorizontalPodAutoscaler"]
+    deployment = next(o for o in objs if o["kind"] == "Deployment")
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": deployment["metadata"]["name"],
+    }
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 10)
+    assert hpa["spec"]["metrics"] == [
+        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}
+    ]
+    assert "replicas" not in deployment["spec"]
+
+
+@pytest.mark.parametrize(
+    ("autoscaling", "message"),
+    [
+        ({"enabled": True, "minReplicas": 1}, "minReplicas"),
+        (
+            {"enabled": True, "minReplicas": 4, "maxReplicas": 3},
+            "autoscaling.minReplicas (4) is above autoscaling.maxReplicas (3)",
+        ),
+        ({"enabled": True, "cpu": 50}, "cpu"),
+    ],
+    ids=["fewer than two replicas", "min above max", "unknown key"],
+)
+def test_an_autoscaler_that_could_leave_no_replica_serving_is_refused(
+    helm: str, tmp: Path, autoscaling: dict[str, Any], message: str
+) -> None:
+    done = run_helm(
+        helm, "template", RELEASE, str(CHART), "-n", NAMESPACE, values={"autoscaling": autoscaling}, tmp=tmp
+    )
+    assert done.returncode != 0 and message in done.stderr, done.stderr
