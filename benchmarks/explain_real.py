@@ -64,6 +64,7 @@ REQUEST_CPU = (0, 100, 250, 500, 1000, 2000)  # millicores; 0: no cpu request
 REQUEST_MEMORY = (0, 128, 512, 1024, 2048, 4096)  # MiB; 0: no memory request
 ZONES = ("a", "b", "c")
 ZONE_KEY = "topology.kubernetes.io/zone"
+UNBOUND_WAIT = 10  # seconds a pod explain finds no node for must stay unbound
 EXPLAIN_TIMEOUT = 300  # seconds for one `explain` run: a few on a quiet machine, minutes on a shared, loaded one
 APP = {"app": "web"}  # the probe's app: the Service of a `behind_service` case selects it
 PREFER_NO_SCHEDULE = {"key": "example.com/maintenance", "value": "soon", "effect": "PreferNoSchedule"}
@@ -96,11 +97,11 @@ class Result:
 
     @property
     def agrees(self) -> bool:
-        return self.bound in self.predicted
+        return self.bound in self.predicted if self.bound else not self.predicted
 
     @property
     def netqos_agrees(self) -> bool:
-        return self.netqos_bound in self.netqos_predicted
+        return self.netqos_bound in self.netqos_predicted if self.netqos_bound else not self.netqos_predicted
 
 
 # --- the random clusters ---------------------------------------------------------------------------
@@ -298,7 +299,7 @@ def run_case(cluster: Cluster, case: Case, workdir: Path) -> Result:
     assert created["metadata"].get("annotations", {}).get(INJECTED_ANNOTATION) or not _selected(case.pod), (
         "the webhook did not mutate the latency-sensitive pod: is it registered?"
     )
-    bound = cluster.wait_bound(NAMESPACE, "probe")
+    bound = _bound(cluster, "probe", explained["predicted"])
     _delete_pod(cluster, "probe")
     _settle(cluster, len(case.nodes), len(case.bound))
 
@@ -307,7 +308,7 @@ def run_case(cluster: Cluster, case: Case, workdir: Path) -> Result:
     written["metadata"]["annotations"] = {OPT_OUT_ANNOTATION: "false"}  # the pod as written
     written["spec"]["schedulerName"] = NETQOS_SCHEDULER
     cluster.create(written, NAMESPACE)
-    netqos_bound = cluster.wait_bound(NAMESPACE, "probe-netqos")
+    netqos_bound = _bound(cluster, "probe-netqos", explained["netqos_predicted"])
     return Result(
         case.index,
         len(case.nodes),
@@ -320,6 +321,20 @@ def run_case(cluster: Cluster, case: Case, workdir: Path) -> Result:
         explained,
         case.kind,
     )
+
+
+def _bound(cluster: Cluster, name: str, predicted: list[str]) -> str:
+    """The node the scheduler binds the pod to; when explain predicts no feasible node, "" if the
+    pod stays unbound for UNBOUND_WAIT seconds (the scheduler leaves it Pending too)."""
+    if predicted:
+        return cluster.wait_bound(NAMESPACE, name)
+    deadline = time.monotonic() + UNBOUND_WAIT
+    while time.monotonic() < deadline:
+        node = ((cluster.pod(NAMESPACE, name) or {}).get("spec") or {}).get("nodeName")
+        if node:
+            return str(node)
+        time.sleep(0.2)
+    return ""
 
 
 def _selected(pod: dict[str, Any]) -> bool:
