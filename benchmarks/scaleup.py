@@ -385,7 +385,13 @@ def run_all(cluster: Cluster, replicas: int) -> list[ScaleUp]:
             results.append(scale_up(cluster, variant, replicas, Path(workdir)))
             print(json.dumps(results[-1].__dict__), file=sys.stderr)
     for variant in VARIANTS:
-        cluster.delete_namespace(f"scaleup-{variant}", timeout=600)
+        for attempt in range(3):  # deleting thousands of pods at once can outlast one request's 30 s
+            try:
+                cluster.delete_namespace(f"scaleup-{variant}", timeout=600)
+                break
+            except TimeoutError:
+                if attempt == 2:
+                    raise
     return results
 
 
