@@ -356,3 +356,22 @@ def test_fail_on_can_name_not_called():
 def test_a_lone_object_that_carries_no_pod_is_named_as_written(document, shown):
     done = netqos("review", "-", stdin=json.dumps(document))
     assert done.returncode == 2 and shown in done.stderr and "None" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("fixture_name", "what"),
+    [
+        ("review-update.json", "the UPDATE of a pod"),
+        ("review-create-binding-subresource.json", "the CREATE of a pod's binding subresource"),
+    ],
+)
+def test_a_review_the_registration_never_sends_is_not_called_and_says_why(fixture_name: str, what: str) -> None:
+    path = str(REPO / "tests" / "fixtures" / fixture_name)
+    done = netqos("review", path, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    (record,) = json.loads(done.stdout)
+    assert record["decision"] == "not_called"
+    assert record["warnings"] == [
+        f"the webhook is not called: the registration's rules send the CREATE of pods only, and this is {what}"
+    ]
+    assert netqos("review", path, "--fail-on", "not_called").returncode == 3

@@ -252,6 +252,16 @@ def _source(name: str, place: Place, colon: bool = False) -> str:
     return f"input file {name}{document}{items}" + (": " if colon else "")
 
 
+def _not_registered_for(request: dict[str, Any]) -> str | None:
+    """Why the API server would never send this request: the registration's rules name the CREATE
+    of pods alone (webhook.scope.pod_create_rule), no other operation and no subresource."""
+    operation, subresource = request.get("operation"), request.get("subResource")
+    if operation == "CREATE" and not subresource:
+        return None
+    what = f"the {_text(operation)} of a pod" + (f"'s {_text(subresource)} subresource" if subresource else "")
+    return f"the webhook is not called: the registration's rules send the CREATE of pods only, and this is {what}"
+
+
 def review_item(
     policy: Policy, item: Item, single: bool = False, webhook_namespace: str = DEFAULT_NAMESPACE
 ) -> Reviewed:
@@ -285,7 +295,7 @@ def review_item(
         raise UsageError(f"{item.source}: {err}") from None
     request = document["request"]
     answer = result.response["response"]
-    not_called = not_called_reason(result.namespace or "default", webhook_namespace)
+    not_called = not_called_reason(result.namespace or "default", webhook_namespace) or _not_registered_for(request)
     if kind == "AdmissionReview":
         pod_kind = request.get("kind", {}).get("kind") if isinstance(request.get("kind"), dict) else None
         kind, name = _text(pod_kind) or "AdmissionReview", result.name
