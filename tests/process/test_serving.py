@@ -16,7 +16,7 @@ import pytest
 from benchmarks import reviews
 from webhook.serving.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions
 from webhook.testing.procfs import LISTEN, socket_inodes, tcp_sockets
-from webhook.testing.server import SERVER_NAME
+from webhook.testing.server import SERVER_NAME, start_server
 
 pytestmark = pytest.mark.process
 
@@ -85,6 +85,15 @@ def test_the_start_up_log_names_the_address_and_the_worker_class(server):
         "a SO_REUSEPORT socket in each of 2 workers)"
     ]
     assert "Using worker: HardenedGeventWorker" in messages
+
+
+def test_one_worker_is_named_in_the_singular(tmp_path):
+    with start_server(tmp_path, workers=1) as one:
+        messages = [r["message"] for r in one.log_records() if r.get("logger") == "gunicorn.error"]
+    assert (
+        f"Listening at: https://127.0.0.1:{one.port} (pid {one.process.pid}; a SO_REUSEPORT socket in its 1 worker)"
+        in (messages)
+    )
 
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")

@@ -99,8 +99,10 @@ def gunicorn_logger(fmt: str) -> type[glogging.Logger]:
                 # SO_REUSEPORT: the workers bind, the master holds no socket, so gunicorn's own
                 # line would name no address ("Listening at:  (pid)"). Name the one they bind.
                 scheme = "https" if self.cfg.is_ssl else "http"
-                msg = "Listening at: %s://%s (pid %s; a SO_REUSEPORT socket in each of %d workers)"
-                args = (scheme, ",".join(self.cfg.bind), args[-1], self.cfg.workers)
+                workers = int(self.cfg.workers)
+                each = f"in each of {workers} workers" if workers != 1 else "in its 1 worker"
+                msg = "Listening at: %s://%s (pid %s; a SO_REUSEPORT socket %s)"
+                args = (scheme, ",".join(self.cfg.bind), args[-1], each)
             super().info(msg, *args, **kwargs)
 
     return GunicornLogger
