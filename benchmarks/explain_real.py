@@ -510,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for kind, counts in total["by_kind"].items():
             k = counts["clusters"]
-            print(f"| {kind}: {k} | | | {counts['stock_agree']}/{k} | {counts['netqos_agree']}/{k} | |")
+            print(f"| {kind}: {k} | | | {counts['stock_agree']}/{k} | {counts['netqos_agree']}/{k} | | |")
     return 0 if total["stock_agree"] == total["netqos_agree"] == total["clusters"] else 1
 
 
