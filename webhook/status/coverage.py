@@ -1,0 +1,189 @@
+"""`status`'s second and third questions: which selected pods have the preference, and where
+they run (pure).
+
+Coverage: each selected pod in an admitted namespace is classified by `webhook.policy.evaluate`,
+the decision `/mutate` makes, never a second copy of the rules: terms already there (`injected`),
+the pod's own affinity uses the rule's keys (`explicit`), `opted_out`, or the webhook would add
+terms now (`missing`: the pod was created without the preference). A namespace is admitted by the
+rule's registered entry's namespaceSelector, else its bound admission policy's, else the one
+`webhook.manifests` ships: coverage counts the pods the policy means to cover even while the
+registration is broken (which `webhook.status.registration` reports), so such pods show up as
+`missing`.
+
+Placement: the `net` class of each selected pod's node; for a pod not on a `net=high` node while
+one exists, why: `webhook.placement`, which ranks as `explain` does, given what the pods bound to
+the `net=high` nodes already take (NodeResourcesFit, NodePorts).
+
+Owners: the command reads what `owner_lookups` names, `with_owners` climbs one level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook import apidata, owners, placement
+from webhook.apidata import ShapeError
+from webhook.names import NAMESPACE_NAME_LABEL, WEBHOOK_DOMAIN
+from webhook.policy import Decision, Rule, evaluate
+from webhook.selector import LabelSelector, label_selector_from_api
+from webhook.status.model import (
+    ClusterView,
+    MissingPod,
+    ObjectJSON,
+    OffHigh,
+    PodsOnNodes,
+    Read,
+    Registered,
+    Report,
+    Unknown,
+)
+
+COVERAGE = {
+    Decision.UNCHANGED: "injected",
+    Decision.SKIPPED_EXPLICIT: "explicit",
+    Decision.SKIPPED_OPT_OUT: "opted_out",
+    Decision.MUTATED: "missing",
+}
+
+
+def check(view: ClusterView, report: Report, registered: Registered) -> None:
+    """Classify the selected pods and where they run, into `report`."""
+    nodes = None
+    if isinstance(view.nodes, Unknown):
+        report.note_unknown(view.nodes)
+    else:
+        nodes = _Placement(placement.read_nodes(view.nodes), view.pods_on_nodes)
+        report.high_nodes = len(nodes.nodes.high)
+    if view.pods_namespace is not None and not view.namespace_exists(view.pods_namespace):
+        report.problems.append(
+            f"namespace {view.pods_namespace} (-n) does not exist: it has no pods to check (kubectl get namespaces)"
+        )
+    if isinstance(view.pods, Unknown):
+        report.note_unknown(view.pods)
+        report.pods_unknown = True
+        return
+    admits = _namespace_admission(view, registered, report)
+    for pod in view.pods:
+        meta = apidata.obj(pod, "metadata", "metadata")
+        if meta.get("deletionTimestamp") is not None:
+            continue  # terminating (an evicted pod, among others): its replacement is what counts
+        namespace = apidata.text(meta, "namespace", "metadata.namespace")
+        labels = apidata.string_map(meta, "labels", "metadata.labels")
+        if not any(r.pod_selector.matches(labels) and admits(r, namespace) for r in view.policy.rules):
+            continue
+        outcome = evaluate(view.policy, pod)
+        coverage = COVERAGE.get(outcome.decision)
+        if coverage is None:  # INVALID or ERROR: the webhook leaves such a pod alone
+            report.problems.append(f"pod {namespace}/{meta.get('name')}: {'; '.join(outcome.warnings)}")
+            continue
+        report.pods["selected"] += 1
+        report.pods[coverage] += 1
+        if coverage == "missing":
+            name, created = apidata.text(meta, "name", "metadata.name"), apidata.text(meta, "creationTimestamp", "")
+            controller = owners.controller_of(pod)
+            report.missing.append(MissingPod(namespace, name, str(controller) if controller else None, created))
+        if nodes is not None:
+            nodes.place(pod, report)
+        elif not apidata.text(apidata.obj(pod, "spec", "spec"), "nodeName", "spec.nodeName"):
+            report.placement["pending"] += 1  # no node to read: a pending pod is pending all the same
+    if nodes is not None and not nodes.nodes.high and report.pods["selected"]:
+        report.problems.append(
+            "no node is labelled net=high: selected pods cannot be placed on a fast network; "
+            "label the fast-network nodes (kubectl label node NAME net=high)"
+        )
+
+
+@dataclass
+class _Placement:
+    """The nodes, and why pods are not on a net=high one: the pods on those nodes are read on the
+    first pod that needs them (none may)."""
+
+    nodes: placement.Nodes
+    pods_on_nodes: PodsOnNodes
+    why_not_high: placement.WhyNotHigh | None = None
+
+    def place(self, pod: Mapping[str, Any], report: Report) -> None:
+        meta, spec = apidata.obj(pod, "metadata", "metadata"), apidata.obj(pod, "spec", "spec")
+        node = apidata.text(spec, "nodeName", "spec.nodeName")
+        net = self.nodes.net.get(node) if node else None
+        net_class = self.nodes.net_class(node)
+        report.placement[net_class] += 1
+        if net_class == "high" or not self.nodes.high:
+            return
+        why = self._why_not_high(report)(pod)
+        if not node and why == (placement.FEASIBLE_NOW,):
+            why = (placement.FEASIBLE_PENDING,)
+        namespace, name = (
+            apidata.text(meta, "namespace", "metadata.namespace"),
+            apidata.text(meta, "name", "metadata.name"),
+        )
+        report.not_on_high.append(OffHigh(namespace, name, node, net, why))
+
+    def _why_not_high(self, report: Report) -> placement.WhyNotHigh:
+        if self.why_not_high is None:
+            high = self.nodes.high
+            pods = self.pods_on_nodes([n.name for n in high], len(self.nodes.net))
+            if isinstance(pods, Unknown):
+                report.note_unknown(pods)
+                self.why_not_high = placement.WhyNotHigh(high, None)
+            else:
+                self.why_not_high = placement.WhyNotHigh(high, placement.high_usage(pods, high))
+        return self.why_not_high
+
+
+def _namespace_admission(view: ClusterView, registered: Registered, report: Report) -> Callable[[Rule, str], bool]:
+    """rule, namespace -> whether the API server would mutate the rule's pods there: the rule's
+    registered entry's namespaceSelector, else its bound admission policy's, else the shipped one."""
+    by_name = {w["name"]: w for w in registered.shipped}
+    for rule_name, obj in registered.policies.items():
+        constraints = apidata.obj(apidata.obj(obj, "spec", "spec"), "matchConstraints", "spec.matchConstraints")
+        by_name[f"{rule_name}.{WEBHOOK_DOMAIN}"] = constraints
+    by_name.update({w["name"]: w for w in registered.entries})
+    selectors: dict[str, LabelSelector] = {}
+    for rule in view.policy.rules:
+        entry = by_name.get(f"{rule.name}.{WEBHOOK_DOMAIN}")
+        raw = entry.get("namespaceSelector") if entry is not None else None
+        try:
+            selectors[rule.name] = label_selector_from_api(raw, "namespaceSelector")
+        except ShapeError as err:
+            report.problems.append(f"webhook entry {rule.name}.{WEBHOOK_DOMAIN}: {err}")
+            selectors[rule.name] = LabelSelector()
+    namespaces = view.namespaces
+    known: Mapping[str, Mapping[str, str]] = {}
+    if isinstance(namespaces, Unknown):
+        report.note_unknown(namespaces)
+    else:
+        known = namespaces
+
+    def admits(rule: Rule, namespace: str) -> bool:
+        # Every namespace carries its name as a label (Kubernetes 1.21+): enough without list rights.
+        labels = known.get(namespace) or {NAMESPACE_NAME_LABEL: namespace}
+        return selectors[rule.name].matches(labels)
+
+    return admits
+
+
+def owner_lookups(report: Report) -> set[tuple[str, str, str]]:
+    """(namespace, kind, name) of each controller that may itself be owned (ReplicaSet, Job)."""
+    out = set()
+    for pod in report.missing:
+        if pod.owner:
+            controller = owners.parse(pod.owner)
+            if owners.climbs(controller):
+                out.add((pod.namespace, controller.kind, controller.name))
+    return out
+
+
+def with_owners(report: Report, found: Mapping[tuple[str, str, str], Read[ObjectJSON]]) -> None:
+    """Replace each missing pod's controller by its top owner, from the objects `found` read."""
+    top: dict[tuple[str, str, str], str] = {}
+    for (namespace, kind, name), obj in found.items():
+        if isinstance(obj, Mapping):
+            top[(namespace, kind, name)] = str(owners.top_owner(owners.Owner(kind, name), obj))
+    report.missing = [
+        dataclasses.replace(p, owner=top.get((p.namespace, *p.owner.partition("/")[::2]), p.owner)) if p.owner else p
+        for p in report.missing
+    ]
