@@ -581,3 +581,42 @@ def test_pods_off_the_net_high_nodes_are_counted_as_status_counts_them_pending_o
     _, report, _, _ = rebalance([*base_cluster(), waiting], tmp_path)
     assert report["off_high"] == {"pods": 4, "pending": 1}
     assert len(report["candidates"]) == 3  # a pending pod is never a candidate
+
+
+def test_the_registration_is_read_from_the_v1beta1_admission_policies_where_v1_is_not_served(tmp_path: Path) -> None:
+    """Kubernetes 1.34 and 1.35 serve MutatingAdmissionPolicy only as v1beta1 (v1 answers 404):
+    rebalance reads the registration from there, as status does, so a bound policy calls for the pod."""
+    from webhook import cluster, scope
+    from webhook.admission_policy import admission_policies
+    from webhook.commands.plan import read_registration
+
+    group = "/apis/admissionregistration.k8s.io"
+    beta = {
+        f"{group}/v1beta1/{kubeapi.RESOURCES[o['kind']]}": o
+        for o in admission_policies(load_policy(REPO / "deploy/base/policy.yaml"))
+        if o["kind"].startswith("Mutating")
+    }
+    asked: list[str] = []
+
+    def answer(request: kubeapi.Request) -> tuple[int, Any]:
+        asked.append(request.path)
+        if request.path in beta:
+            obj = {**beta[request.path], "apiVersion": "admissionregistration.k8s.io/v1beta1"}
+            return 200, {"kind": f"{obj['kind']}List", "apiVersion": obj["apiVersion"], "metadata": {}, "items": [obj]}
+        if request.path == "/api/v1/namespaces":
+            return 200, {
+                "kind": "NamespaceList",
+                "apiVersion": "v1",
+                "metadata": {},
+                "items": [kubeapi.namespace("shop")],
+            }
+        return 404, kubeapi.status_body(404, "NotFound", "the server could not find the requested resource")
+
+    with kubeapi.ScriptedAPI(answer) as api, cluster.Reader(cluster.connect(str(api.kubeconfig(tmp_path)))) as reader:
+        live = read_registration(reader)
+    assert [o["kind"] for o in (*live.admission_policies, *live.bindings)] == [
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+    ]
+    assert f"{group}/v1/mutatingadmissionpolicies" in asked  # v1 first
+    assert scope.Registration.read(live).why_not_called("shop", {"qos": "latency-sensitive"}) == ""

@@ -106,8 +106,10 @@ def read_registration(reader: cluster.Reader) -> scope.Live:
             slices[(namespace, name)] = list(reader.list("EndpointSlice", namespace, label_selector=selector))
         except cluster.Forbidden:
             unreadable.append(f"the EndpointSlices in namespace {namespace}")
-    policies = _admission_listed(reader, "MutatingAdmissionPolicy", unreadable)
-    bindings = _admission_listed(reader, "MutatingAdmissionPolicyBinding", unreadable)
+    policies = _admission_listed(reader, "MutatingAdmissionPolicy", cluster.BETA_MUTATING_ADMISSION_POLICY, unreadable)
+    bindings = _admission_listed(
+        reader, "MutatingAdmissionPolicyBinding", cluster.BETA_MUTATING_ADMISSION_POLICY_BINDING, unreadable
+    )
     namespaces: dict[str, Any] = {}
     try:
         for obj in reader.list("Namespace"):
@@ -118,18 +120,21 @@ def read_registration(reader: cluster.Reader) -> scope.Live:
     return scope.Live(configuration, slices, policies, bindings, namespaces, tuple(unreadable))
 
 
-def _admission_listed(reader: cluster.Reader, kind: str, unreadable: list[str]) -> list[dict[str, Any]]:
-    """Every object of an admission policy kind; none where the API server predates the v1 API
-    (Kubernetes before 1.36 answers 404) or the client does (kubernetes < 36)."""
-    try:
-        return list(reader.list(kind))
-    except cluster.NotFound:
-        return []
-    except cluster.Forbidden:
-        unreadable.append(f"the {kind}s")
-        return []
-    except AttributeError:
-        return []
+def _admission_listed(reader: cluster.Reader, kind: str, beta: str, unreadable: list[str]) -> list[dict[str, Any]]:
+    """Every object of an admission policy kind, from its v1 API (Kubernetes 1.36+), else from its
+    v1beta1 API (1.34 and 1.35 with the feature enabled), as `status` reads them; none where the
+    API server serves neither (both answer 404) or the client predates them (kubernetes < 36)."""
+    for which in (kind, beta):
+        try:
+            return list(reader.list(which))
+        except cluster.NotFound:
+            continue
+        except cluster.Forbidden:
+            unreadable.append(f"the {kind}s")
+            return []
+        except AttributeError:
+            return []
+    return []
 
 
 def _controllers(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], dict[str, Any] | str]:
