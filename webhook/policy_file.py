@@ -126,6 +126,8 @@ class _Checker:
     def policy(self, doc: Any) -> Policy:
         if doc is None:
             self.fail("(document)", doc, "the file is empty; it must hold a mapping with 'rules'")
+        if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":
+            self.configmap(doc)
         self.fields(doc, "", ("apiVersion", "kind", "schedulerWeights", "rules"), ("rules",))
         if "apiVersion" in doc and doc["apiVersion"] != API_VERSION:
             self.fail("apiVersion", doc["apiVersion"], f"must be {API_VERSION}")
@@ -145,6 +147,25 @@ class _Checker:
             seen.add(rule.name)
             rules.append(rule)
         return Policy(tuple(rules), weights)
+
+    def configmap(self, doc: dict[str, Any]) -> NoReturn:
+        """A ConfigMap where the policy it holds was meant (`kubectl get configmap -o yaml` saved
+        to a file): name the key that holds it and the command that writes it out."""
+        meta = doc.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        name, namespace = meta.get("name", "NAME"), meta.get("namespace", "NAMESPACE")
+        data = doc.get("data")
+        keys = sorted(str(key) for key in data) if isinstance(data, dict) and data else []
+        if not keys:
+            raise PolicyError(f"policy file {self.source}: is a ConfigMap with no data keys, not a policy")
+        key = "policy.yaml" if "policy.yaml" in keys else keys[0]
+        held = f"its key {key} holds the policy" if len(keys) == 1 else f"its keys are {', '.join(keys)}"
+        path = key.replace(".", "\\.")
+        raise PolicyError(
+            f"policy file {self.source}: is a ConfigMap, not a policy: {held}; write the key to a file and "
+            f"pass that: kubectl -n {namespace} get configmap {name} -o jsonpath='{{.data.{path}}}' > {key}; "
+            f"--config {key}"
+        )
 
     def weights(self, raw: Any) -> SchedulerWeights:
         if raw is None:

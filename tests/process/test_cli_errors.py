@@ -43,6 +43,11 @@ def files(tmp_path_factory) -> dict[str, str]:
     (tmp / "empty-dir").mkdir()
     (tmp / "bad-workload.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\nspec: 5\n")
     (tmp / "a-file").write_text("")
+    # `kubectl get configmap -o yaml` of the webhook's policy, saved where the policy was meant
+    (tmp / "configmap.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: netqos-webhook-policy, namespace: netqos-system}\n"
+        "data:\n  policy.yaml: |\n    rules: []\n"
+    )
     return {
         "certs": str(certs.directory),
         "not_pem": str(tmp / "not-pem.txt"),
@@ -50,6 +55,7 @@ def files(tmp_path_factory) -> dict[str, str]:
         "empty_dir": str(tmp / "empty-dir"),
         "bad_workload": str(tmp / "bad-workload.yaml"),
         "file_as_dir": str(tmp / "a-file" / "certs"),
+        "configmap": str(tmp / "configmap.yaml"),
         "pod": POD,
         "nodes": NODES,
     }
@@ -99,6 +105,15 @@ CASES = [
     ("review {pod} --fail-on sometimes", "", 2, "sometimes: not a decision"),
     ("review {pod} -o yaml", "", 2, "invalid choice: 'yaml'"),
     ("review {pod} --config {not_pem}", "", 2, "policy file {not_pem}"),
+    (
+        "review {pod} --config {configmap}",
+        "",
+        2,
+        "policy file {configmap}: is a ConfigMap, not a policy: its key policy.yaml holds the policy; write the key"
+        " to a file and pass that: kubectl -n netqos-system get configmap netqos-webhook-policy"
+        " -o jsonpath='{{.data.policy\\.yaml}}' > policy.yaml; --config policy.yaml",
+    ),
+    ("serve --config {configmap}", "", 2, "is a ConfigMap, not a policy: its key policy.yaml holds the policy"),
     # certs
     ("certs --out {certs}", "", 2, "already holds a CA"),
     ("certs --out {empty_dir} --renew-before 30", "", 2, "renewing needs the CA"),
