@@ -49,7 +49,8 @@ def config(parser: argparse.ArgumentParser, help: str | None = None) -> None:
         "--config",
         metavar="FILE",
         default=os.environ.get(CONFIG_ENV) or None,
-        help=f"policy file (YAML: the policy itself, not a ConfigMap holding it); default: ${CONFIG_ENV}, else the built-in NetQoS rule",
+        help=f"policy file (YAML: the policy itself, not a ConfigMap holding it); default: ${CONFIG_ENV}, "
+        "else the built-in NetQoS rule",
     )
 
 
