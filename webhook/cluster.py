@@ -276,6 +276,12 @@ def _default_kubeconfig_exists() -> bool:
 # --- the two things we do with a cluster -------------------------------------------------------
 
 
+def server_version(kubeconfig: str | None = None, context: str | None = None) -> dict[str, Any]:
+    """The /version of the API server `kubeconfig` (and `context`) points at."""
+    with Reader(connect(kubeconfig, context)) as reader:
+        return reader.version()
+
+
 def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
     """Every Node of the cluster `kubeconfig` (and `context`) points at, as API JSON data, read
     PAGE_SIZE at a time."""

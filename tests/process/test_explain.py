@@ -23,6 +23,11 @@ FIXTURES = REPO / "tests" / "fixtures" / "explain"
 TEST_POD = str(REPO / "deploy/examples/test-pod.yaml")
 EXPERIMENT_NODES = str(REPO / "deploy/examples/nodes.yaml")
 FULL = REPO / "deploy/examples/full-cluster"
+LIVE_VERSION = {"major": "1", "minor": "37", "gitVersion": "v1.37.2"}
+# NodeResourcesBalancedAllocation on the feasible nodes of the full-cluster example, as 1.34/1.35
+# (the balance with the pod) and 1.36+ (the change the pod makes) score it
+FULL_BALANCED_WITH_POD = {"std-1": 93, "slow-1": 93}
+FULL_BALANCED_CHANGE = {"std-1": 72, "slow-1": 72}
 
 
 def no_selectors(kubeconfig, context, namespace, controller) -> list:
@@ -30,19 +35,74 @@ def no_selectors(kubeconfig, context, namespace, controller) -> list:
     return []
 
 
-def explained(*argv: str, list_nodes=None, list_pods=None, list_selectors=no_selectors) -> str:
+def explained(*argv: str, list_nodes=None, list_pods=None, list_selectors=no_selectors, version=LIVE_VERSION) -> str:
     """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI; nodes and pods from
-    `list_nodes` and `list_pods` in live mode (the seam to the cluster), and the Services and
-    controllers from `list_selectors`."""
+    `list_nodes` and `list_pods` in live mode (the seam to the cluster), the Services and
+    controllers from `list_selectors`, and the API server's /version `version`."""
     args = cli.build_parser().parse_args(["explain", *argv])
     out = io.StringIO()
     options = typed(explain.ExplainArgs, args)
     list_pods = list_pods or (lambda kubeconfig, context: [])
     code = explain.run(
-        options, out, default_policy(), list_nodes=list_nodes, list_pods=list_pods, list_selectors=list_selectors
+        options,
+        out,
+        default_policy(),
+        list_nodes=list_nodes,
+        list_pods=list_pods,
+        list_selectors=list_selectors,
+        server_version=lambda kubeconfig, context: version,
     )
     assert code == 0
     return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("argv", "version", "note", "balanced"),
+    [
+        # a 1.35 cluster: BalancedAllocation scores the balance with the pod, and a note says so
+        (
+            (),
+            {"gitVersion": "v1.35.4"},
+            "scored as kube-scheduler 1.35 scores (the API server's /version (v1.35.4))",
+            1,
+        ),
+        # --kubernetes-version wins over the cluster's
+        (
+            ("--kubernetes-version", "1.36"),
+            {"gitVersion": "v1.35.4"},
+            "scored as kube-scheduler 1.36 scores (--kubernetes-version)",
+            0,
+        ),
+        # the newest, whose scores every document shows: no note
+        ((), LIVE_VERSION, None, 0),
+        # a version the project does not know is scored as the nearest, saying so
+        (
+            (),
+            {"major": "1", "minor": "39+"},
+            "scored as kube-scheduler 1.37 scores (the API server's /version (?)); Kubernetes 1.39 is outside the "
+            "versions netqos-webhook knows (1.34 to 1.37); computing as 1.37",
+            0,
+        ),
+    ],
+)
+def test_live_mode_scores_as_the_clusters_kubernetes_version(argv, version, note, balanced) -> None:
+    nodes = yaml.safe_load(Path(FULL / "nodes.yaml").read_text())["items"]
+    pods = yaml.safe_load(Path(FULL / "pods.yaml").read_text())["items"]
+    report = json.loads(
+        explained(
+            *("--pod", str(FULL / "pod.yaml"), "--context", "c", "-o", "json", *argv),
+            list_nodes=lambda k, c: nodes,
+            list_pods=lambda k, c: pods,
+            version=version,
+        )
+    )
+    versions = [n for n in report["notes"] if n.startswith("scored as kube-scheduler")]
+    assert versions == ([note] if note else [])
+    # 1.36+ scores the change the pod makes (75 when it changes nothing, 50 to 100); before, the
+    # balance with the pod, which an empty node with a small pod puts near 100
+    with_pod = FULL_BALANCED_WITH_POD if balanced else FULL_BALANCED_CHANGE
+    scores = {n["name"]: n["scores"]["NodeResourcesBalancedAllocation"] for n in report["nodes"] if n["scores"]}
+    assert scores == with_pod
 
 
 def command(*argv: str, capsys) -> tuple[int, str, str]:

@@ -9,6 +9,7 @@ else ~/.kube/config) through
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
 from webhook.documents import OBJECT_LIMIT, Place, read_document, read_documents
 from webhook.explain import ExplainError, Report, explain
+from webhook.kubeversion import NEWEST, KubeVersion, from_server, nearest, parse
 from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
 from webhook.policy import Decision, Policy
@@ -38,6 +40,7 @@ from webhook.scheduler.plugins import (
     NODE_RESOURCES_FIT,
     POD_TOPOLOGY_SPREAD,
     TAINT_TOLERATION,
+    for_version,
 )
 from webhook.scheduler.read import NO_SELECTORS, Selectors, node_info, pod_info, selectors_from_api
 
@@ -77,6 +80,7 @@ Lister = Callable[[str | None, str | None], list[Any]]
 SelectorLister = Callable[[str | None, str | None, str, tuple[str, str] | None], list[Any]]
 # Kinds a pods file may hold beside Pods: what PodTopologySpread's default constraints read.
 SELECTOR_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
+VersionReader = Callable[[str | None, str | None], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ class ExplainArgs:
     output: str = "table"
     config: str | None = None  # the policy file; None: the built-in policy
     webhook_namespace: str = DEFAULT_NAMESPACE  # excluded by the registration, as kube-system is
+    kubernetes_version: str | None = None  # whose scheduler to compute as; None: the cluster's, else the newest
 
     @property
     def live(self) -> bool:
@@ -133,6 +138,13 @@ def add_command(sub: flags.Subcommands) -> None:
         "the NetQoS plugin's weight in the NetQoS scheduler's profile; default: the policy's "
         f"schedulerWeights.netqos ({DEFAULT_NETQOS_WEIGHT} unless set)",
     )
+    p.add_argument(
+        "--kubernetes-version",
+        metavar="V",
+        help="score as kube-scheduler of this Kubernetes version does (1.34 to 1.37; the default profile's "
+        "NodeResourcesBalancedAllocation changed in 1.36); default: the cluster's own (its /version) with "
+        f"--kubeconfig/--context, else the newest known, {NEWEST}",
+    )
     flags.output(p, ("table", "json"), "output format (default: table)")
     flags.config(p)
     flags.webhook_namespace(p)
@@ -150,6 +162,7 @@ def run(
     list_nodes: Lister | None = None,
     list_pods: Lister | None = None,
     list_selectors: SelectorLister | None = None,
+    server_version: VersionReader | None = None,
 ) -> int:
     """Explain `args.pod` under `policy` (None: the policy of `args.config`) and write it to `out`;
     0 when done.
@@ -158,9 +171,10 @@ def run(
     read; the CLI turns them into its one-line errors. `list_nodes(kubeconfig, context)` and
     `list_pods(kubeconfig, context)` read the cluster in live mode, by default
     `webhook.cluster.list_nodes` and `list_pods` (which import the kubernetes client only when
-    called), and `list_selectors(kubeconfig, context, namespace, controller)` the Services and
-    controller PodTopologySpread's default constraints read. Tests pass fakes here: the one seam
-    to the cluster.
+    called), `list_selectors(kubeconfig, context, namespace, controller)` the Services and
+    controller PodTopologySpread's default constraints read, and `server_version(kubeconfig,
+    context)` its /version (`webhook.cluster.server_version`) unless --kubernetes-version names
+    one. Tests pass fakes here: the one seam to the cluster.
     """
     if args.nodes is not None and (args.kubeconfig is not None or args.context is not None):
         raise ExplainError("the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one")
@@ -170,7 +184,8 @@ def run(
     pod = load_pod(args.pod)
     nodes = _nodes(args, list_nodes)
     pods, selectors = _pods(args, list_pods, list_selectors, pod)
-    profile = _profile(args.scheduler_config, pod)
+    version, version_note = _version(args, server_version)
+    profile = for_version(_profile(args.scheduler_config, pod), version)
     report = explain(
         policy,
         pod,
@@ -183,8 +198,27 @@ def run(
         pods_given=args.pods is not None or args.live,
         webhook_namespace=args.webhook_namespace,
     )
+    if version_note:
+        report = dataclasses.replace(report, notes=(version_note, *report.notes))
     out.write(render_json(report) if args.output == "json" else render_table(report))
     return 0
+
+
+def _version(args: ExplainArgs, server_version: VersionReader | None) -> tuple[KubeVersion, str | None]:
+    """The Kubernetes version to score as, and the note that says which and why when it is not
+    the newest (whose scores are the ones every other note and document shows)."""
+    if args.kubernetes_version is not None:
+        version, source = parse(args.kubernetes_version), "--kubernetes-version"
+    elif args.live:
+        info = (server_version or cluster.server_version)(args.kubeconfig, args.context)
+        version, source = from_server(info), f"the API server's /version ({info.get('gitVersion', '?')})"
+    else:
+        version, source = NEWEST, "the newest known; --kubernetes-version to choose"
+    known, outside = nearest(version)
+    if known == NEWEST and not outside:
+        return known, None
+    note = f"scored as kube-scheduler {known} scores ({source})"
+    return known, f"{note}; {outside}" if outside else note
 
 
 def _where(args: ExplainArgs) -> str:

@@ -11,6 +11,7 @@ profile is kube-scheduler v1.36's (pkg/scheduler/apis/config/v1/default_plugins.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -19,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from webhook.affinity import preferred_score
+from webhook.kubeversion import NEWEST, KubeVersion, nearest
 from webhook.names import DEFAULT_NODE_AFFINITY_WEIGHT
 from webhook.scheduler import filters, podaffinity, scores, spread
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Snapshot, selects
@@ -321,6 +323,34 @@ NOT_EVALUATED = (
     "DynamicResources",
 )
 DEFAULT_PROFILE = Profile(DEFAULT_WEIGHTS, not_evaluated=NOT_EVALUATED)
+
+# Per Kubernetes minor release, the entries its default profile scores with where they are not the
+# newest's. Read from each tag's sources (v1.34.4, v1.35.4, v1.36.3, v1.37.2): the default plugins
+# and weights (pkg/scheduler/apis/config/v1/default_plugins.go getDefaultPlugins) are the same in
+# all four, and so are the scores modelled here, except NodeResourcesBalancedAllocation, which
+# scores the balance with the pod up to 1.35 and the change the pod makes from 1.36
+# (pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go balancedResourceScorer).
+# What else moved and is not modelled (image volumes in ImageLocality, the filters' order in 1.37,
+# feature-gated plugins) is in docs/scheduling.md, "Kubernetes versions".
+VERSION_VARIANTS: Mapping[KubeVersion, Mapping[str, str]] = MappingProxyType(
+    {
+        KubeVersion(1, 34): MappingProxyType({BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD}),
+        KubeVersion(1, 35): MappingProxyType({BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD}),
+        KubeVersion(1, 36): MappingProxyType({}),
+        KubeVersion(1, 37): MappingProxyType({}),
+    }
+)
+
+
+def for_version(profile: Profile, version: KubeVersion) -> Profile:
+    """`profile` as kube-scheduler `version` runs it (a version outside 1.34-1.37: the nearest)."""
+    known, _ = nearest(version)
+    return dataclasses.replace(profile, variants=MappingProxyType({**VERSION_VARIANTS[known], **profile.variants}))
+
+
+def default_profile(version: KubeVersion = NEWEST) -> Profile:
+    """kube-scheduler's default profile in `version` (the newest by default)."""
+    return for_version(DEFAULT_PROFILE, version)
 
 
 def score_plugins(profile: Profile) -> list[tuple[ScorePlugin, int]]:

@@ -72,6 +72,7 @@ KINDS = {
     "validatingadmissionpolicybindings": ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
 }
 RESOURCES = {kind: resource for resource, (_, kind) in KINDS.items()}
+VERSION = {"major": "1", "minor": "37", "gitVersion": "v1.37.2"}  # GET /version
 FIELDS = ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase")
 
 
@@ -248,6 +249,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, path: str, query: dict[str, str]) -> tuple[int, bytes]:
         parts = [p for p in path.split("/") if p]
+        if parts == ["version"]:  # the newest release the project knows, as its API server reports it
+            return 200, json.dumps(VERSION).encode()
         if parts[:2] == ["api", "v1"]:
             rest = parts[2:]
         elif parts[:1] == ["apis"] and len(parts) >= 3:
