@@ -4,7 +4,9 @@ each holds), the candidates' controllers (a get each: the pod template their rep
 from, and a ReplicaSet's Deployment or a Job's CronJob), the PodDisruptionBudgets, and the live
 registration (`read_registration`), and the Services of the candidates' namespaces (with the
 controllers, what PodTopologySpread's default constraints spread a replacement by). Shared by
-`rebalance`, which acts on the plan, and `status`, which counts the pods it would move.
+`rebalance`, which acts on the plan, and `status`, which counts the pods it would move. The
+replacements are scored as the cluster's Kubernetes version scores (its /version:
+`scheduler.plugins.default_profile`).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from typing import Any
 
 from webhook import cluster, evictability, owners, rebalance, scope
 from webhook.apidata import ShapeError
+from webhook.kubeversion import NEWEST, KubeVersion, from_server, nearest
 from webhook.names import CONFIGURATION_NAME
 from webhook.owners import Owner
 from webhook.policy import Policy
+from webhook.scheduler.plugins import default_profile
 from webhook.scheduler.read import Selectors, selectors_from_api
 
 UNBOUND = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"  # Pending pods no node holds yet
@@ -33,7 +37,10 @@ def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options
     }
     budgets = _budgets(reader)
     selectors = _selectors(reader, state, controllers)
-    return rebalance.plan(state, registration, controllers, found, budgets=budgets, selectors=selectors)
+    profile = default_profile(server_version(reader, state.notes))
+    return rebalance.plan(
+        state, registration, controllers, found, profile=profile, budgets=budgets, selectors=selectors
+    )
 
 
 def _selectors(
@@ -53,6 +60,20 @@ def _selectors(
             )
     objects = [{**obj, "kind": key[1]} for key, obj in controllers.items() if isinstance(obj, dict)]
     return selectors_from_api(services, objects)
+
+
+def server_version(reader: cluster.Reader, notes: list[str]) -> KubeVersion:
+    """The cluster's Kubernetes version, to score as its scheduler does; the newest known, with a
+    note, where /version cannot be read or is outside the versions known."""
+    try:
+        version = from_server(reader.version())
+    except cluster.Forbidden:
+        notes.append(f"cannot read the API server's /version (forbidden by RBAC): scored as Kubernetes {NEWEST}")
+        return NEWEST
+    known, outside = nearest(version)
+    if outside:
+        notes.append(outside)
+    return known
 
 
 def _state(
