@@ -159,11 +159,18 @@ def test_the_warn_only_policy_sends_the_webhooks_warnings_to_kubectl(cluster: Cl
     ):
         pod = podcorpus.pod(label, podcorpus.LABELS, annotations=notes, affinity=affinity)
         pod["metadata"]["namespace"] = policies
-        applied = cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
         response = review(load_policy(POLICY_FILE), create_review(copy.deepcopy(pod), "e2e")).response
         (warning,) = response["response"]["warnings"]
         prefix = "Warning: Validation failed for ValidatingAdmissionPolicy 'netqos-warnings.netqos.io' with binding"
-        assert f"{prefix} 'netqos-warnings.netqos.io': {warning}" in applied.stderr, applied.stderr
+        expected = f"{prefix} 'netqos-warnings.netqos.io': {warning}"
+        # The fixture waits for the mutating policy; the API server compiles the validating one
+        # from its own informer, which on 1.34 was seen to lag: a server dry run waits for it.
+        deadline = time.monotonic() + 60
+        while expected not in cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(pod)).stderr:
+            assert time.monotonic() < deadline, "the warn-only policy did not become active"
+            time.sleep(0.5)
+        applied = cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
+        assert expected in applied.stderr, applied.stderr
 
 
 def test_a_pod_with_thousands_of_preferred_terms_stays_within_the_cel_cost_budget(
