@@ -19,6 +19,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.apidata import show
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -99,10 +101,12 @@ def with_pod(workload: dict[str, Any], kind: Kind, pod: dict[str, Any]) -> dict[
 def _template(workload: dict[str, Any], kind: Kind) -> dict[str, Any]:
     node: Any = workload
     for depth, key in enumerate(kind.template):
+        present = isinstance(node, dict) and key in node
         node = node.get(key) if isinstance(node, dict) else None
         if not isinstance(node, dict):
             where = ".".join(kind.template[: depth + 1])
-            raise NotAWorkload(f"{where} must be an object (the pod template), got {type(node).__name__}")
+            got = f"got {show(node)}" if present else "it is missing"
+            raise NotAWorkload(f"{where} must be an object (the pod template); {got}")
     return _mapping(node)
 
 

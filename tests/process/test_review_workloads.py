@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -197,7 +198,9 @@ def test_several_objects_get_one_table_row_each_and_warnings_name_their_object()
     done = netqos("review", str(WORKLOADS))
     assert done.returncode == 0, done.stderr
     assert [tuple(c.strip() for c in row) for row in table_rows(done.stdout)] == EXPECTED
-    assert done.stderr.splitlines()[0].startswith("Warning: Job shop/migrate: netqos-webhook: rule")
+    assert done.stderr.splitlines()[0].startswith(
+        f"Warning: input file {WORKLOADS}, document 6: Job shop/migrate: netqos-webhook: rule"
+    )
     assert 'annotation netqos.io/inject="False" does not opt out' in done.stderr
 
 
@@ -207,7 +210,10 @@ def test_json_records_carry_kind_namespace_name_decision_rules_warnings_and_patc
     assert [(r["kind"], f"{r['namespace']}/{r['name']}", r["decision"]) for r in records] == [
         (k, n, d) for k, n, d, _, _ in EXPECTED
     ]
-    assert all(set(r) == {"kind", "namespace", "name", "decision", "rules", "warnings", "patch"} for r in records)
+    assert all(
+        set(r) == {"kind", "namespace", "name", "decision", "rules", "warnings", "patch", "file"} for r in records
+    )
+    assert {r["file"] for r in records} == {str(WORKLOADS)}
     for record, obj in zip(records, objects(WORKLOADS), strict=True):
         kind = kind_of(obj)
         if record["decision"] != "mutated":
@@ -375,3 +381,42 @@ def test_a_review_the_registration_never_sends_is_not_called_and_says_why(fixtur
         f"the webhook is not called: the registration's rules send the CREATE of pods only, and this is {what}"
     ]
     assert netqos("review", path, "--fail-on", "not_called").returncode == 3
+
+
+# --- a workload without a usable pod template, among others ------------------------------------------
+
+BROKEN_TEMPLATES = [
+    # the workload's spec as written, the row's name, the warning after "KIND NAME: "
+    ("Deployment", "{replicas: 1}", "spec.template must be an object (the pod template); it is missing"),
+    ("Deployment", "{template: 5}", "spec.template must be an object (the pod template); got 5"),
+    ("Deployment", "{template: null}", "spec.template must be an object (the pod template); got null"),
+    ("Deployment", "5", "spec must be an object (the pod template); got 5"),
+    (
+        "CronJob",
+        "{jobTemplate: {spec: {}}}",
+        "spec.jobTemplate.spec.template must be an object (the pod template); it is missing",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "kind, spec, warning", BROKEN_TEMPLATES, ids=[f"{k} spec: {s}" for k, s, _ in BROKEN_TEMPLATES]
+)
+def test_a_workload_without_a_template_is_an_invalid_row_and_the_stream_goes_on(tmp_path, kind, spec, warning):
+    api = "batch/v1" if kind == "CronJob" else "apps/v1"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(f"apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w, namespace: shop}}\nspec: {spec}\n")
+    pod = EXAMPLES / "test-pod.yaml"
+    done = netqos("review", str(broken), str(pod), "--fail-on", "invalid")
+    assert done.returncode == 3, done.stderr
+    assert [tuple(c.strip() for c in row)[:3] for row in table_rows(done.stdout)] == [
+        (kind, "shop/w", "invalid"),
+        ("Pod", "default/qos-demo-pod", "mutated"),
+    ]
+    assert done.stderr.splitlines()[0] == (f"Warning: input file {broken}: {kind} shop/w: {warning}; no pod to review")
+    assert not re.search(r"\b(NoneType|int|str|dict)\b", done.stderr), done.stderr  # JSON's words, not Python's
+    streamed = netqos("review", str(broken), str(pod), "-o", "pod")
+    assert streamed.returncode == 0, streamed.stderr
+    assert [d["kind"] for d in yaml.safe_load_all(streamed.stdout) if d] == ["Pod"]
+    records = json.loads(netqos("review", str(broken), str(pod), "-o", "json").stdout)
+    assert [(r["decision"], r["file"]) for r in records] == [("invalid", str(broken)), ("mutated", str(pod))]

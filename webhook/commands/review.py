@@ -4,8 +4,8 @@ Input: files, directories of .yaml/.yml/.json files (not recursive: a subdirecto
 skipped) or `-` (a stream such as `kubectl kustomize` prints), each holding one or more documents;
 a `List` (`kubectl get -o yaml`) counts as its items.
 Pods and AdmissionReviews go to `webhook.admission.review` as they are; a workload's pod template
-becomes the Pod its controller would create (`webhook.workloads`) first. Other objects are
-listed as `not a pod`.
+becomes the Pod its controller would create (`webhook.workloads`) first; in a stream, a workload
+without a usable template is an `invalid` row. Other objects are listed as `not a pod`.
 
 Output: for one object of one file, the AdmissionReview response, the patch, the mutated pod or
 the mutated workload; for several (or a directory, or with `-o table|json`), one row or record per
@@ -78,6 +78,7 @@ class Item:
 
     source: str
     obj: Any
+    file: str = ""  # the file it was read from, "-" for stdin
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class Reviewed:
             "rules": list(self.rules),
             "warnings": list(self.warnings),
             "patch": self.patch,
+            "file": self.item.file,
         }
 
 
@@ -175,7 +177,8 @@ def run(args: ReviewArgs, out: TextIO) -> int:
     else:
         out.write(table(results))
     for r in results:
-        prefix = "" if len(results) == 1 else f"{r.kind} {r.namespace}/{r.name}: "
+        where = f"{r.namespace}/{r.name}" if r.namespace else r.name
+        prefix = "" if len(results) == 1 else f"{r.item.source}: {r.kind} {where}: "
         for warning in r.warnings:
             print(f"Warning: {prefix}{warning}", file=sys.stderr)
     return _verdict(results, args.fail_on)
@@ -217,7 +220,7 @@ def read_inputs(paths: Sequence[str]) -> tuple[list[Item], list[str]]:
             source = _source(name, place)
             if not isinstance(obj, dict):
                 raise UsageError(f"{source}: is a {_type_name(obj)}, not a Kubernetes object; give {ACCEPTED}")
-            items.append(Item(source, obj))
+            items.append(Item(source, obj, name))
     if not items:
         raise UsageError(f"input {' '.join(paths)} holds no object; give {ACCEPTED}")
     return items, notices
@@ -283,7 +286,13 @@ def review_item(
         try:
             document = create_review(workloads.pod_of(obj, workload), REVIEWER)
         except workloads.NotAWorkload as err:
-            raise UsageError(f"{item.source}: {kind} {_text(meta.get('name'))!r}: {err}") from None
+            if single:
+                raise UsageError(f"{item.source}: {kind} {_text(meta.get('name'))!r}: {err}") from None
+            # One broken object in a stream is a row of its own, as the webhook answers a pod
+            # it cannot read (`invalid`), so the rest is still reviewed and --fail-on sees it.
+            namespace = _text(meta.get("namespace"))
+            warning = f"{err}; no pod to review"
+            return Reviewed(item, kind, namespace, _text(meta.get("name")), Decision.INVALID.value, (), (warning,))
     elif single:
         got = f"kind {json.dumps(kind)}" if kind else "an object without a kind"
         raise UsageError(f"{item.source}: expected {ACCEPTED}, got {got}")
@@ -365,7 +374,7 @@ def _stream(results: Sequence[Reviewed], output: str) -> str:
 
     documents = []
     for r in results:
-        if r.decision == NOT_A_POD:
+        if r.pod is None:  # not a pod, or a workload without a usable template (invalid)
             if output == "workload":
                 documents.append(r.item.obj)
             continue
