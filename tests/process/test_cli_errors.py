@@ -43,6 +43,8 @@ def files(tmp_path_factory) -> dict[str, str]:
     (tmp / "empty-dir").mkdir()
     (tmp / "bad-workload.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\nspec: 5\n")
     (tmp / "a-file").write_text("")
+    (tmp / "empty-one.yaml").write_text("---\n")
+    (tmp / "empty-two.yaml").write_text("")
     # `kubectl get configmap -o yaml` of the webhook's policy, saved where the policy was meant
     (tmp / "configmap.yaml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: netqos-webhook-policy, namespace: netqos-system}\n"
@@ -56,6 +58,8 @@ def files(tmp_path_factory) -> dict[str, str]:
         "bad_workload": str(tmp / "bad-workload.yaml"),
         "file_as_dir": str(tmp / "a-file" / "certs"),
         "configmap": str(tmp / "configmap.yaml"),
+        "empty_one": str(tmp / "empty-one.yaml"),
+        "empty_two": str(tmp / "empty-two.yaml"),
         "pod": POD,
         "nodes": NODES,
     }
@@ -96,6 +100,10 @@ CASES = [
     ("review no/such/pod.yaml", "", 2, "input file no/such/pod.yaml: cannot read it"),
     ("review {bad_yaml}", "", 2, "input file {bad_yaml}: not valid YAML or JSON: line 3, column 1"),
     ("review -", "", 2, "input - holds no object"),
+    # two file names are listed as two, the verb agreeing
+    ("review {empty_one} {empty_two}", "", 2, "input {empty_one} and {empty_two} hold no object; give a Pod"),
+    ("review {pod} {pod} -o patch", "", 2, "one object of one file; {pod} and {pod} hold 2 objects: use -o table"),
+    ("review {pod} {empty_one} {pod} -o response", "", 2, "; {pod}, {empty_one} and {pod} hold 2 objects: use"),
     ("review -", "- 1\n", 2, "is a list, not a Kubernetes object"),
     ("review -", "just text\n", 2, "is a string, not a Kubernetes object"),
     ("review -", "kind: Service\n", 2, "expected a Pod, an AdmissionReview or a workload"),

@@ -161,9 +161,8 @@ def run(args: ReviewArgs, out: TextIO) -> int:
     single = len(items) == 1 and len(args.files) == 1 and not _is_dir(args.files[0])
     output = args.output or ("response" if single else "table")
     if output in ("response", "patch") and not single:
-        where = " ".join(args.files)
         raise UsageError(
-            f"-o {output} shows one object of one file; {where} holds {len(items)} object(s): "
+            f"-o {output} shows one object of one file; {_holding(args.files)} {_count(len(items))}: "
             "use -o table, -o json, or -o pod / -o workload for a YAML stream"
         )
     check_namespace(args.webhook_namespace)
@@ -222,7 +221,7 @@ def read_inputs(paths: Sequence[str]) -> tuple[list[Item], list[str]]:
                 raise UsageError(f"{source}: is a {_type_name(obj)}, not a Kubernetes object; give {ACCEPTED}")
             items.append(Item(source, obj, name))
     if not items:
-        raise UsageError(f"input {' '.join(paths)} holds no object; give {ACCEPTED}")
+        raise UsageError(f"input {_holding(paths)} no object; give {ACCEPTED}")
     return items, notices
 
 
@@ -394,6 +393,19 @@ def _verdict(results: Sequence[Reviewed], fail_on: frozenset[str]) -> int:
         file=sys.stderr,
     )
     return EXIT_FOUND
+
+
+def _holding(paths: Sequence[str]) -> str:
+    """The paths as a list a person reads as so many ("a.yaml and b.yaml", each whole even with
+    a space in it), with the verb that agrees: "a.yaml holds", "a.yaml and b.yaml hold"."""
+    if len(paths) == 1:
+        return f"{paths[0]} holds"
+    shown = [json.dumps(p) if " " in p or "," in p else p for p in paths]
+    return f"{', '.join(shown[:-1])} and {shown[-1]} hold"
+
+
+def _count(objects: int) -> str:
+    return f"{objects} object" if objects == 1 else f"{objects} objects"
 
 
 def _type_name(value: Any) -> str:
