@@ -101,3 +101,15 @@ def boolean(parent: Mapping[str, Any], key: str, path: str) -> bool | None:
     """A boolean field; None when absent or null (an unset `*bool` in Go, often meaning "true")."""
     value = parent.get(key)
     return None if value is None else expect(value, bool, path, "a boolean")
+
+
+def pod_type_problem(obj: Mapping[str, Any]) -> str | None:
+    """Why the API server would refuse `obj` as a Pod ("Object 'apiVersion' is missing"), or None
+    for apiVersion v1 and kind Pod: explain and review turn such a manifest away alike."""
+    kind = obj.get("kind")
+    if obj.get("apiVersion") == "v1" and kind == "Pod":
+        return None
+    return (
+        f"apiVersion is {show(obj.get('apiVersion'))} and kind {show(kind)}: the API server only takes a Pod as "
+        "apiVersion: v1, kind: Pod; add both"
+    )

@@ -420,3 +420,39 @@ def test_a_workload_without_a_template_is_an_invalid_row_and_the_stream_goes_on(
     assert [d["kind"] for d in yaml.safe_load_all(streamed.stdout) if d] == ["Pod"]
     records = json.loads(netqos("review", str(broken), str(pod), "-o", "json").stdout)
     assert [(r["decision"], r["file"]) for r in records] == [("invalid", str(broken)), ("mutated", str(pod))]
+
+
+# --- review and explain agree on what the API server refuses ------------------------------------------
+
+NO_API_VERSION = REPO / "tests" / "fixtures" / "explain" / "pod-no-apiversion.yaml"
+
+
+@pytest.mark.parametrize(
+    "args, where",
+    [
+        (["review", str(NO_API_VERSION)], f"input file {NO_API_VERSION}"),
+        (["review", str(NO_API_VERSION), "-o", "pod"], f"input file {NO_API_VERSION}"),
+        (
+            ["explain", "--pod", str(NO_API_VERSION), "--nodes", str(EXAMPLES / "nodes.yaml")],
+            f"pod file {NO_API_VERSION}",
+        ),
+    ],
+    ids=["review", "review -o pod", "explain"],
+)
+def test_review_and_explain_refuse_a_pod_without_api_version_alike(args, where):
+    done = netqos(*args)
+    assert done.returncode == 2, done.stdout
+    assert done.stderr == (
+        f'netqos-webhook {args[0]}: {where}: apiVersion is null and kind "Pod": the API server only takes a Pod '
+        "as apiVersion: v1, kind: Pod; add both\n"
+    )
+
+
+def test_a_pod_without_api_version_in_a_stream_is_an_invalid_row():
+    done = netqos("review", str(NO_API_VERSION), str(EXAMPLES / "test-pod.yaml"), "--fail-on", "invalid")
+    assert done.returncode == 3, done.stderr
+    assert [tuple(c.strip() for c in row)[:3] for row in table_rows(done.stdout)] == [
+        ("Pod", "p", "invalid"),
+        ("Pod", "default/qos-demo-pod", "mutated"),
+    ]
+    assert f"Warning: input file {NO_API_VERSION}: Pod p: apiVersion is null" in done.stderr

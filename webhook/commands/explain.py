@@ -18,7 +18,7 @@ from typing import Any, TextIO, TypeVar
 
 from webhook import cluster, documents
 from webhook.affinity import PreferredTerm
-from webhook.apidata import ShapeError, show
+from webhook.apidata import ShapeError, pod_type_problem, show
 from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
 from webhook.documents import OBJECT_LIMIT, Place, read_document, read_documents
@@ -320,13 +320,9 @@ def load_pod(path: str) -> dict[str, Any]:
             f"pod file {path}: kind is {show(kind)}; explain takes a Pod (for a workload, copy its "
             "spec.template into a Pod manifest: its metadata and spec)"
         )
-    if pod.get("apiVersion") != "v1" or kind is None:
-        # the API server refuses such a manifest ("Object 'apiVersion' is missing"), so the
-        # scheduler never sees the pod
-        raise ExplainError(
-            f"pod file {path}: apiVersion is {show(pod.get('apiVersion'))} and kind {show(kind)}: the API server "
-            "only takes a Pod as apiVersion: v1, kind: Pod; add both"
-        )
+    problem = pod_type_problem(pod)
+    if problem:  # the API server refuses such a manifest, so the scheduler never sees the pod
+        raise ExplainError(f"pod file {path}: {problem}")
     return pod
 
 

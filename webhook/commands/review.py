@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
+from webhook.apidata import pod_type_problem
 from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, EXIT_OK, UsageError
@@ -280,6 +281,12 @@ def review_item(
     if kind == "AdmissionReview":
         document = obj
     elif kind == "Pod":
+        problem = pod_type_problem(obj)
+        if problem and single:
+            raise UsageError(f"{item.source}: {problem}")
+        if problem:  # as explain: the API server would refuse it, so the webhook never sees it
+            namespace, name = _text(meta.get("namespace")), _text(meta.get("name"))
+            return Reviewed(item, kind, namespace, name, Decision.INVALID.value, (), (problem,))
         document = create_review(obj, REVIEWER)
     elif workload is not None:
         try:
