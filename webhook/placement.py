@@ -1,4 +1,11 @@
-"""Placement: which `net` class each node is, and why a pod is not on a `net=high` node. Pure.
+"""Placement: which class each node is, and why a pod is not on a node of the policy's target
+(`scores.fast_target`: the key of its score table and its top-scoring values, `net=high` by
+default). Pure.
+
+The classes keep the NetQoS plugin's names whatever the policy's key, since `status -o json`'s
+keys are an API: "high" (a target node), "low" (the table's lowest-scoring values, below the
+unlisted ones: `scores.slow_values`), "other" (any other value), "unlabelled" (no such label),
+"pending" (bound to no node).
 
 `status` asks it for every selected pod off the fast network; a command that moves such pods
 asks the same question. The answer is `webhook.scheduler.cycle`'s, exactly as `explain` ranks nodes:
@@ -21,48 +28,90 @@ from typing import Any
 
 from webhook import apidata
 from webhook.apidata import ShapeError
+from webhook.policy import Policy
 from webhook.scheduler import cycle, keys, read
-from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, UsageTally
-from webhook.scheduler.scores import NETQOS_NODE_LABEL
+from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Target, UsageTally
+from webhook.scheduler.scores import NETQOS_SLOW, NETQOS_TARGET, fast_target, slow_values
 
+# The class names are `status -o json`'s keys (an API): named after the default policy's values.
 NET_CLASSES = ("high", "other", "unlabelled", "low", "pending")
-FEASIBLE_NOW = (
-    "a net=high node is feasible now: the pod was placed when none was, "
-    "or other score plugins outweighed the preference (run explain)"
-)
-FEASIBLE_WITHOUT_USAGE = (
-    "a net=high node passes the filters that do not depend on the pods on it "
-    "(resource fit and host ports not evaluated: the pods on net=high nodes could not be read)"
-)
-FEASIBLE_PENDING = (
-    "a net=high node is feasible now: the scheduler has not bound the pod yet "
-    "(kubectl describe pod shows its FailedScheduling events)"
-)
+
+
+def feasible_now(target: Target) -> str:
+    return (
+        f"a {target} node is feasible now: the pod was placed when none was, "
+        "or other score plugins outweighed the preference (run explain)"
+    )
+
+
+def feasible_without_usage(target: Target) -> str:
+    return (
+        f"a {target} node passes the filters that do not depend on the pods on it "
+        f"(resource fit and host ports not evaluated: the pods on {target} nodes could not be read)"
+    )
+
+
+def feasible_pending(target: Target) -> str:
+    return (
+        f"a {target} node is feasible now: the scheduler has not bound the pod yet "
+        "(kubectl describe pod shows its FailedScheduling events)"
+    )
+
+
+# The default policy's texts (net=high).
+FEASIBLE_NOW = feasible_now(NETQOS_TARGET)
+FEASIBLE_WITHOUT_USAGE = feasible_without_usage(NETQOS_TARGET)
+FEASIBLE_PENDING = feasible_pending(NETQOS_TARGET)
+
+
+@dataclass(frozen=True)
+class Classes:
+    """How nodes are classed: by the target's key, "high" for its values, "low" for `low`'s."""
+
+    target: Target
+    low: frozenset[str]
+
+    @classmethod
+    def of(cls, policy: Policy) -> Classes:
+        return cls(fast_target(policy), slow_values(policy))
+
+    def of_value(self, value: str | None) -> str:
+        """The class of a node whose label `target.key` is `value` (None: no such label)."""
+        if value is None:
+            return "unlabelled"
+        if value in self.target.values:
+            return "high"
+        return "low" if value in self.low else "other"
+
+
+DEFAULT_CLASSES = Classes(NETQOS_TARGET, NETQOS_SLOW)
 
 
 @dataclass
 class Nodes:
-    """Every node's `net` label, and the `net=high` nodes as the scheduler reads them."""
+    """Every node's value of the target's key, and the target nodes ("high") as the scheduler
+    reads them."""
 
-    net: dict[str, str | None]  # node name -> its net label
+    net: dict[str, str | None]  # node name -> its label of the target's key (`net` by default)
     high: list[Node]
+    classes: Classes = DEFAULT_CLASSES
 
     def net_class(self, node_name: str) -> str:
         """The class of the node a pod is bound to ("pending" when it is bound to none)."""
         if not node_name:
             return "pending"
-        net = self.net.get(node_name)
-        return "unlabelled" if net is None else net if net in ("high", "low") else "other"
+        return self.classes.of_value(self.net.get(node_name))
 
 
-def read_nodes(items: Iterable[Mapping[str, Any]]) -> Nodes:
+def read_nodes(items: Iterable[Mapping[str, Any]], classes: Classes = DEFAULT_CLASSES) -> Nodes:
     """The nodes of a listing, read one at a time."""
-    nodes = Nodes({}, [])
+    nodes = Nodes({}, [], classes)
+    key = classes.target.key
     for item in items:
         meta = apidata.obj(item, "metadata", "metadata")
-        net = apidata.string_map(meta, "labels", "metadata.labels").get(NETQOS_NODE_LABEL)
+        net = apidata.string_map(meta, "labels", "metadata.labels").get(key)
         nodes.net[apidata.text(meta, "name", "metadata.name")] = net
-        if net == "high":
+        if classes.of_value(net) == "high":
             try:
                 nodes.high.append(read.node_info(item))
             except ShapeError:  # a node the scheduler could not read either: it places nothing
@@ -111,6 +160,7 @@ class WhyNotHigh:
 
     high: Sequence[Node]
     usage: Mapping[str, NodeUsage] | None
+    target: Target = NETQOS_TARGET  # what the `high` nodes are, as the reasons name them
     _by_template: keys.Memo[bytes, tuple[str, ...]] = field(default_factory=keys.Memo)
     _by_spec: keys.Memo[Hashable, tuple[str, ...]] = field(default_factory=keys.Memo)
     _node_only: keys.Memo[Hashable, tuple[Counter[str], list[Node]]] = field(default_factory=keys.Memo)
@@ -137,10 +187,10 @@ class WhyNotHigh:
         for node in passing:
             why = cycle.usage_reasons(pod, node, usage.get(node.name, EMPTY_USAGE))
             if not why:
-                return (FEASIBLE_NOW if self.usage is not None else FEASIBLE_WITHOUT_USAGE,)
+                return (feasible_now(self.target) if self.usage is not None else feasible_without_usage(self.target),)
             counts.update(why)
         total = len(self.high)
-        return tuple(sorted(f"{c}/{total} net=high node(s): {r}" for r, c in counts.items()))
+        return tuple(sorted(f"{c}/{total} {self.target} node(s): {r}" for r, c in counts.items()))
 
     def _node_only_pass(self, pod: PodInfo) -> tuple[Counter[str], list[Node]]:
         """The node-only filters' reasons, counted, and the high nodes that pass them."""

@@ -111,7 +111,7 @@ def _movable(reader: cluster.Reader, view: status.ClusterView, namespace: str | 
     only when a bound selected pod off the net=high nodes passes some net=high node's filters now."""
     if report.high_nodes is None:
         return
-    could_fit = ((placement.FEASIBLE_NOW,), (placement.FEASIBLE_WITHOUT_USAGE,))
+    could_fit = ((placement.feasible_now(report.target),), (placement.feasible_without_usage(report.target),))
     if not any(p.node and p.why in could_fit for p in report.not_on_high):
         # no bound pod off the net=high nodes passes a net=high node's filters now: nothing moves
         # (planning only takes room away), and every bound pod need not be read to know it
@@ -343,6 +343,8 @@ def to_json(report: Report) -> dict[str, Any]:
         "missing": [
             {"namespace": p.namespace, "name": p.name, "owner": p.owner, "created": p.created} for p in report.missing
         ],
+        # "high_nodes", "not_on_high" and "net" keep their names whatever the policy's target
+        # (the nodes of `scores.fast_target`, the node's value of its key): they are an API.
         "not_on_high": [
             {"namespace": p.namespace, "name": p.name, "node": p.node, "net": p.net, "why": list(p.why)}
             for p in report.not_on_high
@@ -412,9 +414,10 @@ def render_table(report: Report, limit: int = 20) -> str:
             lines.append(f"  {ns}/{owner or 'Pod (no owner)'}: {len(pods)} pod(s) created since {oldest}: {names}")
             lines.append(f"    recreate: {_recreate(ns, owner, pods)}")
     if report.not_on_high:
-        lines += ["", "NOT ON A net=high NODE"]
+        lines += ["", f"NOT ON A {report.target} NODE"]
+        key = report.target.key
         for pod in _cut(report.not_on_high, limit, lines):
-            where = f"on {pod.node} (net={pod.net or '<none>'})" if pod.node else "pending"
+            where = f"on {pod.node} ({key}={pod.net or '<none>'})" if pod.node else "pending"
             lines.append(f"  {pod.namespace}/{pod.name} {where}: {'; '.join(pod.why)}")
     lines += ["", f"PROBLEMS ({len(report.problems)})" if report.problems else "PROBLEMS none"]
     lines += [f"  - {problem}" for problem in report.problems]

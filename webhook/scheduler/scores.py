@@ -18,6 +18,7 @@ from webhook.names import MAX_NODE_SCORE
 from webhook.policy import Policy
 from webhook.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar
 from webhook.scheduler.model import Node, NodeUsage, ScoringStrategy, Taint, Target, Toleration
+from webhook.scoretable import ScoreTable
 
 # The NetQoS scheduler plugin's port: the pod label it serves and the node label it scores.
 NETQOS_POD_LABEL = ("qos", "latency-sensitive")
@@ -25,19 +26,39 @@ NETQOS_NODE_LABEL = "net"
 NETQOS_TABLE: Mapping[str, int] = {"high": MAX_NODE_SCORE, "low": 0}  # any other value, or none: 10
 NETQOS_UNLISTED = 10
 NETQOS_TARGET = Target(NETQOS_NODE_LABEL, frozenset(v for v, s in NETQOS_TABLE.items() if s == MAX_NODE_SCORE))
+NETQOS_SLOW = frozenset(v for v, s in NETQOS_TABLE.items() if s < NETQOS_UNLISTED)  # low
 
 
 def fast_target(policy: Policy) -> Target:
     """The nodes `policy` prefers most: the key of its first score table and the values that score
     highest there (above any other value); the NetQoS plugin's `net=high` when no rule has a table
     (terms written by hand)."""
+    table = _fast_table(policy)
+    if table is None:
+        return NETQOS_TARGET
+    top = max(score for _, score in table.scores)
+    return Target(table.key, frozenset(value for value, score in table.scores if score == top))
+
+
+def slow_values(policy: Policy) -> frozenset[str]:
+    """The values of `fast_target`'s key that `policy` scores lowest, below any other value (the
+    plugin's `net=low`): empty when no listed value scores below the unlisted ones."""
+    table = _fast_table(policy)
+    if table is None:
+        return NETQOS_SLOW
+    bottom = min(score for _, score in table.scores)
+    if bottom >= table.unlisted:
+        return frozenset()
+    return frozenset(value for value, score in table.scores if score == bottom)
+
+
+def _fast_table(policy: Policy) -> ScoreTable | None:
+    """The first score table of `policy` whose best listed value scores above the unlisted ones."""
     for rule in policy.rules:
         table = rule.table
-        if table is not None and table.scores:
-            top = max(score for _, score in table.scores)
-            if top > table.unlisted:
-                return Target(table.key, frozenset(value for value, score in table.scores if score == top))
-    return NETQOS_TARGET
+        if table is not None and table.scores and max(score for _, score in table.scores) > table.unlisted:
+            return table
+    return None
 
 
 # ImageLocality's thresholds (image_locality.go).

@@ -10,9 +10,11 @@ rule's registered entry's namespaceSelector, else its bound admission policy's, 
 registration is broken (which `webhook.status.registration` reports), so such pods show up as
 `missing`.
 
-Placement: the `net` class of each selected pod's node; for a pod not on a `net=high` node while
-one exists, why: `webhook.placement`, which ranks as `explain` does, given what the pods bound to
-the `net=high` nodes already take (NodeResourcesFit, NodePorts).
+Placement: the class of each selected pod's node by the policy's target (`scores.fast_target`,
+`net=high` by default; the class names stay "high", "low", ... whatever the key: they are
+`status -o json`'s keys); for a pod not on a target node while one exists, why: `webhook.placement`,
+which ranks as `explain` does, given what the pods bound to the target nodes already take
+(NodeResourcesFit, NodePorts).
 
 Owners: the command reads what `owner_lookups` names, `with_owners` climbs one level.
 """
@@ -28,6 +30,7 @@ from webhook import apidata, owners, placement
 from webhook.apidata import ShapeError
 from webhook.names import NAMESPACE_NAME_LABEL, WEBHOOK_DOMAIN
 from webhook.policy import Decision, Rule, evaluate
+from webhook.scheduler.model import Target
 from webhook.selector import LabelSelector, label_selector_from_api
 from webhook.status.model import (
     ClusterView,
@@ -52,10 +55,12 @@ COVERAGE = {
 def check(view: ClusterView, report: Report, registered: Registered) -> None:
     """Classify the selected pods and where they run, into `report`."""
     nodes = None
+    classes = placement.Classes.of(view.policy)
+    report.target = classes.target
     if isinstance(view.nodes, Unknown):
         report.note_unknown(view.nodes)
     else:
-        nodes = _Placement(placement.read_nodes(view.nodes), view.pods_on_nodes)
+        nodes = _Placement(placement.read_nodes(view.nodes, classes), view.pods_on_nodes)
         report.high_nodes = len(nodes.nodes.high)
     if view.pods_namespace is not None and not view.namespace_exists(view.pods_namespace):
         report.problems.append(
@@ -90,15 +95,16 @@ def check(view: ClusterView, report: Report, registered: Registered) -> None:
         elif not apidata.text(apidata.obj(pod, "spec", "spec"), "nodeName", "spec.nodeName"):
             report.placement["pending"] += 1  # no node to read: a pending pod is pending all the same
     if nodes is not None and not nodes.nodes.high and report.pods["selected"]:
+        target = nodes.nodes.classes.target
         report.problems.append(
-            "no node is labelled net=high: selected pods cannot be placed on a fast network; "
-            "label the fast-network nodes (kubectl label node NAME net=high)"
+            f"no node is labelled {target}: selected pods cannot be placed on a fast network; "
+            f"label the fast-network nodes (kubectl label node NAME {_one_label(target)})"
         )
 
 
 @dataclass
 class _Placement:
-    """The nodes, and why pods are not on a net=high one: the pods on those nodes are read on the
+    """The nodes, and why pods are not on a target one: the pods on those nodes are read on the
     first pod that needs them (none may)."""
 
     nodes: placement.Nodes
@@ -114,8 +120,9 @@ class _Placement:
         if net_class == "high" or not self.nodes.high:
             return
         why = self._why_not_high(report)(pod)
-        if not node and why == (placement.FEASIBLE_NOW,):
-            why = (placement.FEASIBLE_PENDING,)
+        target = self.nodes.classes.target
+        if not node and why == (placement.feasible_now(target),):
+            why = (placement.feasible_pending(target),)
         namespace, name = (
             apidata.text(meta, "namespace", "metadata.namespace"),
             apidata.text(meta, "name", "metadata.name"),
@@ -128,10 +135,16 @@ class _Placement:
             pods = self.pods_on_nodes([n.name for n in high], len(self.nodes.net))
             if isinstance(pods, Unknown):
                 report.note_unknown(pods)
-                self.why_not_high = placement.WhyNotHigh(high, None)
+                self.why_not_high = placement.WhyNotHigh(high, None, self.nodes.classes.target)
             else:
-                self.why_not_high = placement.WhyNotHigh(high, placement.high_usage(pods, high))
+                usage = placement.high_usage(pods, high)
+                self.why_not_high = placement.WhyNotHigh(high, usage, self.nodes.classes.target)
         return self.why_not_high
+
+
+def _one_label(target: Target) -> str:
+    """A `kubectl label` argument that puts a node among `target`'s: key=value (the first value)."""
+    return f"{target.key}={min(target.values)}"
 
 
 def _namespace_admission(view: ClusterView, registered: Registered, report: Report) -> Callable[[Rule, str], bool]:

@@ -12,6 +12,8 @@ from typing import Any, TypeAlias, TypedDict, TypeVar
 
 from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME
 from webhook.policy import Policy
+from webhook.scheduler.model import Target
+from webhook.scheduler.scores import NETQOS_TARGET
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,8 @@ class Report:
     rules: list[str] = field(default_factory=list)
     pods: Counter[str] = field(default_factory=Counter)
     placement: Counter[str] = field(default_factory=Counter)
-    high_nodes: int | None = None
+    high_nodes: int | None = None  # the target's nodes: "high" names them in `-o json` (an API)
+    target: Target = NETQOS_TARGET  # the policy's fast nodes (`scores.fast_target`)
     missing: list[MissingPod] = field(default_factory=list)
     not_on_high: list[OffHigh] = field(default_factory=list)
     movable: int | None = None  # pods `rebalance` would move now; None when unknown
