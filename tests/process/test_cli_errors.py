@@ -100,6 +100,9 @@ CASES = [
     ("review no/such/pod.yaml", "", 2, "input file no/such/pod.yaml: cannot read it"),
     ("review {bad_yaml}", "", 2, "input file {bad_yaml}: not valid YAML or JSON: line 3, column 1"),
     ("review -", "", 2, "input - holds no object"),
+    # -o pod over objects none of which carries a pod: refused alike, one object or several
+    ("review {configmap} -o pod", "", 2, "input file {configmap}: expected a Pod, an AdmissionReview or a workload"),
+    ("review {configmap} {configmap} -o pod", "", 2, "-o pod prints pods; {configmap} and {configmap} hold none"),
     # two file names are listed as two, the verb agreeing
     ("review {empty_one} {empty_two}", "", 2, "input {empty_one} and {empty_two} hold no object; give a Pod"),
     ("review {pod} {pod} -o patch", "", 2, "one object of one file; {pod} and {pod} hold 2 objects: use -o table"),

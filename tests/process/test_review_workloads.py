@@ -152,6 +152,7 @@ def test_o_pod_of_several_objects_is_a_yaml_stream_of_every_pod_as_mutated():
     mutated = [p for p in pods if p["metadata"].get("annotations", {}).get("netqos.io/injected") == "netqos"]
     assert len(mutated) == [row[2] for row in EXPECTED].count("mutated")
     assert all(p["spec"]["affinity"]["nodeAffinity"][PREFERRED][-len(NETQOS_TERMS) :] == NETQOS_TERMS for p in mutated)
+    assert "Warning: -o pod: 2 objects left out, carrying no pod to print" in done.stderr  # Service, ConfigMap
 
 
 def test_o_workload_of_several_objects_is_every_object_with_its_template_mutated_for_a_pipeline():

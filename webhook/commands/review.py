@@ -171,6 +171,8 @@ def run(args: ReviewArgs, out: TextIO) -> int:
     if output in SINGLE_OUTPUTS and single:
         out.write(_single(results[0], output))
     elif output in ("pod", "workload"):
+        if output == "pod":
+            _check_pods(results, args.files)
         out.write(_stream(results, output))
     elif output == "json":
         out.write(json.dumps([r.record() for r in results], indent=2) + "\n")
@@ -388,6 +390,19 @@ def _stream(results: Sequence[Reviewed], output: str) -> str:
         kind = workloads.kind_of(r.item.obj)
         documents.append(workloads.with_pod(r.item.obj, kind, pod) if output == "workload" and kind else pod)
     return yaml.safe_dump_all(documents, sort_keys=False) if documents else ""
+
+
+def _check_pods(results: Sequence[Reviewed], files: Sequence[str]) -> None:
+    """`-o pod` over several objects prints the pods: input with none is refused as one object
+    that is no pod is (exit 2, not an empty stream), and the objects left out are counted."""
+    left_out = [r for r in results if r.pod is None]
+    if len(left_out) == len(results):
+        kinds = ", ".join(sorted({r.kind for r in results}))
+        raise UsageError(
+            f"-o pod prints pods; {_holding(files)} none ({_count(len(results))}: {kinds}); give {ACCEPTED}"
+        )
+    if left_out:
+        print(f"Warning: -o pod: {_count(len(left_out))} left out, carrying no pod to print", file=sys.stderr)
 
 
 def _verdict(results: Sequence[Reviewed], fail_on: frozenset[str]) -> int:
