@@ -184,3 +184,32 @@ def test_it_keeps_the_same_floors_as_rebalance(policy: dict[str, Any]) -> None:
     assert all(
         isinstance(policy[k], int) and policy[k] > 0 for k in ("maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictTotal")
     )
+
+
+def _descheduler_section() -> str:
+    text = (REPO / "docs" / "operations.md").read_text()
+    start = text.index("### The descheduler, and when to prefer `rebalance`")
+    return text[start : text.index("\n## ", start)]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "descheduler v0.36.0",
+        "A single `--dry-run` cycle reports no evictions",
+        "Its dry run ignores PodDisruptionBudgets",
+        "It evicted both replicas of one Deployment in one cycle",
+    ],
+)
+def test_the_docs_say_what_running_the_descheduler_beside_rebalance_showed(said: str) -> None:
+    assert said in _descheduler_section()
+
+
+def test_the_docs_check_command_runs_this_example_in_dry_run_over_several_cycles() -> None:
+    # descheduler's flags (cmd/descheduler/app/options/options.go): --policy-config-file,
+    # --dry-run, --descheduling-interval; "Evicted pod in dry run mode" is its V(1) log line
+    # (pkg/descheduler/evictions/evictions.go).
+    command = next(line for line in _descheduler_section().splitlines() if line.strip().startswith("descheduler "))
+    assert "--policy-config-file deploy/examples/descheduler-policy.yaml" in command and EXAMPLE.is_file()
+    section = _descheduler_section()
+    assert "--dry-run --descheduling-interval" in section and "'Evicted pod in dry run mode'" in section
