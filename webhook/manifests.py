@@ -30,7 +30,6 @@ The API server prefixes the response's `auditAnnotations` keys with the webhook'
 from __future__ import annotations
 
 import base64
-import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,7 +37,7 @@ from webhook.errors import UsageError
 from webhook.names import ADMISSION_API_VERSION, CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, LABELS
 from webhook.policy import Policy
 from webhook.scope import namespace_selector, pod_create_rule, webhook_name
-from webhook.validation import is_dns1123_label, is_dns1123_subdomain_caseless
+from webhook.validation import is_dns1123_label, is_host
 
 KIND = "MutatingWebhookConfiguration"
 SERVICE_PORT = 443
@@ -138,7 +137,7 @@ def check_url(url: str) -> None:
     host = parts.hostname
     if not host:
         problems.append("it needs a host, e.g. https://host.minikube.internal:8443/mutate")
-    elif not _is_host(host):
+    elif not is_host(host):
         problems.append(f"the host {host!r} is neither an IP address nor a DNS name")
     if port == 0:
         problems.append("port 0 is no port a server listens on; give 1 to 65535 (or none for 443)")
@@ -152,12 +151,3 @@ def check_url(url: str) -> None:
         problems.append(f"the path must be {MUTATE_PATH}, the one the webhook serves (got {parts.path or 'none'!r})")
     if problems:
         raise ManifestError(f"--url {url!r}: " + "; ".join(problems))
-
-
-def _is_host(host: str) -> bool:
-    """An IP address (urlsplit drops an IPv6 address's brackets) or a DNS name, any case."""
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return host.isascii() and not is_dns1123_subdomain_caseless(host)

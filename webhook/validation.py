@@ -19,6 +19,7 @@ Where Python and Go differ, Go wins:
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 # content/kube.go
@@ -186,6 +187,16 @@ def is_dns1123_subdomain_caseless(value: str) -> list[str]:
     if not _DNS1123_SUBDOMAIN_CASELESS.fullmatch(value):
         errs.append(regex_error(_DNS1123_SUBDOMAIN_CASELESS_ERR, _DNS1123_SUBDOMAIN_FMT, "Example.com"))
     return errs
+
+
+def is_host(host: str) -> bool:
+    """A URL's or bind address's host: an IP address (urlsplit drops an IPv6 address's brackets) or
+    a DNS name in any case, ASCII only (RE2's caseless match also folds the Kelvin sign)."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return host.isascii() and not is_dns1123_subdomain_caseless(host)
 
 
 def parse_int64(text: str) -> int | None:

@@ -31,7 +31,7 @@ from webhook.names import (
     WORKER_CLASSES,
 )
 from webhook.policy import policy_warnings
-from webhook.validation import is_dns1123_subdomain_caseless
+from webhook.validation import is_host
 
 if TYPE_CHECKING:  # webhook.certs imports cryptography: only when certs/ is used
     from webhook.certs import CertFiles
@@ -183,7 +183,7 @@ def check_bind(bind: str) -> tuple[str, int]:
         raise UsageError(
             f"--bind {bind!r}: {host!r} is not an IPv4 address (each of its four parts 0 to 255; {example})"
         )
-    if host and not _is_host(host):
+    if host and not is_host(host):
         raise UsageError(f"--bind {bind!r}: {host!r} is not a host name or IP address ({example})")
     return host, int(port_text)
 
@@ -194,15 +194,6 @@ def _is_ip(host: str) -> bool:
         return True
     except ValueError:
         return False
-
-
-def _is_host(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        # A host name in any case; ASCII only (RE2's caseless match also folds the Kelvin sign).
-        return host.isascii() and not is_dns1123_subdomain_caseless(host)
 
 
 def run(args: ServeArgs, out: TextIO) -> int:
