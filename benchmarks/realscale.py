@@ -441,7 +441,7 @@ def rss_mib(pid: int) -> float:
 
 def requests_served(cluster: Cluster) -> dict[str, float]:
     """The API server's own count of GET and LIST requests, by verb and resource."""
-    status, raw = _raw(cluster, "/metrics")
+    status, raw = scaleup.cluster_raw(cluster, "/metrics")
     counts: dict[str, float] = {}
     for line in raw.decode().splitlines():
         if not line.startswith("apiserver_request_total{"):
@@ -452,18 +452,6 @@ def requests_served(cluster: Cluster) -> dict[str, float]:
             key = f"{verb} {resource}"
             counts[key] = counts.get(key, 0) + float(line.rsplit(" ", 1)[1])
     return counts
-
-
-def _raw(cluster: Cluster, path: str) -> tuple[int, bytes]:
-    conn = http.client.HTTPSConnection(
-        LOOPBACK, cluster.ports["kube-apiserver"], context=cluster.ssl_context(), timeout=60
-    )
-    try:
-        conn.request("GET", path)
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
 
 
 @dataclass
