@@ -104,7 +104,7 @@ class KubeconfigError(ClusterError):
 
 
 @dataclass(frozen=True)
-class Cluster:
+class Connection:
     """A cluster to talk to: the client configuration, and where it came from for messages."""
 
     configuration: Any  # kubernetes.client.Configuration
@@ -115,7 +115,7 @@ class Cluster:
         return str(self.configuration.host)
 
 
-def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluster:
+def connect(kubeconfig: str | None = None, context: str | None = None) -> Connection:
     """The cluster of `kubeconfig` (else $KUBECONFIG or ~/.kube/config) and `context`, or, when
     there is no kubeconfig and this runs in a pod, of the pod's service account.
 
@@ -174,7 +174,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Cluste
         import urllib3
 
         warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
-    return Cluster(configuration, where)
+    return Connection(configuration, where)
 
 
 class _LibraryErrors(logging.Handler):
@@ -380,7 +380,7 @@ class Reader:
     it holds one connection pool.
     """
 
-    def __init__(self, cluster: Cluster, page_size: int = PAGE_SIZE, max_pages: int = MAX_PAGES) -> None:
+    def __init__(self, cluster: Connection, page_size: int = PAGE_SIZE, max_pages: int = MAX_PAGES) -> None:
         from kubernetes import client
 
         self.cluster = cluster
@@ -527,7 +527,7 @@ class Evictor:
     API server checks every PodDisruptionBudget that selects the pod and answers 429 when one
     allows no disruption now. A context manager; it holds one connection pool."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Connection) -> None:
         from kubernetes import client
 
         self.cluster = cluster
@@ -583,7 +583,7 @@ def list_pods(
             raise ClusterError(f"{err}; explain a smaller cluster, or give --nodes and --pods files") from None
 
 
-def check_api_server(cluster: Cluster) -> None:
+def check_api_server(cluster: Connection) -> None:
     """Prove the credentials usable before anything is written: the server answers the discovery
     of admissionregistration.k8s.io/v1 (`GET /apis/admissionregistration.k8s.io/v1`, what kubectl
     reads before it applies) with the APIResourceList a Kubernetes API server sends, listing
@@ -639,7 +639,7 @@ def list_spread_selectors(
         return found
 
 
-def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:
+def apply(cluster: Connection, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:
     """Server-side apply each object (Secrets and MutatingWebhookConfigurations) in order; report
     one line per object. Stops at the first failure with a `ClusterError`."""
     from kubernetes import client
@@ -658,7 +658,7 @@ def apply(cluster: Cluster, objs: list[dict[str, Any]], report: Callable[[str], 
             report(f"{describe(obj)} {'created' if response.status == 201 else 'configured'} (server-side apply)")
 
 
-def _switch_client_config(cluster: Cluster, api: Any, obj: dict[str, Any], report: Callable[[str], None]) -> None:
+def _switch_client_config(cluster: Connection, api: Any, obj: dict[str, Any], report: Callable[[str], None]) -> None:
     """Entries of the configuration in the cluster that call the webhook the other way (a Service
     where `obj` gives a URL, or the reverse), switched to `obj`'s clientConfig in one strategic
     merge patch. `url` and `service` are exclusive, and server-side apply cannot remove a field
@@ -711,7 +711,7 @@ def _switch_client_config(cluster: Cluster, api: Any, obj: dict[str, Any], repor
     )
 
 
-def _apply_one(cluster: Cluster, core: Any, admission: Any, obj: dict[str, Any]) -> Any:
+def _apply_one(cluster: Connection, core: Any, admission: Any, obj: dict[str, Any]) -> Any:
     """Server-side apply one Secret or MutatingWebhookConfiguration; the raw response."""
     name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
     patch: Callable[..., Any]
@@ -757,7 +757,9 @@ def describe(obj: dict[str, Any]) -> str:
 # --- one request, and what its failures say ----------------------------------------------------
 
 
-def _request(cluster: Cluster, action: str, send: Callable[[], Any], forbidden: str, missing: str | None = None) -> Any:
+def _request(
+    cluster: Connection, action: str, send: Callable[[], Any], forbidden: str, missing: str | None = None
+) -> Any:
     """`send()`, with every failure a `ClusterError`. `action` completes "refused to ...";
     `forbidden` and `missing` say what to do about a 403 and a 404."""
     import urllib3  # the client's transport, as lazy as the client

@@ -1,5 +1,5 @@
 """Where the stock kube-scheduler puts the pod we mutate, and where the NetQoS scheduler would
-have put the pod as written. Pure: a policy, a pod, nodes and the pods on them in, a `Report` out.
+have put the pod as written. Pure: a policy, a pod, nodes and the pods on them in, an `Explanation` out.
 
 The pod goes through `admission.review` exactly as a `/mutate` request would, and the JSON patch
 in the response is applied to it: the scores are those of the patched pod, so they prove the
@@ -59,7 +59,7 @@ class Mutation:
 
 
 @dataclass(frozen=True)
-class Report:
+class Explanation:
     pod_name: str
     namespace: str
     mutation: Mutation
@@ -89,7 +89,7 @@ def explain(
     pods_given: bool = True,
     webhook_namespace: str = DEFAULT_NAMESPACE,
     selectors: Selectors = NO_SELECTORS,
-) -> Report:
+) -> Explanation:
     """The stock scheduler's view of the mutated pod, and the NetQoS scheduler's of the pod as
     written, on `nodes` with `pods` already running (those bound to a node and not finished).
     A pod in a namespace the registration excludes (the webhook running in `webhook_namespace`)
@@ -110,7 +110,7 @@ def explain(
     spec = apidata.obj(mutation.pod, "spec", "spec")
     node_affinity = apidata.obj(apidata.obj(spec, "affinity", "spec.affinity"), "nodeAffinity", "nodeAffinity")
     added_api = tuple(apidata.items(node_affinity, PREFERRED, PREFERRED)[len(before.preferred) :])
-    return Report(
+    return Explanation(
         pod_name=before.name or "<unnamed>",
         namespace=_namespace(pod),
         mutation=mutation,

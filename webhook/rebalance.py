@@ -24,8 +24,8 @@ move updates:
   with the reason: no `net=high` node passes the filters (their reasons, counted as the
   scheduler's FitError counts them), or a slower node scores better.
 
-Nothing here does I/O; pods and nodes are folded in one at a time (`Cluster.add_node`,
-`Cluster.add_pod`), so memory holds a usage tally per node and a small record per candidate.
+Nothing here does I/O; pods and nodes are folded in one at a time (`Inventory.add_node`,
+`Inventory.add_pod`), so memory holds a usage tally per node and a small record per candidate.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from webhook.scheduler.read import NO_SELECTORS, Selectors
 from webhook.scheduler.scores import NETQOS_NODE_LABEL, fast_target
 from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES, Registration
 
-__all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Cluster", "Options", "Owner", "Plan", "plan"]
+__all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Inventory", "Options", "Owner", "Plan", "plan"]
 
 EVICT = "evict"
 # A StatefulSet's replacement keeps the name and ordinal of the pod it replaces.
@@ -143,7 +143,7 @@ class _Pending:
         return self.facts.name
 
 
-class Cluster:
+class Inventory:
     """The cluster as the plan needs it, folded from API objects one at a time: `add_node` for
     every Node, then `add_pod` for every pod bound to a node and not finished."""
 
@@ -316,7 +316,7 @@ class Cluster:
 
 
 def plan(
-    cluster: Cluster,
+    cluster: Inventory,
     registration: Registration,
     controllers: Mapping[tuple[str, str, str], Mapping[str, Any] | str],
     owners: Mapping[tuple[str, str, str], Owner] | None = None,
@@ -328,7 +328,7 @@ def plan(
 
     `registration` is the live registration (a pod whose replacement it would not send to the
     webhook is never evicted); `controllers` maps (namespace, kind, name) of each controller
-    `Cluster.controller_lookups` named to its API object (or why it could not be read): the
+    `Inventory.controller_lookups` named to its API object (or why it could not be read): the
     replacement is predicted from its pod template; `owners` maps a controller to its top owner;
     `budgets` are the PodDisruptionBudgets (None: they could not be read, and the Eviction API's
     429 is the only word on them); `selectors` the Services and controllers whose selectors
@@ -414,7 +414,7 @@ class _State:
     """The cluster during planning: the what-if world of `scheduler.incremental`, every planned
     move counted in it."""
 
-    def __init__(self, cluster: Cluster, profile: Profile, selectors: Selectors) -> None:
+    def __init__(self, cluster: Inventory, profile: Profile, selectors: Selectors) -> None:
         self.world = World(cluster.nodes, cluster.usage(), profile, cluster.target)
         self.selectors = selectors
 

@@ -17,7 +17,7 @@ from kubernetes.client import ApiException
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ProtocolError
 
 from tests.fixtures import REPO
-from webhook.cluster import Cluster, ClusterError, KubeconfigError, _request, list_nodes
+from webhook.cluster import ClusterError, Connection, KubeconfigError, _request, list_nodes
 from webhook.testing.kubeapi import ScriptedAPI
 
 
@@ -161,7 +161,7 @@ def test_a_connection_failure_is_said_without_urllib3s_wrapping(failure, expecte
     def send():
         raise failure
 
-    cluster = Cluster(SimpleNamespace(host="https://10.0.0.1:6443"), "kubeconfig k")
+    cluster = Connection(SimpleNamespace(host="https://10.0.0.1:6443"), "kubeconfig k")
     with pytest.raises(ClusterError) as err:
         _request(cluster, "list nodes", send, forbidden="")
     assert str(err.value) == (

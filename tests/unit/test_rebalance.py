@@ -90,7 +90,7 @@ def make_plan(
     """The plan for the cluster; each candidate's controller (unless `controllers` names it) has
     the candidate's own template, as a controller that has not changed since it made the pod."""
     policy = policy or default_policy()
-    cluster = rebalance.Cluster(policy, rebalance.Options(now=NOW, **options))
+    cluster = rebalance.Inventory(policy, rebalance.Options(now=NOW, **options))
     for n in nodes:
         cluster.add_node(n)
     for p in pods:
@@ -441,7 +441,7 @@ def random_cluster(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[
 def test_the_prediction_is_the_cycles_as_usage_changes(seed: int) -> None:
     rng = random.Random(seed)
     nodes, pods = random_cluster(rng)
-    cluster = rebalance.Cluster(default_policy(), rebalance.Options(now=NOW))
+    cluster = rebalance.Inventory(default_policy(), rebalance.Options(now=NOW))
     for n in nodes:
         cluster.add_node(n)
     for p in pods:
@@ -476,7 +476,7 @@ def test_the_prediction_renormalises_when_the_best_feasible_node_fills() -> None
     resources. (The default's constant keeps that lead at 20, which the free resources outweigh.)"""
     nodes = [sized(node("fast", "high"), cpu="1"), sized(node("plain"), cpu="4"), sized(node("slow", "low"), cpu="4")]
     busy = app_pod("busy", "plain", labels={"app": "x"}, resources={"requests": {"cpu": "3", "memory": "1Gi"}})
-    cluster = rebalance.Cluster(default_policy(), rebalance.Options(now=NOW))
+    cluster = rebalance.Inventory(default_policy(), rebalance.Options(now=NOW))
     for n in nodes:
         cluster.add_node(n)
     cluster.add_pod(busy)

@@ -202,7 +202,7 @@ def test_rebalance_moves_pods_to_the_policys_fast_nodes_not_to_net_high() -> Non
     from webhook.policy_file import policy_from_bytes
 
     policy = policy_from_bytes(TIERED, "tiers.yaml")
-    cluster = rebalance.Cluster(policy, rebalance.Options(now=NOW, min_replicas=1))
+    cluster = rebalance.Inventory(policy, rebalance.Options(now=NOW, min_replicas=1))
     gold = sized(node("gold-1"), **{"example.com/tier": "gold"})
     high = sized(node("high-1", "high"))
     slow = sized(node("slow", "low"), **{"example.com/tier": "bronze"})

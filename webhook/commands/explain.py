@@ -22,7 +22,7 @@ from webhook.apidata import ShapeError, pod_type_problem, show
 from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
 from webhook.documents import OBJECT_LIMIT, Place, read_document, read_documents
-from webhook.explain import ExplainError, Report, explain
+from webhook.explain import ExplainError, Explanation, explain
 from webhook.kubeversion import NEWEST, KubeVersion, from_server, nearest, parse
 from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
@@ -400,7 +400,7 @@ def _nodes_from(objects: Sequence[tuple[str, Any]], source: str) -> list[Node]:
 # Output
 
 
-def to_json(report: Report) -> dict[str, Any]:
+def to_json(report: Explanation) -> dict[str, Any]:
 
     ranking, netqos = report.ranking, report.netqos
     netqos_totals = {n.name: n.total for n in netqos.nodes}
@@ -444,7 +444,7 @@ def to_json(report: Report) -> dict[str, Any]:
     }
 
 
-def render_json(report: Report) -> str:
+def render_json(report: Explanation) -> str:
     return json.dumps(to_json(report), indent=2) + "\n"
 
 
@@ -462,7 +462,7 @@ SHORT_NAMES: Mapping[str, str] = MappingProxyType(
 )
 
 
-def render_table(report: Report) -> str:
+def render_table(report: Explanation) -> str:
 
     ranking = report.ranking
     lines = [_pod_line(report)]
@@ -501,7 +501,7 @@ def render_table(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _pod_line(report: Report) -> str:
+def _pod_line(report: Explanation) -> str:
 
     m = report.mutation
     pod = f"Pod {report.namespace}/{report.pod_name}"
@@ -547,7 +547,7 @@ def _row(
     )
 
 
-def _choices_line(report: Report) -> str:
+def _choices_line(report: Explanation) -> str:
     ranking = report.ranking
     if not ranking.feasible:
         return "NodeAffinity picks: none   NetQoS plugin picked: none"
@@ -558,7 +558,7 @@ def _choices_line(report: Report) -> str:
     )
 
 
-def _predictions_line(report: Report) -> str:
+def _predictions_line(report: Explanation) -> str:
     ranking, netqos = report.ranking, report.netqos
     if not ranking.feasible:
         return "predicted: none (Pending)   NetQoS scheduler: none (Pending)"

@@ -44,7 +44,7 @@ def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options
 
 
 def _selectors(
-    reader: cluster.Reader, state: rebalance.Cluster, controllers: dict[tuple[str, str, str], dict[str, Any] | str]
+    reader: cluster.Reader, state: rebalance.Inventory, controllers: dict[tuple[str, str, str], dict[str, Any] | str]
 ) -> Selectors:
     """The Services of the candidates' namespaces, and their controllers read for the plan: what
     PodTopologySpread's default constraints spread a replacement by. Services RBAC hides are left
@@ -78,10 +78,10 @@ def server_version(reader: cluster.Reader, notes: list[str]) -> KubeVersion:
 
 def _state(
     reader: cluster.Reader, policy: Policy, options: rebalance.Options
-) -> tuple[rebalance.Cluster, scope.Registration]:
+) -> tuple[rebalance.Inventory, scope.Registration]:
     """The registration, every node and every bound pod, read into a new state: a restart after
     a list expired between two pages starts from an empty one."""
-    state = rebalance.Cluster(policy, options)
+    state = rebalance.Inventory(policy, options)
     try:
         live = read_registration(reader)
         if live.namespaces is not None and options.webhook_namespace not in live.namespaces:
@@ -158,7 +158,9 @@ def _admission_listed(reader: cluster.Reader, kind: str, beta: str, unreadable: 
     return []
 
 
-def _controllers(reader: cluster.Reader, state: rebalance.Cluster) -> dict[tuple[str, str, str], dict[str, Any] | str]:
+def _controllers(
+    reader: cluster.Reader, state: rebalance.Inventory
+) -> dict[tuple[str, str, str], dict[str, Any] | str]:
     """Each candidate's controller (its pod template; a ReplicaSet's or Job's own controller), or
     why it could not be read. A kind RBAC hides is asked for once."""
     found: dict[tuple[str, str, str], dict[str, Any] | str] = {}

@@ -83,7 +83,7 @@ class Eviction:
 
 
 @dataclass
-class Report:
+class RebalanceResult:
     plan: rebalance.Plan
     policy_source: str
     applied: bool
@@ -176,7 +176,7 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
         if problem:
             raise RuntimeFailure(f"{problem}; fix it, or plan by a policy file with --config FILE")
         plan = read_plan(reader, policy, options)
-    report = Report(plan, source, args.apply, args.max_evictions, args.movable_exit_code)
+    report = RebalanceResult(plan, source, args.apply, args.max_evictions, args.movable_exit_code)
     if args.apply:
         report.evictions = evict(connection, plan.movable, args.max_evictions)
     out.write(render_json(report) if args.output == "json" else render_table(report))
@@ -189,7 +189,7 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
 
 
 def evict(
-    connection: cluster.Cluster,
+    connection: cluster.Connection,
     movable: Sequence[rebalance.Candidate],
     limit: int,
     sleep: Callable[[float], None] | None = None,
@@ -242,7 +242,7 @@ def _evict_one(evictor: cluster.Evictor, candidate: rebalance.Candidate, sleep: 
 # Output
 
 
-def to_json(report: Report) -> dict[str, Any]:
+def to_json(report: RebalanceResult) -> dict[str, Any]:
     """The documented shape (docs/operations.md, "Rebalancing"); keys may be added, never changed."""
     return {
         "candidates": [
@@ -269,11 +269,11 @@ def to_json(report: Report) -> dict[str, Any]:
     }
 
 
-def render_json(report: Report) -> str:
+def render_json(report: RebalanceResult) -> str:
     return orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
-def render_table(report: Report, limit: int = TABLE_LIMIT) -> str:
+def render_table(report: RebalanceResult, limit: int = TABLE_LIMIT) -> str:
     """For people: the moves, the skipped pods and why, the evictions, the outcome."""
     plan = report.plan
     counts = rebalance.summary(plan.candidates, report.evictions)
