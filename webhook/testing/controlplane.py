@@ -675,7 +675,24 @@ class Cluster:
                     report[name] = answer
         for name, pid in self.node_pids.items():
             report[name] = "ok" if _alive(pid) else "not running"
+        # an `up` killed part way leaves processes that answer but nodes that may not be Ready yet:
+        # only the `up` that finished records its start time, so without one the cluster is not up
+        report["start"] = "ok" if self.start_seconds else "unfinished: the 'up' that started it did not finish"
+        if report["start"] == "ok" and report.get("kube-apiserver") == "ok":
+            report.update(self.node_readiness())
         return report
+
+    def node_readiness(self) -> dict[str, str]:
+        """Each real node: "ok" when its Node object says Ready, else what it says."""
+        if not self.nodes:
+            return {}
+        found = self.get("/api/v1/nodes") or {"items": []}
+        ready = {
+            n["metadata"]["name"]
+            for n in found["items"]
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
+        }
+        return {f"node {name}": "ok" if name in ready else "not Ready" for name in self.nodes}
 
     def down(self) -> None:
         """Stop every process (SIGTERM, then SIGKILL) and remove the directory; real nodes first
@@ -885,13 +902,7 @@ def _start_nodes(cluster: Cluster, network: realnodes.Network, count: int, of: R
     cluster.save()
 
     def ready() -> bool:
-        found = cluster.get("/api/v1/nodes") or {"items": []}
-        ready = {
-            n["metadata"]["name"]
-            for n in found["items"]
-            if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
-        }
-        return ready >= set(cluster.nodes)
+        return all(v == "ok" for v in cluster.node_readiness().values())
 
     deadline = time.monotonic() + realnodes.START_TIMEOUT
     while not ready():
@@ -1192,7 +1203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         report = cluster.healthy()
         for name, health in report.items():
-            print(f"{name:<25} pid {cluster.pids.get(name) or cluster.node_pids[name]:<8} {health}")
+            pid = cluster.pids.get(name) or cluster.node_pids.get(name) or "-"
+            print(f"{name:<25} pid {pid:<8} {health}")
         print(f"{'kubeconfig':<25} {cluster.kubeconfig}")
         print(f"{'kubernetes':<25} {cluster.kubernetes}")
         return 0 if all(v == "ok" for v in report.values()) else 1
