@@ -315,3 +315,39 @@ def test_terms_in_another_namespace_do_not_match() -> None:
     pods = [existing("node1", {"app": "db"}, pod_affinity=PodAffinity(required_anti=(term("region", "app=web"),)))]
     pod = PodInfo("p", {"app": "web"}, {}, None, (), (), namespace="other")
     assert len(cycle.rank(pod, REGIONS, snapshot(REGIONS, [], pods).usage).feasible) == 3
+
+
+# Terminating pods (deletionTimestamp set): InterPodAffinity counts them, as NodeInfo.Pods holds them
+# until they are deleted and neither filtering.go nor scoring.go (v1.36.3) skips one; PodTopologySpread
+# leaves them out (podtopologyspread/common.go countPodsMatchSelector).
+H1_H2 = [node(n, **{HOST: n}) for n in ("h1", "h2")]
+WEB_ANTI = PodAffinity(required_anti=(term(HOST, "app=web"),))
+WEB_AFFINITY = PodAffinity(required=(term(HOST, "app=web"),))
+WEB_PREFERRED = PodAffinity(preferred=(WeightedAffinityTerm(10, term(HOST, "app=web")),))
+TERMINATING_CASES = [
+    # (case, the incoming pod's labels and terms, feasible nodes, InterPodAffinity scores)
+    ("its required anti-affinity keeps it off a terminating sibling's host", ({"app": "web"}, WEB_ANTI), ["h2"], None),
+    ("its required affinity is met by a terminating pod's host only", ({"app": "db"}, WEB_AFFINITY), ["h1"], None),
+    ("its preferred affinity scores a terminating pod's host", ({"app": "db"}, WEB_PREFERRED), ["h1", "h2"], [100, 0]),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "pod", "feasible", "scores"), TERMINATING_CASES, ids=[c[0] for c in TERMINATING_CASES]
+)
+def test_inter_pod_affinity_counts_a_terminating_pod_as_kube_scheduler_does(case, pod, feasible, scores) -> None:
+    labels, affinity = pod
+    gone = existing("h1", {"app": "web"}, terminating=True)
+    ranking = cycle.rank(
+        PodInfo("p", labels, {}, None, (), (), pod_affinity=affinity), H1_H2, snapshot(H1_H2, [], [gone]).usage
+    )
+    assert [n.name for n in ranking.feasible] == feasible
+    if scores is not None:
+        assert [n.scores["InterPodAffinity"] for n in ranking.nodes] == scores
+
+
+def test_pod_topology_spread_leaves_a_terminating_pod_out_while_inter_pod_affinity_counts_it() -> None:
+    gone = existing("h1", {"foo": ""}, terminating=True)
+    usage = snapshot(H1_H2, [], [gone]).usage
+    assert usage["h1"].count("default", selector("foo")) == 0
+    assert dict(usage["h1"].terminating) == {("default", frozenset({("foo", "")})): 1}

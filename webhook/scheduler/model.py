@@ -198,14 +198,18 @@ LabelsKey = tuple[str, frozenset[tuple[str, str]]]  # a pod's namespace and labe
 class NodeUsage:
     """What the pods already on a node take (NodeInfo.Requested, NonZeroRequested, Pods, UsedPorts),
     and who they are as far as the plugins that look at other pods read them: how many pods of each
-    namespace and labels (terminating ones left out), and those with pod (anti-)affinity terms."""
+    namespace and labels, the terminating ones (metadata.deletionTimestamp set) apart, and those
+    with pod (anti-)affinity terms. PodTopologySpread leaves terminating pods out of its counts
+    (podtopologyspread/common.go countPodsMatchSelector, v1.36.3); InterPodAffinity counts every pod
+    of the NodeInfo, terminating or not (`podaffinity`)."""
 
     requested: Mapping[str, int] = field(default_factory=dict)
     non_zero_requested: Mapping[str, int] = field(default_factory=dict)
     pods: int = 0
     host_ports: tuple[HostPort, ...] = ()
-    labelled: Mapping[LabelsKey, int] = field(default_factory=dict)
+    labelled: Mapping[LabelsKey, int] = field(default_factory=dict)  # pods not terminating
     with_affinity: tuple[PodInfo, ...] = ()
+    terminating: Mapping[LabelsKey, int] = field(default_factory=dict)  # terminating pods
 
     def count(self, namespace: str, selector: LabelSelector | None) -> int:
         """countPodsMatchSelector: the pods of `namespace` that `selector` selects."""
@@ -226,6 +230,7 @@ class UsageTally:
         self.pods = 0
         self.ports: list[HostPort] = []
         self.labelled: dict[LabelsKey, int] = {}
+        self.terminating: dict[LabelsKey, int] = {}
         self.with_affinity: list[PodInfo] = []
 
     def add(self, pod: PodInfo) -> None:
@@ -252,13 +257,13 @@ class UsageTally:
             self.requested[name] = self.requested.get(name, 0) + sign * value
         for name in (CPU, MEMORY):
             self.non_zero[name] = self.non_zero.get(name, 0) + sign * pod.non_zero_requests.get(name, 0)
-        if not pod.terminating:
-            key = (pod.namespace, frozenset(pod.labels.items()))
-            count = self.labelled.get(key, 0) + sign
-            if count > 0:
-                self.labelled[key] = count
-            else:  # a view that differs from the pod counted in (its labels changed) takes nothing out
-                self.labelled.pop(key, None)
+        counts = self.terminating if pod.terminating else self.labelled
+        key = (pod.namespace, frozenset(pod.labels.items()))
+        count = counts.get(key, 0) + sign
+        if count > 0:
+            counts[key] = count
+        else:  # a view that differs from the pod counted in (its labels changed) takes nothing out
+            counts.pop(key, None)
 
     def usage(self) -> NodeUsage:
         return NodeUsage(
@@ -268,6 +273,7 @@ class UsageTally:
             tuple(self.ports),
             dict(self.labelled),
             tuple(self.with_affinity),
+            dict(self.terminating),
         )
 
 

@@ -16,6 +16,13 @@ against the namespaces' labels when they were read (`Snapshot.namespaces`), else
 are merged into the selectors by the API server when a pod is created; pods read from files are
 taken as they are written.
 
+Terminating pods (metadata.deletionTimestamp set) count like any other, as in kube-scheduler: the
+scheduler's cache keeps a pod in its NodeInfo until the pod is deleted (NodeInfo.AddPodInfo and
+update in pkg/scheduler/framework/types.go look at no deletionTimestamp), and neither filtering.go
+nor scoring.go skips one; only PodTopologySpread leaves them out (podtopologyspread/common.go
+countPodsMatchSelector). So an evicted pod still in its grace period repels or attracts a
+replacement as it does in the real scheduler.
+
 Sources: kubernetes v1.36.3 pkg/scheduler/framework/plugins/interpodaffinity/{filtering.go,
 scoring.go,plugin.go}, staging/src/k8s.io/kube-scheduler/framework/types.go (AffinityTerm),
 pkg/scheduler/apis/config/v1/defaults.go (hardPodAffinityWeight 1).
@@ -47,7 +54,12 @@ Pair = tuple[str, str]  # (topology key, value)
 
 
 def _pods(usage: NodeUsage) -> Iterable[tuple[LabelsKey, int]]:
-    return usage.labelled.items()
+    """Every pod of the node, terminating ones included: NodeInfo.Pods holds a pod until it is
+    deleted, and neither the Filter (filtering.go getIncomingAffinityAntiAffinityCounts ranges over
+    nodeInfo.GetPods()) nor the Score (scoring.go PreScore's podsToProcess) looks at its
+    deletionTimestamp, where PodTopologySpread does (podtopologyspread/common.go)."""
+    yield from usage.labelled.items()
+    yield from usage.terminating.items()
 
 
 def _matches_all(
