@@ -3,7 +3,8 @@ take: PreFilter, the Filter plugins, the Score plugins normalised and weighted, 
 predicted node(s). Pure: the model in, a `Ranking` out. The plugins are `plugins`' tables.
 
 Filtering (schedule_one.go findNodesThatPassFilters): NodeAffinity's PreFilter narrows the
-candidates when every required term names nodes (`matchFields metadata.name In`); then each node
+candidates when every required term names nodes (`matchFields metadata.name In`), and from 1.37
+NodeName's to spec.nodeName (`prefilter`); then each node
 goes through the Filter plugins in order, and the first that rejects it gives the node's reasons
 (the framework stops there). Plugins of the profile that are not in the tables
 (`Profile.not_evaluated`) are taken to pass every node: a node called feasible may still be
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 
 from webhook.affinity import PREFERRED, preferred_terms_problem
 from webhook.scheduler import plugins
-from webhook.scheduler.filters import REASON_NOT_IN_PREFILTER, REASON_TERMS_CONFLICT, prefilter_node_names
+from webhook.scheduler.filters import no_node_in_prefilter, not_in_prefilter
 from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Snapshot
 from webhook.scheduler.plugins import DEFAULT_PROFILE, DEFAULT_WEIGHTS, NODE_AFFINITY
 from webhook.scheduler.scores import NETQOS_NODE_LABEL, netqos_score
@@ -187,15 +188,36 @@ def filter_reasons(
     return node_only_reasons(pod, node, profile) or usage_reasons(pod, node, usage, profile)
 
 
-def prefilter(pod: PodInfo, nodes: Sequence[Node]) -> tuple[str | None, Callable[[Node], tuple[str, ...]]]:
-    """NodeAffinity's PreFilter: its failure for every node (None when there is none), and each
-    node's reasons from it (() for a node it lets through to the Filter plugins)."""
-    allowed = prefilter_node_names(pod)
-    if allowed is not None and not allowed:
-        return REASON_TERMS_CONFLICT, lambda node: (REASON_TERMS_CONFLICT,)
+def prefilter(
+    pod: PodInfo, nodes: Sequence[Node], profile: Profile = DEFAULT_PROFILE
+) -> tuple[str | None, Callable[[Node], tuple[str, ...]]]:
+    """The PreFilters that narrow the nodes (NodeAffinity's; NodeName's from 1.37): their failure
+    for every node (None when there is none), and each node's reasons from them (() for a node
+    they let through to the Filter plugins). As RunPreFilterPlugins: the node names are
+    intersected in the profile's order; a plugin's own rejection, or an empty intersection,
+    fails the cycle; a node outside the intersection is absent, naming every plugin that named
+    nodes (framework/runtime/framework.go, schedule_one.go findNodesThatFitPod)."""
+    allowed: frozenset[str] | None = None
+    naming: list[str] = []
+    for plugin in plugins.node_name_prefilters(profile):
+        assert plugin.node_names is not None
+        names = plugin.node_names(pod)
+        if names is None:
+            continue
+        if not names:
+            return _failing(plugin.conflict)
+        naming.append(plugin.name)
+        allowed = names if allowed is None else allowed & names
+        if not allowed:
+            return _failing(no_node_in_prefilter(naming))
     if allowed is None:
         return None, lambda node: ()
-    return None, lambda node: () if node.name in allowed else (REASON_NOT_IN_PREFILTER,)
+    absent = (not_in_prefilter(naming),)
+    return None, lambda node: () if node.name in allowed else absent
+
+
+def _failing(reason: str) -> tuple[str, Callable[[Node], tuple[str, ...]]]:
+    return reason, lambda node: (reason,)
 
 
 def node_only_filter(
@@ -204,7 +226,7 @@ def node_only_filter(
     """PreFilter, then `node_only_reasons`, for each node: the PreFilter conflict (None when
     there is none) and each node's reasons, () for a node that passes them. What stays to check
     on a node that passes is `usage_reasons`."""
-    conflict, excluded = prefilter(pod, nodes)
+    conflict, excluded = prefilter(pod, nodes, profile)
     return conflict, [excluded(node) or node_only_reasons(pod, node, profile) for node in nodes]
 
 
@@ -230,7 +252,7 @@ def _walk(
     """The nodes one cycle filters, with their reasons: every node, or with `sampling` from
     `sampling.start` round the list until it has found enough feasible ones."""
     nodes, usage = snapshot.nodes, snapshot.usage
-    conflict, excluded = prefilter(pod, nodes)
+    conflict, excluded = prefilter(pod, nodes, profile)
     checks = cluster_checks(pod, snapshot, profile)
     start, wanted = (
         (0, len(nodes)) if sampling is None else (sampling.start, nodes_scored_at_most(len(nodes), sampling.percentage))

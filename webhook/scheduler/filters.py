@@ -25,6 +25,22 @@ REASON_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
 REASON_TOO_MANY_PODS = "Too many pods"  # noderesources: InsufficientResource for pods
 # Nodes left out by NodeAffinity's PreFilter (schedule_one.go, SetAbsentNodesStatus).
 REASON_NOT_IN_PREFILTER = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+
+
+def not_in_prefilter(plugins: Sequence[str]) -> str:
+    """The reason of a node the PreFilters of `plugins` left out (schedule_one.go
+    findNodesThatFitPod, SetAbsentNodesStatus: the plugins' names sorted, as Go prints a slice)."""
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+
+
+def no_node_in_prefilter(plugins: Sequence[str]) -> str:
+    """The PreFilter failure when the node names of `plugins` have no node in common
+    (framework/runtime/framework.go RunPreFilterPlugins)."""
+    if len(plugins) == 1:
+        return f"node(s) didn't satisfy plugin {plugins[0]}"
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}] simultaneously"
+
+
 # NodeAffinity's PreFilter when the required terms name disjoint sets of nodes.
 REASON_TERMS_CONFLICT = "pod affinity terms conflict"
 
@@ -42,6 +58,12 @@ def untolerated_taint_reason(taint: Taint) -> str:
     user can read anyway, so it names the taint.
     """
     return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+
+
+def named_node(pod: PodInfo) -> frozenset[str] | None:
+    """NodeName.PreFilter from Kubernetes 1.37 (plugins/nodename/node_name.go, v1.37.2): a pod
+    with spec.nodeName is filtered on that node only."""
+    return frozenset({pod.node_name}) if pod.node_name else None
 
 
 def prefilter_node_names(pod: PodInfo) -> frozenset[str] | None:

@@ -355,7 +355,8 @@ class Profile:
     added_required: tuple[NodeSelectorTerm, ...] | None = None  # NodeAffinityArgs.addedAffinity
     added_preferred: tuple[PreferredTerm, ...] = ()
     not_evaluated: tuple[str, ...] = ()  # enabled plugins whose effect is not modelled
-    # plugin name -> the `plugins.SCORE_PLUGINS` entry that scores it, when not the one of that name
+    # plugin name -> the entry of `plugins.SCORE_PLUGINS` or `plugins.FILTER_PLUGINS` that runs
+    # it, when not the one of that name (a Kubernetes release's variant: `plugins.for_version`)
     variants: Mapping[str, str] = field(default_factory=dict)
 
     def with_plugin(self, name: str, weight: int) -> Profile:

@@ -4,9 +4,11 @@ the functions it runs, its normalisation and what it reads. `cycle` (explain, st
 evaluated by all of them.
 
 A `Profile` says which Score plugins run, with which weights; `Profile.variants` picks another
-entry of `SCORE_PLUGINS` for a plugin name (a Kubernetes version that scores it differently is one
-entry: `BALANCED_ALLOCATION_WITH_POD`, NodeResourcesBalancedAllocation before 1.36). The default
-profile is kube-scheduler v1.36's (pkg/scheduler/apis/config/v1/default_plugins.go).
+entry for a plugin name, of `SCORE_PLUGINS` or of `FILTER_PLUGINS` (a Kubernetes version that runs
+a plugin differently is one entry: `BALANCED_ALLOCATION_WITH_POD`, NodeResourcesBalancedAllocation
+before 1.36; `NODE_NAME_BEFORE_137`, NodeName without its PreFilter and after NodeUnschedulable).
+The entries of a plugin's own name, and the default profile, are kube-scheduler v1.37's
+(pkg/scheduler/apis/config/v1/default_plugins.go); `VERSION_VARIANTS` gives each older release's.
 """
 
 from __future__ import annotations
@@ -37,8 +39,11 @@ IMAGE_LOCALITY = "ImageLocality"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 INTER_POD_AFFINITY = "InterPodAffinity"
 NETQOS = "NetQoS"  # the NetQoS scheduler plugin, in a profile that enables it
-# The variant of NodeResourcesBalancedAllocation that kube-scheduler ran before v1.36.
+# The variants older releases run (`VERSION_VARIANTS`), by the name of their table entry.
 BALANCED_ALLOCATION_WITH_POD = "NodeResourcesBalancedAllocation (before 1.36)"
+IMAGE_LOCALITY_UNCOUNTED_VOLUMES = "ImageLocality (1.36)"  # image volumes in the sum, not the scale
+IMAGE_LOCALITY_NO_VOLUMES = "ImageLocality (before 1.36)"  # containers' images only
+NODE_NAME_BEFORE_137 = "NodeName (before 1.37)"  # no PreFilter; after NodeUnschedulable
 
 
 class Reads(enum.Enum):
@@ -52,6 +57,8 @@ class Reads(enum.Enum):
 FilterFunction = Callable[[PodInfo, Node, NodeUsage, Profile], tuple[str, ...]]
 # PreFilter over the whole snapshot, then the Filter of one node; None when PreFilter skips the pod
 PreFilterFunction = Callable[[PodInfo, Snapshot, Profile], Callable[[Node], tuple[str, ...]] | None]
+# A PreFilter's PreFilterResult.NodeNames: the only nodes the cycle filters (None: every node)
+NodeNamesFunction = Callable[[PodInfo], frozenset[str] | None]
 
 
 def _no_filter(pod: PodInfo, node: Node, usage: NodeUsage, profile: Profile) -> tuple[str, ...]:
@@ -63,7 +70,11 @@ class FilterPlugin:
     """One Filter plugin: `filter` gives a node's reasons, () when it passes; a plugin that
     reads the whole cluster has a `prefilter` instead, which returns that function for one
     cycle. `key` is what of the pod its verdict depends on (pods with one key are filtered
-    alike), `labels` whether other pods' selectors read the pod's own labels too."""
+    alike), `labels` whether other pods' selectors read the pod's own labels too.
+
+    `node_names` is a PreFilter that narrows the nodes the cycle filters (PreFilterResult); an
+    empty set is the plugin rejecting the pod with `conflict`. `variant` names an entry that is
+    a release's version of plugin `name` (a profile picks it through `Profile.variants`)."""
 
     name: str
     filter: FilterFunction
@@ -71,6 +82,14 @@ class FilterPlugin:
     key: Callable[[PodInfo], Hashable]
     prefilter: PreFilterFunction | None = None
     labels: bool = False
+    node_names: NodeNamesFunction | None = None
+    conflict: str = ""
+    variant: str = ""
+
+    @property
+    def entry(self) -> str:
+        """The entry's name in the table: the variant's, else the plugin's."""
+        return self.variant or self.name
 
 
 @dataclass(frozen=True)
@@ -164,14 +183,22 @@ class _Images:
     images: tuple[str, ...]
     nodes_with: Mapping[str, int]  # image name -> how many nodes have it
     total: int
-    containers: int  # the score's scale: image volumes add to the sum only
+    containers: int  # the score's scale: how many images each may bring up to 1000 MB
 
 
-def _image_state(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> _Images:
-    images, nodes = pod.images, snapshot.nodes
-    return _Images(
-        images, Counter(name for n in nodes for name in set(n.images) & set(images)), len(nodes), pod.containers
-    )
+def _image_state(sums_volumes: bool, counts_volumes: bool) -> Callable[[PodInfo, Snapshot, Profile], _Images]:
+    """ImageLocality's PreScore state as a release computes it (image_locality.go sumImageScores
+    and calculatePriority at each tag): v1.37.2 sums the image volumes' sizes with the containers'
+    and counts each volume in the scale; v1.36.3 sums them but scales by the containers alone;
+    v1.34.4 and v1.35.4 read the containers' images only (`pod.images` lists them first)."""
+
+    def prepare(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> _Images:
+        images = pod.images if sums_volumes else pod.images[: pod.containers]
+        scale = len(pod.images) if counts_volumes else pod.containers
+        found = Counter(name for n in snapshot.nodes for name in set(n.images) & set(images))
+        return _Images(images, found, len(snapshot.nodes), scale)
+
+    return prepare
 
 
 def _images_key(pod: PodInfo, profile: Profile) -> Hashable:
@@ -218,10 +245,14 @@ def _pod_affinity_key(pod: PodInfo) -> Hashable:
 # The tables
 
 # In the default profile's Filter order: the framework stops at the first plugin that rejects a
-# node, and its reasons are the node's. The plugins that read the node alone run first.
+# node, and its reasons are the node's. The plugins that read the node alone run first. A
+# release's variant sits where that release runs it: v1.37.2 runs NodeName first, with a
+# PreFilter naming spec.nodeName; v1.34.4-v1.36.3 after NodeUnschedulable, without one
+# (default_plugins.go getDefaultPlugins, plugins/nodename/node_name.go at each tag).
 FILTER_PLUGINS: tuple[FilterPlugin, ...] = (
+    FilterPlugin(NODE_NAME, filters.node_name, Reads.NODE, lambda pod: pod.node_name, node_names=filters.named_node),
     FilterPlugin(NODE_UNSCHEDULABLE, filters.node_unschedulable, Reads.NODE, lambda pod: pod.tolerations),
-    FilterPlugin(NODE_NAME, filters.node_name, Reads.NODE, lambda pod: pod.node_name),
+    FilterPlugin(NODE_NAME, filters.node_name, Reads.NODE, lambda pod: pod.node_name, variant=NODE_NAME_BEFORE_137),
     FilterPlugin(TAINT_TOLERATION, filters.taint_toleration, Reads.NODE, lambda pod: pod.tolerations),
     # PreFilter reads the required terms too
     FilterPlugin(
@@ -229,6 +260,8 @@ FILTER_PLUGINS: tuple[FilterPlugin, ...] = (
         filters.node_affinity,
         Reads.NODE,
         lambda pod: (tuple(sorted(pod.node_selector.items())), pod.required),
+        node_names=filters.prefilter_node_names,
+        conflict=filters.REASON_TERMS_CONFLICT,
     ),
     FilterPlugin(NODE_PORTS, filters.node_ports, Reads.USAGE, lambda pod: pod.host_ports),
     FilterPlugin(
@@ -287,16 +320,22 @@ _SCORE_PLUGINS = (
         labels=True,
     ),
     ScorePlugin(BALANCED_ALLOCATION, _balanced_state, _balanced_score, None, Reads.USAGE, _requests_key),
-    ScorePlugin(IMAGE_LOCALITY, _image_state, _image_score, None, Reads.NODE, _images_key),
+    ScorePlugin(IMAGE_LOCALITY, _image_state(True, True), _image_score, None, Reads.NODE, _images_key),
     ScorePlugin(NETQOS, lambda pod, snapshot, profile: pod.labels, _netqos_score, None, Reads.NODE, _netqos_key),
 )
-_VARIANTS = (
-    ScorePlugin(BALANCED_ALLOCATION, _balanced_state, _balanced_with_pod_score, None, Reads.USAGE, _requests_key),
-)
+_VARIANTS = {
+    BALANCED_ALLOCATION_WITH_POD: ScorePlugin(
+        BALANCED_ALLOCATION, _balanced_state, _balanced_with_pod_score, None, Reads.USAGE, _requests_key
+    ),
+    IMAGE_LOCALITY_UNCOUNTED_VOLUMES: ScorePlugin(
+        IMAGE_LOCALITY, _image_state(True, False), _image_score, None, Reads.NODE, _images_key
+    ),
+    IMAGE_LOCALITY_NO_VOLUMES: ScorePlugin(
+        IMAGE_LOCALITY, _image_state(False, False), _image_score, None, Reads.NODE, _images_key
+    ),
+}
 # Every Score plugin by its entry name: its kube-scheduler name, or a variant's.
-SCORE_PLUGINS: Mapping[str, ScorePlugin] = MappingProxyType(
-    {p.name: p for p in _SCORE_PLUGINS} | {BALANCED_ALLOCATION_WITH_POD: _VARIANTS[0]}
-)
+SCORE_PLUGINS: Mapping[str, ScorePlugin] = MappingProxyType({p.name: p for p in _SCORE_PLUGINS} | _VARIANTS)
 SCORE_ORDER = tuple(p.name for p in _SCORE_PLUGINS)  # the order scores are computed and shown
 
 # The default profile's Score plugins evaluated here, with their weights (default_plugins.go).
@@ -324,19 +363,36 @@ NOT_EVALUATED = (
 )
 DEFAULT_PROFILE = Profile(DEFAULT_WEIGHTS, not_evaluated=NOT_EVALUATED)
 
-# Per Kubernetes minor release, the entries its default profile scores with where they are not the
+# Per Kubernetes minor release, the entries its default profile runs where they are not the
 # newest's. Read from each tag's sources (v1.34.4, v1.35.4, v1.36.3, v1.37.2): the default plugins
 # and weights (pkg/scheduler/apis/config/v1/default_plugins.go getDefaultPlugins) are the same in
-# all four, and so are the scores modelled here, except NodeResourcesBalancedAllocation, which
-# scores the balance with the pod up to 1.35 and the change the pod makes from 1.36
-# (pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go balancedResourceScorer).
-# What else moved and is not modelled (image volumes in ImageLocality, the filters' order in 1.37,
-# feature-gated plugins) is in docs/scheduling.md, "Kubernetes versions".
+# all four; what differs is
+# - NodeResourcesBalancedAllocation: the balance with the pod up to 1.35, the change the pod makes
+#   from 1.36 (plugins/noderesources/balanced_allocation.go balancedResourceScorer);
+# - ImageLocality: image volumes ignored up to 1.35, summed in 1.36, summed and counted in the
+#   scale from 1.37 (plugins/imagelocality/image_locality.go sumImageScores, calculatePriority);
+# - NodeName: from 1.37 first and with a PreFilter naming spec.nodeName, so the other nodes are
+#   "node(s) didn't satisfy plugin(s) [NodeName]" (plugins/nodename/node_name.go PreFilter).
+# What else moved and is not modelled (feature-gated plugins) is in docs/scheduling.md,
+# "Kubernetes versions".
+_BEFORE_137 = {NODE_NAME: NODE_NAME_BEFORE_137}
 VERSION_VARIANTS: Mapping[KubeVersion, Mapping[str, str]] = MappingProxyType(
     {
-        KubeVersion(1, 34): MappingProxyType({BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD}),
-        KubeVersion(1, 35): MappingProxyType({BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD}),
-        KubeVersion(1, 36): MappingProxyType({}),
+        KubeVersion(1, 34): MappingProxyType(
+            {
+                **_BEFORE_137,
+                BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD,
+                IMAGE_LOCALITY: IMAGE_LOCALITY_NO_VOLUMES,
+            }
+        ),
+        KubeVersion(1, 35): MappingProxyType(
+            {
+                **_BEFORE_137,
+                BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD,
+                IMAGE_LOCALITY: IMAGE_LOCALITY_NO_VOLUMES,
+            }
+        ),
+        KubeVersion(1, 36): MappingProxyType({**_BEFORE_137, IMAGE_LOCALITY: IMAGE_LOCALITY_UNCOUNTED_VOLUMES}),
         KubeVersion(1, 37): MappingProxyType({}),
     }
 )
@@ -362,21 +418,31 @@ def score_plugins(profile: Profile) -> list[tuple[ScorePlugin, int]]:
     ]
 
 
+def filter_plugins(profile: Profile) -> tuple[FilterPlugin, ...]:
+    """The Filter plugins `profile` runs, in its order: of each plugin the entry its variants pick."""
+    return tuple(p for p in FILTER_PLUGINS if profile.variants.get(p.name, p.name) == p.entry)
+
+
 def node_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
     """The Filter plugins that read the pod and the node alone, in order."""
-    return tuple(p for p in FILTER_PLUGINS if p.reads is Reads.NODE)
+    return tuple(p for p in filter_plugins(profile) if p.reads is Reads.NODE)
 
 
 def usage_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
     """The Filter plugins that read what the pods on the node take, in order (after the others)."""
-    return tuple(p for p in FILTER_PLUGINS if p.reads is Reads.USAGE)
+    return tuple(p for p in filter_plugins(profile) if p.reads is Reads.USAGE)
 
 
 def cluster_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
     """The Filter plugins that read every node's pods, in order (after the others)."""
-    return tuple(p for p in FILTER_PLUGINS if p.reads is Reads.CLUSTER)
+    return tuple(p for p in filter_plugins(profile) if p.reads is Reads.CLUSTER)
+
+
+def node_name_prefilters(profile: Profile) -> tuple[FilterPlugin, ...]:
+    """The Filter plugins whose PreFilter can narrow the nodes filtered, in order."""
+    return tuple(p for p in filter_plugins(profile) if p.node_names is not None)
 
 
 def reads_labels(profile: Profile) -> bool:
     """Whether a plugin of the profile lets other pods' selectors read the pod's own labels."""
-    return any(p.labels for p in FILTER_PLUGINS) or any(p.labels for p, _ in score_plugins(profile))
+    return any(p.labels for p in filter_plugins(profile)) or any(p.labels for p, _ in score_plugins(profile))
