@@ -92,6 +92,7 @@ class Snapshot:
     objects: dict[str, list[Stored]] = field(default_factory=dict)
     forbidden: set[str] = field(default_factory=set)
     eviction_answers: dict[str, int] = field(default_factory=dict)  # "NS/NAME" -> the status its eviction gets
+    version: Mapping[str, str] = field(default_factory=lambda: dict(VERSION))  # what GET /version answers
 
     def add(self, obj: Mapping[str, Any]) -> None:
         resource = RESOURCES[obj["kind"]]
@@ -249,8 +250,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, path: str, query: dict[str, str]) -> tuple[int, bytes]:
         parts = [p for p in path.split("/") if p]
-        if parts == ["version"]:  # the newest release the project knows, as its API server reports it
-            return 200, json.dumps(VERSION).encode()
+        if parts == ["version"]:  # by default the newest release the project knows, as its API server reports it
+            return 200, json.dumps(self.server.snapshot.version).encode()
         if parts[:2] == ["api", "v1"]:
             rest = parts[2:]
         elif parts[:1] == ["apis"] and len(parts) >= 3:
