@@ -39,6 +39,13 @@ WEBHOOK_CONFIGURATION = f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookc
 _names = itertools.count(1)
 
 
+def pytest_report_header() -> str:
+    """Which release the session's control plane is (shown when tests/e2e is named)."""
+    of = controlplane.release()
+    default = controlplane.DEFAULT_MINOR
+    return f"Kubernetes {of.minor} ({of.version}): ${controlplane.KUBERNETES_ENV}, else the default {default}"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.path)).parents:
