@@ -135,6 +135,51 @@ def test_the_api_server_mutates_every_shape_exactly_as_the_webhook(cluster: Clus
     assert compared > 40 and changed > 10, (compared, changed)
 
 
+# What each release's API server stores a preference written `{"matchExpressions": []}` as: the
+# typed object drops the empty list (`omitempty` on NodeSelectorTerm.matchExpressions), before
+# admission and after it, so the stored term is `preference: {}`, which the scheduler skips alike
+# (an empty term). Measured on v1.34.4 and v1.36.3 (the same code in v1.35.4 and v1.37.2: these
+# tests check it there). The webhook and the admission policy see and keep the term in that form,
+# and give the pod the exact form.
+EMPTY_EXPRESSIONS_STORED: dict[str, dict[str, Any]] = {"1.34": {}, "1.35": {}, "1.36": {}, "1.37": {}}
+EMPTY_EXPRESSIONS = podcorpus.pod(
+    "empty-exprs",
+    podcorpus.LABELS,
+    affinity={"nodeAffinity": {podcorpus.PREFERRED: [{"weight": 9, "preference": {"matchExpressions": []}}]}},
+)
+
+
+def as_stored(pod: dict[str, Any], minor: str) -> dict[str, Any]:
+    """`pod` with its first preferred term's preference as release `minor` stores the empty list."""
+    stored = copy.deepcopy(pod)
+    stored["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED][0]["preference"] = EMPTY_EXPRESSIONS_STORED[minor]
+    return stored
+
+
+def test_an_empty_match_expressions_list_is_stored_as_each_release_stores_it_beside_the_policies_terms(
+    cluster: Cluster, policies: str
+) -> None:
+    stored = dry_run(cluster, policies, EMPTY_EXPRESSIONS)
+    assert stored is not None
+    assert written(stored) == written(as_stored(webhook_pod(EMPTY_EXPRESSIONS), cluster.minor))
+    preferred = stored["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED]
+    assert preferred[0] == {"weight": 9, "preference": EMPTY_EXPRESSIONS_STORED[cluster.minor]}
+    assert preferred[1:] == podcorpus.OURS  # beside a skipped term alone: the exact form
+
+
+def test_an_empty_match_expressions_list_is_stored_as_each_release_stores_it_beside_the_webhooks_terms(
+    cluster: Cluster, registered: object, namespace: str
+) -> None:
+    stored = dry_run(cluster, namespace, EMPTY_EXPRESSIONS)
+    assert stored is not None
+    answer = review(load_policy(POLICY_FILE), create_review(as_stored(EMPTY_EXPRESSIONS, cluster.minor), "e2e"))
+    expected = jsonpatch.apply_patch(as_stored(EMPTY_EXPRESSIONS, cluster.minor), wire_patch(answer.response))
+    assert written(stored) == written(expected)
+    preferred = stored["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED]
+    assert preferred[0] == {"weight": 9, "preference": EMPTY_EXPRESSIONS_STORED[cluster.minor]}
+    assert preferred[1:] == podcorpus.OURS
+
+
 def test_a_labelled_pod_is_stored_mutated_and_an_opted_out_one_as_written(cluster: Cluster, policies: str) -> None:
     pod = podcorpus.pod("labelled", podcorpus.LABELS)
     pod["metadata"]["namespace"] = policies
