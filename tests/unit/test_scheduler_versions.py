@@ -12,7 +12,7 @@ from webhook.scheduler.cycle import rank
 from webhook.scheduler.filters import REASON_NODE_NAME, REASON_NOT_IN_PREFILTER, REASON_UNSCHEDULABLE
 from webhook.scheduler.model import Node, Taint
 from webhook.scheduler.plugins import BALANCED_ALLOCATION, IMAGE_LOCALITY, default_profile, filter_plugins
-from webhook.scheduler.read import pod_info
+from webhook.scheduler.read import declared_features_needed, node_info, pod_info
 from webhook.testing.pods import pod
 
 V134, V135, V136, V137 = (KubeVersion(1, minor) for minor in (34, 35, 36, 37))
@@ -143,24 +143,106 @@ def test_each_release_runs_one_node_name_filter_in_its_place(version: KubeVersio
 # --- the variants each release's profile picks ---------------------------------------------------------
 
 
-BEFORE_136 = {"NodeName (before 1.37)", "NodeResourcesBalancedAllocation (before 1.36)", "ImageLocality (before 1.36)"}
+BEFORE_136 = {
+    "NodeName (before 1.37)",
+    "NodeResourcesBalancedAllocation (before 1.36)",
+    "ImageLocality (before 1.36)",
+    "NodeDeclaredFeatures (off before 1.36)",
+}
 
 
 @pytest.mark.parametrize(
     "version, variants",
     [
-        (
-            V134,
-            {"NodeName (before 1.37)", "NodeResourcesBalancedAllocation (before 1.36)", "ImageLocality (before 1.36)"},
-        ),
-        (
-            V135,
-            {"NodeName (before 1.37)", "NodeResourcesBalancedAllocation (before 1.36)", "ImageLocality (before 1.36)"},
-        ),
-        (V136, {"NodeName (before 1.37)", "ImageLocality (1.36)"}),
+        (V134, BEFORE_136),
+        (V135, BEFORE_136),
+        (V136, {"NodeName (before 1.37)", "ImageLocality (1.36)", "NodeDeclaredFeatures (1.36)"}),
         (V137, set()),
     ],
 )
 def test_each_release_picks_its_variants(version: KubeVersion, variants: set[str]) -> None:
     assert set(default_profile(version).variants.values()) == variants
     assert BALANCED_ALLOCATION in default_profile(version).weights
+
+
+# --- NodeDeclaredFeatures -------------------------------------------------------------------------------
+# default_plugins.go applyFeatureGates appends it where the NodeDeclaredFeatures gate is on
+# (pkg/features/kube_features.go: absent in v1.34.4, alpha and off in v1.35.4, beta and on in
+# v1.36.3, GA in v1.37.2), so it filters last. plugins/nodedeclaredfeatures: PreFilter infers the
+# features the pod needs (k8s.io/component-helpers nodedeclaredfeatures, InferForScheduling: a
+# RestartAllContainers restart rule, hostNetwork with hostUsers false, and from v0.37.2 a volume
+# mount with bindMountOptions) and skips a pod that needs none; Filter rejects a node whose
+# status.declaredFeatures lacks one: "node(s) didn't match Pod's required features".
+
+DECLARES = Node(
+    "declares",
+    {},
+    allocatable={"cpu": 4000, "memory": 8 * 2**30, "pods": 110},
+    declared_features=frozenset({"UserNamespacesHostNetworkSupport", "VolumeBindMountOptions"}),
+)
+SILENT = Node("silent", {}, allocatable={"cpu": 4000, "memory": 8 * 2**30, "pods": 110})
+FULL = Node("full", {}, allocatable={"cpu": 100, "memory": 8 * 2**30, "pods": 110})
+FEATURE_NODES = [DECLARES, SILENT, FULL]
+UNDECLARED = "node(s) didn't match Pod's required features"
+HOST_USERNS = pod(
+    hostNetwork=True, hostUsers=False, containers=[{"name": "c", "image": "a", "resources": {"requests": {"cpu": "1"}}}]
+)
+BIND_MOUNT = pod(
+    containers=[
+        {
+            "name": "c",
+            "image": "a",
+            "resources": {"requests": {"cpu": "1"}},
+            "volumeMounts": [{"name": "v", "mountPath": "/v", "bindMountOptions": {"propagation": "x"}}],
+        }
+    ]
+)
+ABSENT = [None, None, "Insufficient cpu"]
+REJECTED = [None, UNDECLARED, "Insufficient cpu"]  # NodeResourcesFit rejects `full` first
+
+
+@pytest.mark.parametrize(
+    "spec, version, reasons",
+    [
+        (HOST_USERNS, V134, ABSENT),
+        (HOST_USERNS, V135, ABSENT),
+        (HOST_USERNS, V136, REJECTED),
+        (HOST_USERNS, V137, REJECTED),
+        (BIND_MOUNT, V134, ABSENT),
+        (BIND_MOUNT, V135, ABSENT),
+        (BIND_MOUNT, V136, ABSENT),  # not in 1.36's registry
+        (BIND_MOUNT, V137, REJECTED),
+    ],
+)
+def test_nodes_that_do_not_declare_a_needed_feature_are_filtered_from_136(spec, version, reasons) -> None:
+    ranking = rank(pod_info(spec), FEATURE_NODES, profile=default_profile(version))
+    assert [n.reason for n in ranking.nodes] == reasons
+
+
+@pytest.mark.parametrize(
+    "spec, needed",
+    [
+        ({}, set()),
+        ({"hostNetwork": True}, set()),
+        ({"hostNetwork": True, "hostUsers": True}, set()),
+        ({"hostNetwork": True, "hostUsers": False}, {"UserNamespacesHostNetworkSupport"}),
+        ({"hostUsers": False}, set()),
+        (
+            {"initContainers": [{"name": "i", "restartPolicyRules": [{"action": "RestartAllContainers"}]}]},
+            {"RestartAllContainersOnContainerExits"},
+        ),
+        ({"containers": [{"name": "c", "restartPolicyRules": [{"action": "Restart"}]}]}, set()),
+        (
+            {"ephemeralContainers": [{"name": "e", "volumeMounts": [{"name": "v", "bindMountOptions": {"a": 1}}]}]},
+            {"VolumeBindMountOptions"},
+        ),
+        ({"containers": [{"name": "c", "volumeMounts": [{"name": "v", "bindMountOptions": {}}]}]}, set()),
+    ],
+)
+def test_the_features_a_pod_needs_declared_are_inferred_from_its_spec(spec, needed) -> None:
+    assert declared_features_needed(spec) == needed
+
+
+def test_a_nodes_declared_features_are_read_from_its_status() -> None:
+    obj = {"metadata": {"name": "n"}, "status": {"declaredFeatures": ["VolumeBindMountOptions", "Other"]}}
+    assert node_info(obj).declared_features == {"VolumeBindMountOptions", "Other"}

@@ -23,6 +23,8 @@ REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"  # no
 REASON_ENFORCED_AFFINITY = "node(s) didn't match scheduler-enforced node affinity"  # nodeaffinity.errReasonEnforced
 REASON_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"  # nodeports.ErrReason
 REASON_TOO_MANY_PODS = "Too many pods"  # noderesources: InsufficientResource for pods
+# nodedeclaredfeatures.errReasonUnsatisfiedRequirements
+REASON_UNDECLARED_FEATURES = "node(s) didn't match Pod's required features"
 # Nodes left out by NodeAffinity's PreFilter (schedule_one.go, SetAbsentNodesStatus).
 REASON_NOT_IN_PREFILTER = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 
@@ -58,6 +60,12 @@ def untolerated_taint_reason(taint: Taint) -> str:
     user can read anyway, so it names the taint.
     """
     return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+
+
+def undeclared_features(needed: frozenset[str], node: Node) -> tuple[str, ...]:
+    """NodeDeclaredFeatures.Filter: the node declares every feature the pod needs
+    (plugins/nodedeclaredfeatures/nodedeclaredfeatures.go, v1.36.3 and v1.37.2)."""
+    return () if needed <= node.declared_features else (REASON_UNDECLARED_FEATURES,)
 
 
 def named_node(pod: PodInfo) -> frozenset[str] | None:

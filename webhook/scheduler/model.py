@@ -62,6 +62,7 @@ class Node:
     # without resources (tests of other plugins), whose fit is not evaluated.
     allocatable: Mapping[str, int] | None = None
     images: Mapping[str, int] = field(default_factory=dict)  # every name in status.images -> size in bytes
+    declared_features: frozenset[str] = frozenset()  # status.declaredFeatures (Kubernetes 1.35+)
 
 
 def selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
@@ -159,6 +160,9 @@ class PodInfo:
     default_spread: LabelSelector | None = None
     pod_affinity: PodAffinity = PodAffinity()
     terminating: bool = False  # metadata.deletionTimestamp is set: spreading does not count it
+    # The features nodes must declare for this pod, by every release's inference
+    # (`read.declared_features_needed`); each release's NodeDeclaredFeatures reads those it knows.
+    node_features: frozenset[str] = frozenset()
 
     @property
     def requests(self) -> Mapping[str, int]:

@@ -24,7 +24,7 @@ from typing import Any
 from webhook.affinity import preferred_score
 from webhook.kubeversion import NEWEST, KubeVersion, nearest
 from webhook.names import DEFAULT_NODE_AFFINITY_WEIGHT
-from webhook.scheduler import filters, podaffinity, scores, spread
+from webhook.scheduler import filters, podaffinity, read, scores, spread
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Snapshot, selects
 
 # kube-scheduler's plugin names
@@ -38,12 +38,15 @@ BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 IMAGE_LOCALITY = "ImageLocality"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 INTER_POD_AFFINITY = "InterPodAffinity"
+NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 NETQOS = "NetQoS"  # the NetQoS scheduler plugin, in a profile that enables it
 # The variants older releases run (`VERSION_VARIANTS`), by the name of their table entry.
 BALANCED_ALLOCATION_WITH_POD = "NodeResourcesBalancedAllocation (before 1.36)"
 IMAGE_LOCALITY_UNCOUNTED_VOLUMES = "ImageLocality (1.36)"  # image volumes in the sum, not the scale
 IMAGE_LOCALITY_NO_VOLUMES = "ImageLocality (before 1.36)"  # containers' images only
 NODE_NAME_BEFORE_137 = "NodeName (before 1.37)"  # no PreFilter; after NodeUnschedulable
+NODE_DECLARED_FEATURES_136 = "NodeDeclaredFeatures (1.36)"  # without VolumeBindMountOptions
+NODE_DECLARED_FEATURES_OFF = "NodeDeclaredFeatures (off before 1.36)"  # absent in 1.34, alpha in 1.35
 
 
 class Reads(enum.Enum):
@@ -241,6 +244,26 @@ def _pod_affinity_key(pod: PodInfo) -> Hashable:
     return pod.pod_affinity, pod.namespace
 
 
+def _declared_features(known: frozenset[str]) -> PreFilterFunction:
+    """NodeDeclaredFeatures' PreFilter and Filter as a release runs it: the features of `known`
+    (its registry, k8s.io/component-helpers nodedeclaredfeatures/features/registry.go) the pod
+    needs; PreFilter skips a pod that needs none."""
+
+    def prefilter(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> Callable[[Node], tuple[str, ...]] | None:
+        needed = pod.node_features & known
+        return (lambda node: filters.undeclared_features(needed, node)) if needed else None
+
+    return prefilter
+
+
+def _features_key(pod: PodInfo) -> Hashable:
+    return pod.node_features
+
+
+_FEATURES_136 = frozenset({read.RESTART_ALL_CONTAINERS, read.USER_NAMESPACES_HOST_NETWORK})
+_FEATURES_137 = _FEATURES_136 | {read.VOLUME_BIND_MOUNT_OPTIONS}
+
+
 # ---------------------------------------------------------------------------------------------
 # The tables
 
@@ -282,6 +305,19 @@ FILTER_PLUGINS: tuple[FilterPlugin, ...] = (
         lambda pod, snapshot, profile: podaffinity.prefilter(pod, snapshot),
         labels=True,
     ),
+    # Appended to the default plugins where its feature gate is on (default_plugins.go
+    # applyFeatureGates), so it filters last; it reads the node alone, but sits with the plugins
+    # that run last, whose PreFilter may skip the pod as its own does.
+    FilterPlugin(NODE_DECLARED_FEATURES, _no_filter, Reads.CLUSTER, _features_key, _declared_features(_FEATURES_137)),
+    FilterPlugin(
+        NODE_DECLARED_FEATURES,
+        _no_filter,
+        Reads.CLUSTER,
+        _features_key,
+        _declared_features(_FEATURES_136),
+        variant=NODE_DECLARED_FEATURES_136,
+    ),
+    FilterPlugin(NODE_DECLARED_FEATURES, _no_filter, Reads.CLUSTER, _features_key, variant=NODE_DECLARED_FEATURES_OFF),
 )
 
 _SCORE_PLUGINS = (
@@ -372,27 +408,28 @@ DEFAULT_PROFILE = Profile(DEFAULT_WEIGHTS, not_evaluated=NOT_EVALUATED)
 # - ImageLocality: image volumes ignored up to 1.35, summed in 1.36, summed and counted in the
 #   scale from 1.37 (plugins/imagelocality/image_locality.go sumImageScores, calculatePriority);
 # - NodeName: from 1.37 first and with a PreFilter naming spec.nodeName, so the other nodes are
-#   "node(s) didn't satisfy plugin(s) [NodeName]" (plugins/nodename/node_name.go PreFilter).
-# What else moved and is not modelled (feature-gated plugins) is in docs/scheduling.md,
-# "Kubernetes versions".
-_BEFORE_137 = {NODE_NAME: NODE_NAME_BEFORE_137}
+#   "node(s) didn't satisfy plugin(s) [NodeName]" (plugins/nodename/node_name.go PreFilter);
+# - NodeDeclaredFeatures: absent in 1.34, off in 1.35 (alpha), on in 1.36 (beta) and 1.37 (GA),
+#   whose registry adds VolumeBindMountOptions (pkg/features/kube_features.go NodeDeclaredFeatures).
+# What else moved and is not modelled (feature-gated plugins off by default) is in
+# docs/scheduling.md, "Kubernetes versions".
+_BEFORE_136 = {
+    NODE_NAME: NODE_NAME_BEFORE_137,
+    BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD,
+    IMAGE_LOCALITY: IMAGE_LOCALITY_NO_VOLUMES,
+    NODE_DECLARED_FEATURES: NODE_DECLARED_FEATURES_OFF,
+}
 VERSION_VARIANTS: Mapping[KubeVersion, Mapping[str, str]] = MappingProxyType(
     {
-        KubeVersion(1, 34): MappingProxyType(
+        KubeVersion(1, 34): MappingProxyType(_BEFORE_136),
+        KubeVersion(1, 35): MappingProxyType(_BEFORE_136),
+        KubeVersion(1, 36): MappingProxyType(
             {
-                **_BEFORE_137,
-                BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD,
-                IMAGE_LOCALITY: IMAGE_LOCALITY_NO_VOLUMES,
+                NODE_NAME: NODE_NAME_BEFORE_137,
+                IMAGE_LOCALITY: IMAGE_LOCALITY_UNCOUNTED_VOLUMES,
+                NODE_DECLARED_FEATURES: NODE_DECLARED_FEATURES_136,
             }
         ),
-        KubeVersion(1, 35): MappingProxyType(
-            {
-                **_BEFORE_137,
-                BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD,
-                IMAGE_LOCALITY: IMAGE_LOCALITY_NO_VOLUMES,
-            }
-        ),
-        KubeVersion(1, 36): MappingProxyType({**_BEFORE_137, IMAGE_LOCALITY: IMAGE_LOCALITY_UNCOUNTED_VOLUMES}),
         KubeVersion(1, 37): MappingProxyType({}),
     }
 )

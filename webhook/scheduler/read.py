@@ -168,6 +168,7 @@ def pod_info(pod: Any, selectors: Selectors = NO_SELECTORS) -> PodInfo:
         default_spread=default_spread_selector(pod, selectors),
         pod_affinity=_pod_affinity(affinity, apidata.text(meta, "namespace", "metadata.namespace") or "default"),
         terminating=meta.get("deletionTimestamp") is not None,
+        node_features=declared_features_needed(spec),
     )
 
 
@@ -310,7 +311,37 @@ def node_info(node: Any) -> Node:
         bool(unschedulable),
         allocatable,
         _images(status),
+        frozenset(
+            expect(f, str, f"status.declaredFeatures[{i}]", "a string")
+            for i, f in enumerate(apidata.items(status, "declaredFeatures", "status.declaredFeatures"))
+        ),
     )
+
+
+# The node features a pod's spec needs declared, by name (k8s.io/component-helpers
+# nodedeclaredfeatures/features, InferForScheduling of each; v0.36.3 and v0.37.2).
+RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
+USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"
+VOLUME_BIND_MOUNT_OPTIONS = "VolumeBindMountOptions"  # 1.37 only
+
+
+def declared_features_needed(spec: Mapping[str, Any]) -> frozenset[str]:
+    """The features NodeDeclaredFeatures requires of a node for this pod: a container or init
+    container restart rule whose action is RestartAllContainers; hostNetwork with hostUsers false;
+    a volume mount of any container (ephemeral ones too) with bindMountOptions."""
+    needed = set()
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for c in (c for c in apidata.items(spec, key, f"spec.{key}") if isinstance(c, dict)):
+            rules = c.get("restartPolicyRules")
+            if key != "ephemeralContainers" and isinstance(rules, list):
+                if any(isinstance(r, dict) and r.get("action") == "RestartAllContainers" for r in rules):
+                    needed.add(RESTART_ALL_CONTAINERS)
+            mounts = c.get("volumeMounts")
+            if isinstance(mounts, list) and any(isinstance(m, dict) and m.get("bindMountOptions") for m in mounts):
+                needed.add(VOLUME_BIND_MOUNT_OPTIONS)
+    if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
+        needed.add(USER_NAMESPACES_HOST_NETWORK)
+    return frozenset(needed)
 
 
 def _images(status: Mapping[str, Any]) -> dict[str, int]:
