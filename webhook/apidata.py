@@ -9,6 +9,7 @@ to report; an absent or null field reads as the type's empty value, as Go's deco
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -46,11 +47,19 @@ def show(value: Any, limit: int = 80) -> str:
 
 
 def describe(value: Any) -> str:
-    """A value's JSON type as a person names it: "an object", "a list", "null", "int"."""
+    """A decoded value's type in the words of JSON and YAML, never Python's: "an object", "a list",
+    "a string", "a number", "a boolean", "null", "a timestamp" (an unquoted YAML date). The one
+    place every message that says what a document or field is instead gets its words."""
     if value is None:
         return "null"
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
-    return names.get(type(value), type(value).__name__)
+    if isinstance(value, bool):  # before int: a boolean is an int to Python
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, datetime.date):  # datetime is a date
+        return "a timestamp"
+    names: tuple[tuple[type, str], ...] = ((dict, "an object"), (list, "a list"), (str, "a string"))
+    return next((name for kind, name in names if isinstance(value, kind)), "a scalar")
 
 
 def expect(value: Any, kind: type[T], path: str, expected: str) -> T:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from webhook import apidata
 from webhook.errors import NetqosError
 from webhook.names import ADMISSION_API_VERSION, FIELD_MANAGER
 
@@ -196,15 +197,6 @@ class _LibraryErrors(logging.Handler):
         logging.getLogger().removeHandler(self)
 
 
-_YAML_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
-    (list, "a list"),
-    (str, "a string"),
-    (bool, "true or false"),
-    ((int, float), "a number"),
-    (object, "a scalar"),
-)
-
-
 def _check_shape(source: str) -> None:
     """Each kubeconfig file is one YAML mapping (`apiVersion: v1`, `kind: Config`, ...), read by
     the one document reader (its line and column, its depth limit): the client would index into a
@@ -220,9 +212,8 @@ def _check_shape(source: str) -> None:
         except KubeconfigError as err:
             raise KubeconfigError(f"cannot use {err}") from None
         if document is not None and not isinstance(document, dict):
-            kind = next(name for types, name in _YAML_KINDS if isinstance(document, types))
             raise KubeconfigError(
-                f"kubeconfig {path} is {kind}, not a kubeconfig (a mapping with apiVersion: v1, kind: Config, "
+                f"kubeconfig {path} is {apidata.describe(document)}, not a kubeconfig (a mapping with apiVersion: v1, kind: Config, "
                 "clusters, users and contexts); check the path (kubectl config view)"
             )
 

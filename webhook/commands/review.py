@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
-from webhook.apidata import pod_type_problem
+from webhook.apidata import describe, pod_type_problem
 from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, EXIT_OK, UsageError
@@ -221,7 +221,7 @@ def read_inputs(paths: Sequence[str]) -> tuple[list[Item], list[str]]:
         for place, obj in objects(docs, functools.partial(_source, name, colon=True), UsageError):
             source = _source(name, place)
             if not isinstance(obj, dict):
-                raise UsageError(f"{source}: is a {_type_name(obj)}, not a Kubernetes object; give {ACCEPTED}")
+                raise UsageError(f"{source}: is {describe(obj)}, not a Kubernetes object; give {ACCEPTED}")
             items.append(Item(source, obj, name))
     if not items:
         raise UsageError(f"input {_holding(paths)} no object; give {ACCEPTED}")
@@ -428,11 +428,6 @@ def _holding(paths: Sequence[str]) -> str:
 
 def _count(objects: int) -> str:
     return f"{objects} object" if objects == 1 else f"{objects} objects"
-
-
-def _type_name(value: Any) -> str:
-    names = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
-    return names.get(type(value), type(value).__name__)
 
 
 def _text(value: Any) -> str:
