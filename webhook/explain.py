@@ -42,6 +42,14 @@ class ExplainError(UsageError, ValueError):
     """An input that cannot be explained; the message names the file, the field and the fix."""
 
 
+def sentence(text: str) -> str:
+    """`text` with its last sentence ended. Everything explain says to a person (its notes, the
+    prose lines of its table, its errors) is whole sentences: a full stop closes each, as
+    kube-scheduler's own "2/3 nodes are available: 1 Insufficient cpu." beside them does."""
+    text = text.rstrip()
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
 @dataclass(frozen=True)
 class Mutation:
     """What /mutate made of the pod."""
@@ -89,11 +97,13 @@ def explain(
     pods_given: bool = True,
     webhook_namespace: str = DEFAULT_NAMESPACE,
     selectors: Selectors = NO_SELECTORS,
+    notes: Sequence[str] = (),
 ) -> Explanation:
     """The stock scheduler's view of the mutated pod, and the NetQoS scheduler's of the pod as
     written, on `nodes` with `pods` already running (those bound to a node and not finished).
     A pod in a namespace the registration excludes (the webhook running in `webhook_namespace`)
-    is never sent to the webhook: it is scheduled as written."""
+    is never sent to the webhook: it is scheduled as written. `notes` come first (what the caller
+    knows, such as the Kubernetes version scored as); every note is a sentence (`sentence`)."""
     reason = not_called_reason(_namespace(pod), webhook_namespace)
     mutation = mutate(policy, pod) if reason is None else Mutation(pod, Decision.UNCHANGED, (), (), (), reason)
     try:
@@ -120,8 +130,14 @@ def explain(
         netqos=netqos,
         netqos_weight=netqos_weight,
         not_evaluated=profile.not_evaluated,
-        notes=_policy_notes(policy, mutation, ranking, netqos, profile, netqos_weight, before.preferred)
-        + _notes(after, ranking, nodes, profile, pods_given),
+        notes=tuple(
+            sentence(note)
+            for note in (
+                *notes,
+                *_policy_notes(policy, mutation, ranking, netqos, profile, netqos_weight, before.preferred),
+                *_notes(after, ranking, nodes, profile, pods_given),
+            )
+        ),
     )
 
 
@@ -248,7 +264,7 @@ def _notes(
             f"kube-scheduler cannot parse the preferred term {ranking.score_failure}: NodeAffinity's PreScore "
             "fails for the whole scheduling cycle, so the pod stays Pending, retried with back-off, for as long "
             "as more than one node is feasible (the API server accepts invalid values in preferred terms); "
-            "fix or remove that term. The scores show what they would be without it"
+            "fix or remove that term; the scores show what they would be without it"
         )
     elif ranking.scoring_skipped:
         notes.append(

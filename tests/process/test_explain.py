@@ -63,14 +63,14 @@ def explained(*argv: str, list_nodes=None, list_pods=None, list_selectors=no_sel
         (
             (),
             {"gitVersion": "v1.35.4"},
-            "scored as kube-scheduler 1.35 scores (the API server's /version (v1.35.4))",
+            "scored as kube-scheduler 1.35 scores (the API server's /version (v1.35.4)).",
             1,
         ),
         # --kubernetes-version wins over the cluster's
         (
             ("--kubernetes-version", "1.36"),
             {"gitVersion": "v1.35.4"},
-            "scored as kube-scheduler 1.36 scores (--kubernetes-version)",
+            "scored as kube-scheduler 1.36 scores (--kubernetes-version).",
             0,
         ),
         # the newest, whose scores every document shows: no note
@@ -80,7 +80,7 @@ def explained(*argv: str, list_nodes=None, list_pods=None, list_selectors=no_sel
             (),
             {"major": "1", "minor": "39+"},
             "scored as kube-scheduler 1.37 scores (the API server's /version (?)); Kubernetes 1.39 is outside the "
-            "versions netqos-webhook knows (1.34 to 1.37); computing as 1.37",
+            "versions netqos-webhook knows (1.34 to 1.37); computing as 1.37.",
             0,
         ),
     ],
@@ -249,7 +249,7 @@ ERRORS = [
     ),
     (
         ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-numeric-label.yaml")],
-        "metadata.labels['generation'] must be a string (quote numbers and booleans in YAML), got int",
+        "metadata.labels['generation'] must be a string (quote numbers and booleans in YAML), got a number; fix the field.",
     ),
     (
         ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-duplicate.yaml")],
@@ -265,7 +265,7 @@ ERRORS = [
     ),
     (
         ["--pod", TEST_POD, "--nodes", str(FIXTURES / "nodes-strings.yaml")],
-        "nodes-strings.yaml: items[0] is str, not a Node object",
+        "nodes-strings.yaml: items[0] is a string, not a Node object; give Node objects.",
     ),
     (
         ["--pod", str(FIXTURES / "pod-bad-tolerations.yaml"), "--nodes", EXPERIMENT_NODES],
@@ -305,6 +305,14 @@ ERRORS = [
         ["--pod", TEST_POD, "--kubeconfig", "no/such/kubeconfig"],
         "kubeconfig no/such/kubeconfig",
     ),
+    (
+        ["--pod", str(FIXTURES / "pod-list.yaml"), "--nodes", EXPERIMENT_NODES],
+        "pod-list.yaml: the document is a list, not a Pod object.",
+    ),
+    (
+        ["--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--webhook-namespace", "Not_A_Namespace"],
+        "namespace 'Not_A_Namespace' is not a valid namespace name",
+    ),
 ]
 
 
@@ -314,6 +322,7 @@ def test_unusable_input_exits_2_with_one_line_naming_the_file_and_field(argv, me
     assert (code, out) == (2, "")
     assert message in err
     assert err.startswith("netqos-webhook explain: ") and err.count("\n") == 1
+    assert err.endswith(".\n") and not err.endswith("..\n"), "explain ends its sentences"
 
 
 def test_an_empty_nodes_file_says_what_to_give(tmp_path, capsys):
@@ -476,7 +485,7 @@ def test_a_rule_skipped_beside_an_applied_one_is_shown_as_a_warning(capsys):
         "Pod default/own-net: mutated by netqos-webhook (rule zone-a), preferred node affinity added:\n"
         "  + weight 20  topology.kubernetes.io/zone In [a]\n"
         'warning: netqos-webhook: rule "netqos" not applied: '
-        "the pod's own node affinity already uses node label 'net'\n"
+        "the pod's own node affinity already uses node label 'net'.\n"
     )
     # The author's own net=low preference wins where the plugin would have picked net=high.
     assert "NodeAffinity picks: minikube   NetQoS plugin picked: fake-node-1   (DIFFERENT)" in out
@@ -662,7 +671,7 @@ def test_a_scheduler_weighing_node_affinity_otherwise_than_the_policy_is_named_a
     document = json.loads(out)
     assert code == 0 and [t["weight"] for t in document["injected_terms"]] == [18, 2, 80, 80]
     assert not any("weighs NodeAffinity" in n for n in document["notes"])
-    assert "TOTAL - NETQOS TOTAL is 400 on every feasible node: the two schedulers rank them alike" in document["notes"]
+    assert "TOTAL - NETQOS TOTAL is 400 on every feasible node: the two schedulers rank them alike." in document["notes"]
 
 
 def test_the_netqos_weight_defaults_to_the_policys(tmp_path, capsys):

@@ -443,9 +443,10 @@ NO_API_VERSION = REPO / "tests" / "fixtures" / "explain" / "pod-no-apiversion.ya
 def test_review_and_explain_refuse_a_pod_without_api_version_alike(args, where):
     done = netqos(*args)
     assert done.returncode == 2, done.stdout
+    ended = "." if args[0] == "explain" else ""  # explain ends its sentences (webhook.explain.sentence)
     assert done.stderr == (
         f'netqos-webhook {args[0]}: {where}: apiVersion is null and kind "Pod": the API server only takes a Pod '
-        "as apiVersion: v1, kind: Pod; add both\n"
+        f"as apiVersion: v1, kind: Pod; add both{ended}\n"
     )
 
 

@@ -9,7 +9,6 @@ else ~/.kube/config) through
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,11 +17,12 @@ from typing import Any, TextIO, TypeVar
 
 from webhook import cluster, documents
 from webhook.affinity import PreferredTerm
-from webhook.apidata import ShapeError, pod_type_problem, show
+from webhook.apidata import ShapeError, describe, pod_type_problem, show
 from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
 from webhook.documents import OBJECT_LIMIT, Place, read_document, read_documents
-from webhook.explain import ExplainError, Explanation, explain
+from webhook.errors import NetqosError
+from webhook.explain import ExplainError, Explanation, explain, sentence
 from webhook.kubeversion import NEWEST, KubeVersion, from_server, nearest, parse
 from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
@@ -151,7 +151,10 @@ def add_command(sub: flags.Subcommands) -> None:
 
 
 def _main(parsed: argparse.Namespace, out: TextIO) -> int:
-    return run(typed(ExplainArgs, parsed), out)
+    try:
+        return run(typed(ExplainArgs, parsed), out)
+    except NetqosError as err:  # the policy's, the cluster's and the files' errors alike
+        raise NetqosError(sentence(str(err)), err.exit_code) from None
 
 
 def run(
@@ -197,9 +200,8 @@ def run(
         netqos_weight=policy.weights.netqos if args.netqos_weight is None else args.netqos_weight,
         pods_given=args.pods is not None or args.live,
         webhook_namespace=args.webhook_namespace,
+        notes=(version_note,) if version_note else (),
     )
-    if version_note:
-        report = dataclasses.replace(report, notes=(version_note, *report.notes))
     out.write(render_json(report) if args.output == "json" else render_table(report))
     return 0
 
@@ -313,7 +315,7 @@ def load_pod(path: str) -> dict[str, Any]:
         raise ExplainError(f"pod file {path}: holds {len(docs)} YAML documents; put exactly one Pod in it")
     pod = docs[0]
     if not isinstance(pod, dict):
-        raise ExplainError(f"pod file {path}: the document is {type(pod).__name__}, not a Pod object")
+        raise ExplainError(f"pod file {path}: the document is {describe(pod)}, not a Pod object")
     kind = pod.get("kind")
     if kind is not None and kind != "Pod":
         raise ExplainError(
@@ -368,7 +370,7 @@ def _read_objects(objects: Sequence[tuple[str, Any]], source: str, kind: str, re
 def _read_object(prefix: str, obj: Any, source: str, kind: str, read: Callable[[Any], T]) -> T:
     if not isinstance(obj, dict):
         where = prefix.rstrip(".: ") or "the document"
-        raise ExplainError(f"{source}: {where} is {type(obj).__name__}, not a {kind} object; give {kind} objects")
+        raise ExplainError(f"{source}: {where} is {describe(obj)}, not a {kind} object; give {kind} objects")
     if obj.get("kind") not in (None, kind):
         raise ExplainError(f"{source}: {prefix}kind is {show(obj.get('kind'))}; only {kind} objects belong here")
     try:
@@ -468,7 +470,7 @@ def render_table(report: Explanation) -> str:
     lines = [_pod_line(report)]
     lines += [f"  + weight {t.weight:<3} {_describe_term(t)}" for t in report.added_terms]
     if report.mutation.decision is Decision.MUTATED:  # otherwise the warnings are the pod line
-        lines += [f"warning: {w}" for w in report.mutation.warnings]
+        lines += [f"warning: {sentence(w)}" for w in report.mutation.warnings]
     lines.append("")
     plugins = list(ranking.weights)
     headers = (
@@ -495,7 +497,7 @@ def render_table(report: Explanation) -> str:
         "* the predicted node(s): the best TOTAL of the weighted scores ("
         + ", ".join(f"{SHORT_NAMES.get(p, p)} = {p}" for p in plugins)
         + f"); NETQOS TOTAL: the same profile plus the NetQoS plugin at weight {report.netqos_weight}, "
-        "for the pod without the injected terms"
+        "for the pod without the injected terms."
     )
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines) + "\n"
@@ -506,7 +508,7 @@ def _pod_line(report: Explanation) -> str:
     m = report.mutation
     pod = f"Pod {report.namespace}/{report.pod_name}"
     if m.not_called:
-        return f"{pod}: not mutated: {m.not_called}"
+        return sentence(f"{pod}: not mutated: {m.not_called}")
     if m.decision is Decision.MUTATED:
         rules = f"rule{'s' if len(m.injected) > 1 else ''} {', '.join(m.injected)}"
         return f"{pod}: mutated by netqos-webhook ({rules}), preferred node affinity added:"
@@ -517,7 +519,7 @@ def _pod_line(report: Explanation) -> str:
     }.get(m.decision, "; ".join(m.warnings) or m.decision.value)
     if m.decision is Decision.SKIPPED_EXPLICIT:
         why = "; ".join(m.warnings)
-    return f"{pod}: not mutated: {why}"
+    return sentence(f"{pod}: not mutated: {why}")
 
 
 def _describe_term(term: PreferredTerm) -> str:
