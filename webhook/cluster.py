@@ -213,8 +213,8 @@ def _check_shape(source: str) -> None:
             raise KubeconfigError(f"cannot use {err}") from None
         if document is not None and not isinstance(document, dict):
             raise KubeconfigError(
-                f"kubeconfig {path} is {apidata.describe(document)}, not a kubeconfig (a mapping with apiVersion: v1, kind: Config, "
-                "clusters, users and contexts); check the path (kubectl config view)"
+                f"kubeconfig {path} is {apidata.describe(document)}, not a kubeconfig (a mapping with apiVersion: v1, "
+                "kind: Config, clusters, users and contexts); check the path (kubectl config view)"
             )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from tests.fixtures import REPO
 from webhook.commands.explain import load_nodes, load_pod, load_pods, render_table
 from webhook.explain import Explanation, explain, sentence
@@ -87,7 +88,10 @@ SITUATIONS = [
         ),
     ),
     ("spec.schedulerName is 'other'", lambda: explain(default_policy(), pod(schedulerName="other"), TWO)),
-    ("no status.allocatable on bare", lambda: explain(default_policy(), pod(), (*TWO, Node("bare", {}, allocatable={})))),
+    (
+        "no status.allocatable on bare",
+        lambda: explain(default_policy(), pod(), (*TWO, Node("bare", {}, allocatable={}))),
+    ),
     (
         "the pod belongs to a ReplicaSet that was not read",
         lambda: explain(
@@ -108,7 +112,9 @@ SITUATIONS = [
     ),
     (
         "scored as kube-scheduler 1.35 scores",
-        lambda: explain(default_policy(), pod(), TWO, notes=("scored as kube-scheduler 1.35 scores (--kubernetes-version)",)),
+        lambda: explain(
+            default_policy(), pod(), TWO, notes=("scored as kube-scheduler 1.35 scores (--kubernetes-version)",)
+        ),
     ),
 ]
 
@@ -132,7 +138,11 @@ def test_a_pod_left_alone_and_a_rule_skipped_are_said_in_sentences():
     assert render_table(opted_out).splitlines()[0] == (
         "Pod default/qos-demo-pod: not mutated: it opts out with the annotation netqos.io/inject=false."
     )
-    report = explain(load_policy(str(FIXTURES / "policy-two-rules.yaml")), load_pod(str(FIXTURES / "pod-own-net-preference.yaml")), EXPERIMENT)
+    report = explain(
+        load_policy(str(FIXTURES / "policy-two-rules.yaml")),
+        load_pod(str(FIXTURES / "pod-own-net-preference.yaml")),
+        EXPERIMENT,
+    )
     warnings = [line for line in render_table(report).splitlines() if line.startswith("warning: ")]
     assert warnings and all(w.endswith(".") for w in warnings)
 
