@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.scheduler.config import SchedulerConfigError, profile_for
+from webhook.scheduler.config import SchedulerConfigError, profile_for, profiles, unevaluated_scores
 from webhook.scheduler.cycle import rank
 from webhook.scheduler.filters import REASON_ENFORCED_AFFINITY
 from webhook.scheduler.model import Node, ScoringStrategy
@@ -142,3 +142,35 @@ def test_added_affinity_filters_and_scores_every_pod_of_the_profile():
 def test_an_unusable_configuration_names_the_field(doc, scheduler, message):
     with pytest.raises(SchedulerConfigError, match=message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
         profile_for(doc, scheduler)
+
+
+PROFILES_CASES = [
+    # (profiles, schedulerName -> (its evaluated weights beyond the default's, its unevaluated score plugins))
+    ([], {"default-scheduler": ({}, ())}),  # no profiles: kube-scheduler runs one default profile
+    (
+        [{}, {"schedulerName": "netqos-scheduler", "plugins": {"multiPoint": {"enabled": [{"name": "NetQoS"}]}}}],
+        {"default-scheduler": ({}, ()), "netqos-scheduler": ({"NetQoS": 1}, ())},
+    ),
+    (
+        [{"schedulerName": "net", "plugins": {"score": {"enabled": [{"name": "NetQoS", "weight": 3}]}}}],
+        {"net": ({"NetQoS": 3}, ())},
+    ),
+    (
+        [{"schedulerName": "aware", "plugins": {"score": {"enabled": [{"name": "NetworkOverhead", "weight": 5}]}}}],
+        {"aware": ({}, ("NetworkOverhead",))},
+    ),
+]
+
+
+@pytest.mark.parametrize("raw, expected", PROFILES_CASES)
+def test_every_profile_is_read_by_its_scheduler_name_and_the_netqos_plugin_is_evaluated(raw, expected):
+    found = profiles(config(*raw) if raw else {k: v for k, v in config().items() if k != "profiles"})
+    assert list(found) == list(expected)
+    for name, (extra, unevaluated) in expected.items():
+        assert dict(found[name].weights) == {**DEFAULT_WEIGHTS, **extra}
+        assert unevaluated_scores(found[name]) == unevaluated
+
+
+def test_two_profiles_of_one_scheduler_name_are_refused_naming_the_second():
+    with pytest.raises(SchedulerConfigError, match=r"profiles\[1\].schedulerName 'a' is a duplicate"):
+        profiles(config({"schedulerName": "a"}, {"schedulerName": "a"}))

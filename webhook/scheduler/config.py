@@ -5,6 +5,10 @@ The plugins it can evaluate, and the default profile it starts from, are `plugin
 What is read, with kube-scheduler's merge rules (kubernetes v1.36: pkg/scheduler/apis/config/v1/
 default_plugins.go `mergePlugins`, pkg/scheduler/framework/runtime/framework.go
 `expandMultiPointPlugins`):
+- `profiles`: every profile by its `schedulerName` (`profiles`), or the one a pod names
+  (`profile_for`); the Score plugins of the plugin table are evaluated, the NetQoS scheduler
+  plugin (`NetQoS`, the project's Go plugin, a second profile in the test harness) among them;
+  any other Score plugin is listed in `Profile.not_evaluated` (`unevaluated_scores` names those);
 - `plugins.multiPoint` changes the default plugin set: `disabled` removes plugins (`*` all of
   them), `enabled` adds one or replaces a default with its new weight;
 - `plugins.score` then decides the Score extension point: `disabled` removes plugins (`*` every
@@ -27,16 +31,18 @@ from webhook.scheduler.model import DEFAULT_SCHEDULER, Profile, ScoringStrategy
 from webhook.scheduler.plugins import (
     BALANCED_ALLOCATION,
     DEFAULT_WEIGHTS,
-    EVALUATED_SCORE_PLUGINS,
     NODE_AFFINITY,
     NODE_RESOURCES_FIT,
     NOT_EVALUATED,
     NOT_EVALUATED_SCORE,
+    SCORE_ORDER,
 )
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+# Every Score plugin of the table, by kube-scheduler's name: the default profile's and NetQoS.
+EVALUATED = frozenset(SCORE_ORDER)
 
 
 class SchedulerConfigError(ValueError):
@@ -51,22 +57,51 @@ def profile_for(config: Any, scheduler_name: str) -> Profile:
         raise SchedulerConfigError(f"{err}; fix the field") from None
 
 
-def _profile_for(config: Any, scheduler_name: str) -> Profile:
+def profiles(config: Any) -> dict[str, Profile]:
+    """Every profile of `config` (a decoded KubeSchedulerConfiguration) by its schedulerName, in
+    the file's order; a name two profiles share is refused, as kube-scheduler refuses it
+    (pkg/scheduler/apis/config/validation/validation.go, "Duplicate value")."""
+    try:
+        found: dict[str, Profile] = {}
+        for i, (name, raw) in enumerate(_raw_profiles(config)):
+            if name in found:
+                raise SchedulerConfigError(
+                    f"profiles[{i}].schedulerName {name!r} is a duplicate: each profile needs its own schedulerName"
+                )
+            found[name] = _profile(raw, f"profiles[{i}]", name)
+        return found
+    except ShapeError as err:
+        raise SchedulerConfigError(f"{err}; fix the field") from None
+
+
+def unevaluated_scores(profile: Profile) -> tuple[str, ...]:
+    """The profile's Score plugins that are not evaluated here and that kube-scheduler's default
+    profile does not run either (a plugin of another project): where its scores would put a pod
+    is not known."""
+    return tuple(p for p in profile.not_evaluated if p not in NOT_EVALUATED)
+
+
+def _raw_profiles(config: Any) -> list[tuple[str, dict[str, Any]]]:
     expect(config, dict, "(document)", f"a {KIND}")
     if config.get("kind") != KIND or config.get("apiVersion") != API_VERSION:
         raise SchedulerConfigError(
             f"kind is {config.get('kind')!r} and apiVersion {config.get('apiVersion')!r}; "
             f"give a {KIND} of apiVersion {API_VERSION}"
         )
-    profiles = apidata.items(config, "profiles", "profiles") or [{}]  # no profiles: one default profile
-    names = []
-    for i, raw in enumerate(profiles):
+    found = []
+    for i, raw in enumerate(apidata.items(config, "profiles", "profiles") or [{}]):  # none: one default profile
         path = f"profiles[{i}]"
         expect(raw, dict, path, "an object")
-        name = apidata.text(raw, "schedulerName", f"{path}.schedulerName") or DEFAULT_SCHEDULER
+        found.append((apidata.text(raw, "schedulerName", f"{path}.schedulerName") or DEFAULT_SCHEDULER, raw))
+    return found
+
+
+def _profile_for(config: Any, scheduler_name: str) -> Profile:
+    names = []
+    for i, (name, raw) in enumerate(_raw_profiles(config)):
         names.append(name)
         if name == scheduler_name:
-            return _profile(raw, path, name)
+            return _profile(raw, f"profiles[{i}]", name)
     raise SchedulerConfigError(
         f"no profile has schedulerName {scheduler_name!r} (the pod's spec.schedulerName); profiles: "
         f"{', '.join(names)}; this scheduler would not schedule the pod"
@@ -77,8 +112,8 @@ def _profile(raw: Mapping[str, Any], path: str, name: str) -> Profile:
     plugins = apidata.obj(raw, "plugins", f"{path}.plugins")
     weights = _score_weights(plugins, f"{path}.plugins")
     args = _plugin_args(raw, f"{path}.pluginConfig")
-    evaluated = {p: w for p, w in weights.items() if p in EVALUATED_SCORE_PLUGINS}
-    unknown = tuple(p for p in weights if p not in EVALUATED_SCORE_PLUGINS and p not in NOT_EVALUATED_SCORE)
+    evaluated = {p: w for p, w in weights.items() if p in EVALUATED}
+    unknown = tuple(p for p in weights if p not in EVALUATED and p not in NOT_EVALUATED_SCORE)
     not_evaluated = tuple(p for p in NOT_EVALUATED if p not in NOT_EVALUATED_SCORE or p in weights) + unknown
     fit_path, fit = args.get(NODE_RESOURCES_FIT, ("", {}))
     balanced_path, balanced = args.get(BALANCED_ALLOCATION, ("", {}))
