@@ -66,13 +66,16 @@ class World:
         if self.target.matches(self.nodes[i].labels):
             self.fast_changes += 1
 
-    def predictor(self, pod: PodInfo) -> Predictor:
-        """The predictor for `pod`'s spec, up to date with every move (pods of one
-        `keys.scheduling_key` share it)."""
-        key = keys.scheduling_key(pod, self.profile, self.label_keys)
+    def predictor(self, pod: PodInfo, profile: Profile | None = None) -> Predictor:
+        """The predictor for `pod`'s spec under `profile` (the world's by default: a pod of
+        another scheduler is predicted with that scheduler's profile over the same nodes and
+        moves), up to date with every move (pods of one `keys.scheduling_key` and one profile
+        share it)."""
+        profile = profile or self.profile
+        key = (profile.scheduler_name, keys.scheduling_key(pod, profile, self.label_keys))
         predictor = self._predictors.get(key)
         if predictor is None:
-            predictor = self._predictors[key] = Predictor(pod, self)
+            predictor = self._predictors[key] = Predictor(pod, self, profile)
             if len(self._predictors) > PREDICTORS:
                 self._predictors.popitem(last=False)
         else:
@@ -83,14 +86,15 @@ class World:
     # What does not depend on the pods on the nodes, per node, shared by every Predictor whose pod
     # reads the same fields (all of them read the policy's terms, most the same tolerations).
 
-    def node_only(self, pod: PodInfo) -> list[tuple[str, ...]]:
-        """PreFilter, then the Filter plugins that read the pod and the node alone."""
-        key = ("node-only", keys.node_filter_key(pod, self.profile))
-        return self.shared(key, lambda: cycle.node_only_filter(pod, self.nodes, self.profile)[1])
+    def node_only(self, pod: PodInfo, profile: Profile) -> list[tuple[str, ...]]:
+        """PreFilter, then the Filter plugins that read the pod and the node alone (NodeAffinity
+        reads the profile's addedAffinity too)."""
+        key = ("node-only", keys.node_filter_key(pod, profile), profile.added_required)
+        return self.shared(key, lambda: cycle.node_only_filter(pod, self.nodes, profile)[1])
 
-    def static_scores(self, plugin: ScorePlugin, pod: PodInfo, state: Any) -> list[int]:
+    def static_scores(self, plugin: ScorePlugin, pod: PodInfo, profile: Profile, state: Any) -> list[int]:
         """The raw scores of a plugin that reads the node alone, per node."""
-        key = ("score", plugin, plugin.key(pod, self.profile))
+        key = ("score", plugin, plugin.key(pod, profile))
         return self.shared(key, lambda: [plugin.score(state, n, EMPTY_USAGE) for n in self.nodes])
 
     def shared(self, key: Hashable, compute: Callable[[], list[T]]) -> list[T]:
@@ -154,12 +158,12 @@ class Predictor:
     and PreScore count other pods on every node) are evaluated again over every node whenever a
     node changed."""
 
-    def __init__(self, pod: PodInfo, world: World) -> None:
+    def __init__(self, pod: PodInfo, world: World, profile: Profile | None = None) -> None:
         self.pod = pod
         self.world = world
-        profile = world.profile
+        self.profile = profile = profile or world.profile
         nodes = world.nodes
-        self.node_only = world.node_only(pod)
+        self.node_only = world.node_only(pod, profile)
         self.static: list[_Column] = []
         self.dynamic: list[_Column] = []
         self.cluster_plugins: list[tuple[ScorePlugin, int]] = []
@@ -172,7 +176,9 @@ class Predictor:
             if state is None:
                 continue  # PreScore skips it for this pod
             if plugin.reads is Reads.NODE:
-                self.static.append(_Column(plugin, state, weight, world.static_scores(plugin, pod, state), Counter()))
+                self.static.append(
+                    _Column(plugin, state, weight, world.static_scores(plugin, pod, profile, state), Counter())
+                )
             else:
                 self.dynamic.append(_Column(plugin, state, weight, [0] * len(nodes), Counter()))
         self.cluster: list[_Column] = []  # the cluster plugins' columns of the last evaluation
@@ -211,11 +217,9 @@ class Predictor:
         for i in changed:
             node = self.world.nodes[i]
             # cycle.filter_reasons, in two halves: the node-only verdict is shared (`World.node_only`)
-            self.base[i] = self.node_only[i] or cycle.usage_reasons(
-                self.pod, node, self.world.usage[i], self.world.profile
-            )
+            self.base[i] = self.node_only[i] or cycle.usage_reasons(self.pod, node, self.world.usage[i], self.profile)
         snapshot = self.world.snapshot()
-        checks = cycle.cluster_checks(self.pod, snapshot, self.world.profile)
+        checks = cycle.cluster_checks(self.pod, snapshot, self.profile)
         judged = everything if checks or self._cluster_filtered else changed
         self._cluster_filtered = bool(checks)
         for i in judged:
@@ -276,7 +280,7 @@ class Predictor:
         snapshot = dataclasses.replace(snapshot, feasible=[nodes[i] for i in feasible])
         columns = []
         for plugin, weight in self.cluster_plugins:
-            state = plugin.prepare(self.pod, snapshot, self.world.profile)
+            state = plugin.prepare(self.pod, snapshot, self.profile)
             if state is None:
                 continue
             raw = [0] * len(nodes)
@@ -366,7 +370,7 @@ class Predictor:
         """The lead of the target node (over a bound: at least that), and the plugins it holds under."""
         if best_other < 0:
             return ""
-        scored = [p.name for p, _ in plugins.score_plugins(self.world.profile)]
+        scored = [p.name for p, _ in plugins.score_plugins(self.profile)]
         least = "at least " if bounded else ""
         return f"; a lead of {least}{best_fast - best_other} with every plugin evaluated scored ({', '.join(scored)})"
 
