@@ -24,8 +24,10 @@ The constraints (`CONSTRAINTS`), and where each follows the descheduler:
 - `min-age`: younger than `--min-age` (`evictionConstraintsForMinPodAge`);
 - `replicas`: its controller has fewer ready pods than `--min-replicas`
   (`evictionConstraintsForMinReplicas`);
-- `scheduler`: its replacement is scheduled by another scheduler than the one whose profile the
-  prediction uses (the default scheduler's): where it would land is not known;
+- `scheduler`: its replacement is scheduled by a scheduler whose profile is not known (the
+  default scheduler's is; others' come from `rebalance --scheduler-config`), or whose profile
+  runs a Score plugin not evaluated here: where it would land is not known. A replacement of a
+  known profile is predicted with that profile's plugins and weights;
 - `pdb`: a PodDisruptionBudget that selects it allows no disruption now (its
   `status.disruptionsAllowed`, less the evictions planned before it in this run), or is still being
   processed, or more than one selects it (the Eviction API refuses those): planned as blocked, and
@@ -40,7 +42,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from webhook import apidata, owners
@@ -56,6 +58,7 @@ SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 LOCAL_VOLUMES = ("emptyDir", "hostPath")
 DEFAULT_MIN_REPLICAS = 2
 DEFAULT_MIN_AGE = dt.timedelta(minutes=10)
+UNKNOWN_SCHEDULER = "give that scheduler's KubeSchedulerConfiguration with --scheduler-config FILE"
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,9 @@ class Context:
     ready: Mapping[str, int]
     scope: Callable[[str, Mapping[str, str]], str]
     budgets: Budgets | None = None  # None: the PodDisruptionBudgets could not be read
-    scheduler: str = DEFAULT_SCHEDULER  # the scheduler whose profile the prediction uses
+    # schedulerName -> "" when the prediction knows its profile and can evaluate it, else why not
+    schedulers: Mapping[str, str] = field(default_factory=lambda: {DEFAULT_SCHEDULER: ""})
+    unknown_scheduler: str = UNKNOWN_SCHEDULER  # what to do for a scheduler not in `schedulers`
 
 
 class Constraint(NamedTuple):
@@ -185,12 +190,13 @@ def scope(pod: Facts, context: Context) -> str:
 
 
 def scheduler(pod: Facts, context: Context) -> str:
-    if pod.scheduler_name != context.scheduler:
+    why = context.schedulers.get(pod.scheduler_name)
+    if why is None:
         return (
-            f"its replacement is scheduled by {pod.scheduler_name}: the prediction is {context.scheduler}'s, "
-            "whose profile may place it otherwise"
+            f"its replacement is scheduled by {pod.scheduler_name}, whose profile is not known: where it would land "
+            f"cannot be predicted; {context.unknown_scheduler}"
         )
-    return ""
+    return f"its replacement is scheduled by {pod.scheduler_name}: {why}" if why else ""
 
 
 def disruption_budget(pod: Facts, context: Context) -> str:

@@ -17,7 +17,11 @@ move updates:
 - **The replacement** is the pod its controller would create in its place, from the controller's
   pod template (`workloads.pod_of`; not from the running pod, which may carry an older policy's
   terms or an older spec): the webhook's outcome for it (its terms), no nodeName.
-  It is filtered and scored over every node by `webhook.scheduler.incremental`, given what the
+  It is filtered and scored, with the profile of its template's `schedulerName` (kube-scheduler's
+  default profile for `default-scheduler`; another scheduler's from the KubeSchedulerConfiguration
+  the command was given, the NetQoS scheduler plugin's profile among them; a scheduler whose
+  profile is not known is the `scheduler` constraint's), over every node by
+  `webhook.scheduler.incremental`, given what the
   pods on each node take, with the candidate itself gone from its node and every move planned so
   far counted on its target. The move is planned when kube-scheduler's prediction (the best total,
   as `explain` computes it) is a `net=high` node, which becomes the target; otherwise it is skipped
@@ -43,6 +47,7 @@ from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER, INJECTED_ANNOTAT
 from webhook.owners import Owner
 from webhook.policy import Decision, Policy, evaluate
 from webhook.scheduler import keys, read
+from webhook.scheduler.config import unevaluated_scores
 from webhook.scheduler.incremental import World
 from webhook.scheduler.model import Node, PodInfo, Profile, Target, UsageTally
 from webhook.scheduler.plugins import DEFAULT_PROFILE
@@ -323,6 +328,8 @@ def plan(
     profile: Profile = DEFAULT_PROFILE,
     budgets: evictability.Budgets | None = None,
     selectors: Selectors = NO_SELECTORS,
+    profiles: Mapping[str, Profile] | None = None,
+    unknown_scheduler: str = evictability.UNKNOWN_SCHEDULER,
 ) -> Plan:
     """Judge every candidate in order and plan the moves.
 
@@ -332,12 +339,21 @@ def plan(
     replacement is predicted from its pod template; `owners` maps a controller to its top owner;
     `budgets` are the PodDisruptionBudgets (None: they could not be read, and the Eviction API's
     429 is the only word on them); `selectors` the Services and controllers whose selectors
-    PodTopologySpread's default constraints spread a replacement by."""
+    PodTopologySpread's default constraints spread a replacement by. `profiles` are the
+    schedulers' profiles by schedulerName (default: `profile` alone): a replacement is predicted
+    with the profile of its template's schedulerName; one of another scheduler is never evicted,
+    and `unknown_scheduler` says what to do about it."""
     owners = owners or {}
+    profiles = dict(profiles) if profiles is not None else {profile.scheduler_name: profile}
     context = evictability.Context(
-        cluster.options, cluster.ready, registration.why_not_called, budgets, profile.scheduler_name
+        cluster.options,
+        cluster.ready,
+        registration.why_not_called,
+        budgets,
+        {name: _unpredictable(p) for name, p in profiles.items()},
+        unknown_scheduler,
     )
-    state = _State(cluster, profile, selectors)
+    state = _State(cluster, profile, selectors, profiles)
     result = Plan(
         nodes=len(cluster.nodes),
         high_nodes=len(state.world.fast),
@@ -376,7 +392,7 @@ def plan(
         if template.replacement is None:
             result.candidates.append(row.skip(template.error, "replacement"))
             continue
-        target, why = state.place(pending, template)
+        target, why = state.place(pending, template, replacement.scheduler)
         if target is None:
             result.candidates.append(row.skip(why, "placement"))
             continue
@@ -414,12 +430,16 @@ class _State:
     """The cluster during planning: the what-if world of `scheduler.incremental`, every planned
     move counted in it."""
 
-    def __init__(self, cluster: Inventory, profile: Profile, selectors: Selectors) -> None:
+    def __init__(
+        self, cluster: Inventory, profile: Profile, selectors: Selectors, profiles: Mapping[str, Profile]
+    ) -> None:
         self.world = World(cluster.nodes, cluster.usage(), profile, cluster.target)
         self.selectors = selectors
+        self.profiles = profiles
 
-    def place(self, pending: _Pending, template: _Template) -> tuple[str | None, str]:
-        """The target of the candidate's replacement and the reason, or (None, why not)."""
+    def place(self, pending: _Pending, template: _Template, scheduler: str) -> tuple[str | None, str]:
+        """The target of the candidate's replacement, predicted with the profile of `scheduler`
+        (its schedulerName), and the reason, or (None, why not)."""
         view = template.replacement
         assert view is not None
         controller = pending.facts.controller
@@ -429,7 +449,8 @@ class _State:
         world = self.world
         if not world.fast:
             return None, f"no node is labelled {world.target}"
-        predictor = world.predictor(view)
+        profile = self.profiles[scheduler]
+        predictor = world.predictor(view, profile)
         if not predictor.feasible_fast:
             return None, predictor.why_no_fast()
         source = world.index[pending.node]
@@ -440,7 +461,20 @@ class _State:
             world.move(source, view, remove=False)
             return None, choice.reason
         world.move(world.index[choice.target], view, remove=False)
-        return choice.target, choice.reason + _not_evaluated(view)
+        by = f" ({scheduler}'s profile)" if scheduler != DEFAULT_SCHEDULER else ""
+        return choice.target, choice.reason + by + _not_evaluated(view)
+
+
+def _unpredictable(profile: Profile) -> str:
+    """Why a replacement scheduled with `profile` cannot be predicted ("" when it can): a Score
+    plugin the plugin table does not know would add scores nobody here can compute."""
+    unknown = unevaluated_scores(profile)
+    if not unknown:
+        return ""
+    return (
+        f"its profile runs the Score plugin(s) {', '.join(unknown)}, not evaluated here: where it would land "
+        "cannot be predicted"
+    )
 
 
 def _not_evaluated(view: PodInfo) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.fixtures import CLASSIC_TERMS, REPO
+from tests.fixtures import CLASSIC_TERMS, FIXTURES, REPO
 from webhook.cli import main
 from webhook.commands.rebalance import RebalanceArgs, run
 from webhook.manifests import webhook_configuration
@@ -119,10 +119,10 @@ def rebalance(
         return code, json.loads(out.getvalue()), api.evictions, api.requests
 
 
-def _with(args: RebalanceArgs, flag: str, value: str) -> RebalanceArgs:
+def _with(args: RebalanceArgs, flag: str, value: Any) -> RebalanceArgs:
     import dataclasses
 
-    converted: Any = {"true": True, "false": False}.get(value, value)
+    converted: Any = {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
     if flag in ("max_evictions", "min_replicas", "movable_exit_code"):
         converted = int(value)
     return dataclasses.replace(args, **{flag: converted})
@@ -136,6 +136,39 @@ def plan_rows(report: dict[str, Any]) -> list[tuple[str, str, str | None]]:
 
 
 # --- the plan -----------------------------------------------------------------------------------
+
+
+def on_scheduler(objs: list[dict[str, Any]], replica_set: str, scheduler: str) -> list[dict[str, Any]]:
+    """`objs` with the ReplicaSet's template (and so its replacements) scheduled by `scheduler`."""
+    for obj in objs:
+        if obj.get("kind") == "ReplicaSet" and obj["metadata"]["name"] == replica_set:
+            obj["spec"]["template"]["spec"]["schedulerName"] = scheduler
+    return objs
+
+
+SCHEDULERS = str(FIXTURES / "scheduler-config-netqos.yaml")
+
+
+def test_a_replacement_of_another_scheduler_is_predicted_with_that_profile_when_its_configuration_is_given(
+    tmp_path: Path,
+) -> None:
+    cluster = on_scheduler(base_cluster(), "web-a-rs", "netqos-scheduler")
+    _, unknown, _, _ = rebalance(cluster, tmp_path)
+    assert plan_rows(unknown)[0] == ("web-a-slow", "skip", None)
+    assert unknown["candidates"][0]["constraint"] == "scheduler"
+    assert unknown["candidates"][0]["reason"] == (
+        "its replacement is scheduled by netqos-scheduler, whose profile is not known: where it would land cannot be "
+        "predicted; give that scheduler's KubeSchedulerConfiguration with --scheduler-config FILE"
+    )
+    _, known, _, _ = rebalance(cluster, tmp_path, "scheduler_config", (SCHEDULERS,))
+    assert plan_rows(known)[:2] == [("web-a-slow", "evict", "fast-1"), ("web-b-slow", "evict", "fast-1")]
+    assert "(netqos-scheduler's profile)" in known["candidates"][0]["reason"]
+    elsewhere = on_scheduler(base_cluster(), "web-a-rs", "gpu-scheduler")
+    _, other, _, _ = rebalance(elsewhere, tmp_path, "scheduler_config", (SCHEDULERS,))
+    assert other["candidates"][0]["reason"].endswith(
+        f"--scheduler-config {SCHEDULERS} has no profile of that name (only default-scheduler, netqos-scheduler, "
+        "network-aware); give that scheduler's KubeSchedulerConfiguration with another --scheduler-config FILE"
+    )
 
 
 def test_the_plan_names_the_pods_and_targets_reserving_room_and_evicts_nothing(tmp_path: Path) -> None:
@@ -442,6 +475,18 @@ def test_the_movable_exit_code_can_be_chosen(tmp_path: Path) -> None:
         (["--max-evictions", "0"], "argument --max-evictions: must be from 1 to 1000, got 0"),
         (["-o", "yaml"], "argument -o/--output: invalid choice: 'yaml'"),
         (["--config", "/nonexistent/policy.yaml"], "/nonexistent/policy.yaml"),
+        (
+            ["--scheduler-config", str(FIXTURES / "explain/scheduler-config-bad.yaml")],
+            "scheduler-config-bad.yaml: profiles[0].pluginConfig[0].args.scoringStrategy.type is 'Packed'",
+        ),
+        (
+            ["--scheduler-config", POLICY],
+            "give a KubeSchedulerConfiguration of apiVersion kubescheduler.config.k8s.io/v1",
+        ),
+        (
+            ["--scheduler-config", SCHEDULERS, "--scheduler-config", SCHEDULERS],
+            "both have a profile of schedulerName 'default-scheduler': give each scheduler's configuration once",
+        ),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(

@@ -11,12 +11,15 @@ import random
 from typing import Any
 
 import pytest
+import yaml
 
+from tests.fixtures import FIXTURES
 from webhook import evictability, owners, rebalance, scope
 from webhook.manifests import webhook_configuration
 from webhook.policy import Policy
 from webhook.policy_file import default_policy
 from webhook.scheduler import incremental
+from webhook.scheduler.config import profiles
 from webhook.scheduler.cycle import rank
 from webhook.scheduler.incremental import Predictor, World
 from webhook.scheduler.model import PodInfo, Profile
@@ -85,6 +88,7 @@ def make_plan(
     budgets: list[dict[str, Any]] | None = None,
     profile: Profile = DEFAULT_PROFILE,
     selectors: Selectors = NO_SELECTORS,
+    profiles: dict[str, Profile] | None = None,
     **options: Any,
 ) -> rebalance.Plan:
     """The plan for the cluster; each candidate's controller (unless `controllers` names it) has
@@ -110,6 +114,7 @@ def make_plan(
         profile,
         budgets=evictability.Budgets(budgets or []),
         selectors=selectors,
+        profiles=profiles,
     )
 
 
@@ -497,9 +502,9 @@ def test_pods_that_differ_only_in_their_labels_share_one_prediction(monkeypatch:
     made: list[PodInfo] = []
 
     class Counting(Predictor):
-        def __init__(self, view: PodInfo, state: Any) -> None:
+        def __init__(self, view: PodInfo, state: Any, profile: Any = None) -> None:
             made.append(view)
-            super().__init__(view, state)
+            super().__init__(view, state, profile)
 
     monkeypatch.setattr(incremental, "Predictor", Counting)
     pods = [
@@ -585,6 +590,85 @@ def test_a_pod_with_older_terms_is_not_evicted_when_its_templates_replacement_la
     assert row.reason.startswith("kube-scheduler would place the replacement on plain (no net label): total ")
 
 
+# The profiles of tests/fixtures/scheduler-config-netqos.yaml: the default, netqos-scheduler (the
+# default plus the NetQoS scheduler plugin at weight 1), network-aware (a Score plugin not evaluated).
+PROFILES = profiles(yaml.safe_load((FIXTURES / "scheduler-config-netqos.yaml").read_text()))
+SCHEDULED_BY = [
+    # (case, the template's schedulerName, the profiles known, action, target, constraint, the reason begins)
+    (
+        "the default scheduler's profile: the default terms' lead (90) loses to plain's free room",
+        "default-scheduler",
+        PROFILES,
+        "skip",
+        None,
+        "placement",
+        "kube-scheduler would place the replacement on plain (no net label)",
+    ),
+    (
+        "netqos-scheduler's profile: NetQoS adds 90 more to fast's lead, which keeps it there",
+        "netqos-scheduler",
+        PROFILES,
+        "evict",
+        "fast",
+        "",
+        "kube-scheduler would place the replacement on fast",
+    ),
+    (
+        "netqos-scheduler with no profile given for it: never evicted, the reason says what to pass",
+        "netqos-scheduler",
+        {"default-scheduler": DEFAULT_PROFILE},
+        "skip",
+        None,
+        "scheduler",
+        "its replacement is scheduled by netqos-scheduler, whose profile is not known: where it would land cannot "
+        "be predicted; give that scheduler's KubeSchedulerConfiguration with --scheduler-config FILE",
+    ),
+    (
+        "a profile that runs a Score plugin not evaluated here: never evicted",
+        "network-aware",
+        PROFILES,
+        "skip",
+        None,
+        "scheduler",
+        "its replacement is scheduled by network-aware: its profile runs the Score plugin(s) NetworkOverhead, not "
+        "evaluated here: where it would land cannot be predicted",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "scheduler", "known", "action", "target", "constraint", "reason"),
+    SCHEDULED_BY,
+    ids=[c[0] for c in SCHEDULED_BY],
+)
+def test_the_replacement_is_predicted_with_the_profile_of_its_templates_scheduler(
+    case: str,
+    scheduler: str,
+    known: dict[str, Profile],
+    action: str,
+    target: str | None,
+    constraint: str,
+    reason: str,
+) -> None:
+    stranded = app_pod("a", "slow", resources=BIG, schedulerName=scheduler)
+    peer = app_pod("web-1-peer-0", "fast", labels={"app": "web"}, resources=BIG)
+    plan = make_plan(CROWDED, [stranded, peer], profiles=known)
+    [row] = plan.candidates
+    assert (row.action, row.target, row.constraint) == (action, target, constraint), row.reason
+    assert row.reason.startswith(reason)
+    if action == "evict":
+        assert "(netqos-scheduler's profile)" in row.reason
+
+
+def test_the_netqos_profile_of_the_fixture_is_the_one_the_control_plane_harness_runs() -> None:
+    """The fixture's two first profiles are the harness's kube-scheduler's (the e2e tests pass its file)."""
+    from webhook.testing.controlplane import _scheduler_config
+
+    harness = profiles(_scheduler_config(FIXTURES / "kubeconfig"))
+    assert harness == {name: PROFILES[name] for name in ("default-scheduler", "netqos-scheduler")}
+    assert dict(harness["netqos-scheduler"].weights) == {**DEFAULT_PROFILE.weights, "NetQoS": 1}
+
+
 def _template(labels: dict[str, str], **spec: Any) -> dict[str, Any]:
     return {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "app:1"}], **spec}}
 
@@ -618,8 +702,8 @@ REPLACEMENTS = [
         "the template is scheduled by another scheduler",
         {("shop", "ReplicaSet", "web-1"): controller_of(app_pod("x", "slow"), _template(QOS, schedulerName="netqos"))},
         "scheduler",
-        "its replacement is scheduled by netqos: the prediction is default-scheduler's, whose profile may place it "
-        "otherwise",
+        "its replacement is scheduled by netqos, whose profile is not known: where it would land cannot be predicted; "
+        "give that scheduler's KubeSchedulerConfiguration with --scheduler-config FILE",
     ),
 ]
 

@@ -6,28 +6,89 @@ registration (`read_registration`), and the Services of the candidates' namespac
 controllers, what PodTopologySpread's default constraints spread a replacement by). Shared by
 `rebalance`, which acts on the plan, and `status`, which counts the pods it would move. The
 replacements are scored as the cluster's Kubernetes version scores (its /version:
-`scheduler.plugins.default_profile`).
+`scheduler.plugins.default_profile`), each with the profile of its schedulerName: the default
+profile for `default-scheduler` unless the given scheduler configurations name it, and the
+profiles of those configurations (`SchedulerProfiles`) for the others.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import cluster, evictability, owners, rebalance, scope
 from webhook.apidata import ShapeError
+from webhook.documents import read_document
 from webhook.kubeversion import NEWEST, KubeVersion, from_server, nearest
-from webhook.names import CONFIGURATION_NAME
+from webhook.names import CONFIGURATION_NAME, DEFAULT_SCHEDULER
 from webhook.owners import Owner
 from webhook.policy import Policy
-from webhook.scheduler.plugins import default_profile
+from webhook.scheduler.config import SchedulerConfigError, profiles
+from webhook.scheduler.model import Profile
+from webhook.scheduler.plugins import DEFAULT_PROFILE, default_profile, for_version
 from webhook.scheduler.read import Selectors, selectors_from_api
 
 UNBOUND = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"  # Pending pods no node holds yet
 
 
-def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options) -> rebalance.Plan:
+@dataclass(frozen=True)
+class SchedulerProfiles:
+    """The schedulers' profiles the operator gave (`rebalance --scheduler-config FILE`, each a
+    KubeSchedulerConfiguration), by schedulerName, and the files they came from. kube-scheduler's
+    configuration is no API object: a cluster does not say which profiles its schedulers run, so
+    those of other schedulers than `default-scheduler` are known only from such files."""
+
+    profiles: Mapping[str, Profile] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+
+    @classmethod
+    def read(cls, paths: Sequence[str], error: type[Exception]) -> SchedulerProfiles:
+        """The profiles of the files at `paths`; `error` (exit 2) names the file and the field of one
+        that cannot be used, or a schedulerName two files both give."""
+        found: dict[str, Profile] = {}
+        where: dict[str, str] = {}
+        for path in paths:
+            try:
+                read = profiles(read_document(path, "scheduler configuration", error))
+            except SchedulerConfigError as err:
+                raise error(f"scheduler configuration {path}: {err}") from None
+            for name, profile in read.items():
+                if name in found:
+                    raise error(
+                        f"scheduler configurations {where[name]} and {path} both have a profile of schedulerName "
+                        f"{name!r}: give each scheduler's configuration once"
+                    )
+                found[name], where[name] = profile, path
+        return cls(found, tuple(paths))
+
+    def for_cluster(self, version: KubeVersion) -> dict[str, Profile]:
+        """Every known profile as the cluster's version scores it; `default-scheduler`'s is
+        kube-scheduler's default profile unless a file gives it."""
+        known = {DEFAULT_SCHEDULER: DEFAULT_PROFILE, **self.profiles}
+        return {name: for_version(profile, version) for name, profile in known.items()}
+
+    def unknown(self) -> str:
+        """What to do about a pod whose scheduler none of the files names."""
+        if not self.files:
+            return evictability.UNKNOWN_SCHEDULER
+        names = ", ".join(sorted({DEFAULT_SCHEDULER, *self.profiles}))
+        return (
+            f"--scheduler-config {' '.join(self.files)} has no profile of that name (only {names}); "
+            "give that scheduler's KubeSchedulerConfiguration with another --scheduler-config FILE"
+        )
+
+
+def read_plan(
+    reader: cluster.Reader,
+    policy: Policy,
+    options: rebalance.Options,
+    schedulers: SchedulerProfiles | None = None,
+) -> rebalance.Plan:
     """The plan for the cluster `reader` reads: every node, every bound pod, the candidates' owners,
-    the registration. `status` asks it too, for how many pods would move now."""
+    the registration; each replacement predicted with its scheduler's profile among `schedulers`.
+    `status` asks it too, for how many pods would move now."""
+    schedulers = schedulers or SchedulerProfiles()
     state, registration = reader.restarting(lambda: _state(reader, policy, options))
     controllers = _controllers(reader, state)
     found = {
@@ -37,9 +98,17 @@ def read_plan(reader: cluster.Reader, policy: Policy, options: rebalance.Options
     }
     budgets = _budgets(reader)
     selectors = _selectors(reader, state, controllers)
-    profile = default_profile(server_version(reader, state.notes))
+    version = server_version(reader, state.notes)
     return rebalance.plan(
-        state, registration, controllers, found, profile=profile, budgets=budgets, selectors=selectors
+        state,
+        registration,
+        controllers,
+        found,
+        profile=default_profile(version),
+        budgets=budgets,
+        selectors=selectors,
+        profiles=schedulers.for_cluster(version),
+        unknown_scheduler=schedulers.unknown(),
     )
 
 

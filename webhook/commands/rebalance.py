@@ -28,9 +28,9 @@ import orjson
 from webhook import cluster, rebalance
 from webhook.commands import flags, typed
 from webhook.commands.installed import policy_in_force
-from webhook.commands.plan import read_plan
+from webhook.commands.plan import SchedulerProfiles, read_plan
 from webhook.commands.tables import aligned
-from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME, RuntimeFailure
+from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME, RuntimeFailure, UsageError
 from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE
 from webhook.policy_file import load_policy
@@ -47,15 +47,18 @@ HELP = (
     "Move latency-sensitive pods that run on slower nodes back to net=high nodes that have room now. "
     "Plans, for each such pod in turn (longest on a slow node first), the net=high node its replacement "
     "fits and kube-scheduler would pick, reserving room for every planned pod; skips, with the reason, "
-    "pods that must not be evicted (among them system-critical pods, and pods whose replacement the live "
-    "registration would not send to the webhook). With --apply, evicts through the Eviction API, so "
+    "pods that must not be evicted (among them system-critical pods, pods whose replacement the live "
+    "registration would not send to the webhook, and pods of a scheduler whose profile is not known). Each "
+    "replacement is predicted with the profile of its spec.schedulerName: default-scheduler's is kube-scheduler's "
+    "default profile, others' come from --scheduler-config. With --apply, evicts through the Eviction API, so "
     "PodDisruptionBudgets hold; without an active registration it evicts nothing. Exit code 0 when nothing "
     "movable is left, 3 when movable pods remain or no registration is active, 1 when the cluster (or an "
     "eviction) fails, 2 for unusable input."
 )
 EXAMPLE = (
     "netqos-webhook rebalance --context prod            # the plan; nothing is evicted\n"
-    "  netqos-webhook rebalance --context prod --apply    # evict the first planned pod"
+    "  netqos-webhook rebalance --context prod --apply    # evict the first planned pod\n"
+    "  netqos-webhook rebalance --context prod --scheduler-config scheduler.yaml   # predict its profiles' pods too"
 )
 
 
@@ -72,6 +75,7 @@ class RebalanceArgs:
     min_age: dt.timedelta = rebalance.DEFAULT_MIN_AGE
     include_local_storage: bool = False
     movable_exit_code: int = EXIT_FOUND
+    scheduler_config: Sequence[str] = ()  # KubeSchedulerConfiguration files: the schedulers' profiles
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,18 @@ def add_command(sub: flags.Subcommands) -> None:
         help="never evict a pod younger than this (default 10m; e.g. 1h, 90s, 0)",
     )
     p.add_argument(
+        "--scheduler-config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help=(
+            "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) of the cluster's scheduler(s); "
+            "repeatable. A pod whose spec.schedulerName is one of its profiles is predicted with that profile's "
+            "plugins and weights (the NetQoS scheduler plugin's among them); without one, only default-scheduler's "
+            "pods are (kube-scheduler's default profile), and pods of another scheduler are skipped"
+        ),
+    )
+    p.add_argument(
         "--include-local-storage",
         action="store_true",
         help="also evict pods with emptyDir or hostPath volumes (their data is lost)",
@@ -158,11 +174,13 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
     """Plan (and with `args.apply` evict); print the report; the exit code: 0 nothing movable
     left, `args.movable_exit_code` (3) movable pods remain, 1 an eviction failed.
 
-    Raises `PolicyError` for an unusable --config (exit 2) and `cluster.ClusterError` when the
+    Raises `PolicyError` for an unusable --config, `UsageError` for an unusable --scheduler-config
+    (exit 2) and `cluster.ClusterError` when the
     cluster cannot be read (its `exit_code`: 2 for unusable credentials, else 1).
     """
     check_namespace(args.webhook_namespace)  # as status, review and explain check it
     override = load_policy(args.config) if args.config else None
+    schedulers = SchedulerProfiles.read(args.scheduler_config, UsageError)
     connection = cluster.connect(args.kubeconfig, args.context)
     options = rebalance.Options(
         now=now or dt.datetime.now(dt.UTC),
@@ -175,7 +193,7 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
         policy, source, problem = policy_in_force(reader, args.webhook_namespace, override, args.config)
         if problem:
             raise RuntimeFailure(f"{problem}; fix it, or plan by a policy file with --config FILE")
-        plan = read_plan(reader, policy, options)
+        plan = read_plan(reader, policy, options, schedulers)
     report = RebalanceResult(plan, source, args.apply, args.max_evictions, args.movable_exit_code)
     if args.apply:
         report.evictions = evict(connection, plan.movable, args.max_evictions)
