@@ -34,6 +34,8 @@ reported, and the load average beside every timing.
     scripts/bench --realscale --fraction 0.1        500 nodes, 15,000 pods: for iterating
     scripts/bench --realscale --smoke               100 nodes, 3,000 pods: checks the harness (CI)
     scripts/bench --realscale --repeat 3 --json FILE
+    scripts/bench --realscale --loaded              measure again the world an earlier run left in
+                                                    $NETQOS_CLUSTER_DIR (same --fraction and --seed)
 
 With $NETQOS_CLUSTER_DIR naming a running cluster (scripts/cluster up) it loads into that one and
 leaves it running (a second load into the same cluster fails: names are taken); otherwise it starts
@@ -365,27 +367,50 @@ def create(client: Client, path: str, obj: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Loaded:
-    nodes: int
-    pods: int
     workloads: int
     seconds: float
     load_average: float
-    explain_pod: dict[str, Any]
 
 
-def load(cluster: Cluster, nodes: int, pods: int, concurrency: int, seed: int) -> Loaded:
+@dataclass
+class World:
+    """What `seed` makes of `nodes` and `pods`: the same every time, so a later run can measure a
+    world an earlier one loaded (--loaded)."""
+
+    node_objs: list[dict[str, Any]]
+    names: Nodes
+    plan: list[Workload]
+    seeds: dict[str, float]
+
+    @classmethod
+    def of(cls, nodes: int, pods: int, seed: int) -> World:
+        rng = random.Random(seed)
+        node_objs = [node_object(i, rng) for i in range(nodes)]
+        names = Nodes()
+        for n in node_objs:
+            net = n["metadata"]["labels"].get("net")
+            (names.high if net == "high" else names.low if net == "low" else names.other).append(n["metadata"]["name"])
+        plan = workloads(pods, rng)
+        return cls(node_objs, names, plan, {w.name: rng.random() for w in plan})
+
+    def explain_pod(self) -> dict[str, Any]:
+        """A new pod of the first injected workload, for explain."""
+        injected = next(w for w in self.plan if w.style == "injected")
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "realscale-explained", "namespace": injected.namespace, "labels": labels_of(injected)},
+            "spec": template(injected)["spec"],
+        }
+
+
+def load(cluster: Cluster, world: World, concurrency: int) -> Loaded:
     """Create the world (see the module docstring) in the namespaces team-000...; the controller
     manager must be stopped."""
-    rng = random.Random(seed)
     client = Client(cluster)
     started = time.perf_counter()
-    node_objs = [node_object(i, rng) for i in range(nodes)]
-    names = Nodes()
-    for n in node_objs:
-        net = n["metadata"]["labels"].get("net")
-        (names.high if net == "high" else names.low if net == "low" else names.other).append(n["metadata"]["name"])
-    bounded((partial(create, client, "/api/v1/nodes", n) for n in node_objs), concurrency)
-    plan = workloads(pods, rng)
+    names, plan, seeds = world.names, world.plan, world.seeds
+    bounded((partial(create, client, "/api/v1/nodes", n) for n in world.node_objs), concurrency)
     uids: dict[str, str] = {}
 
     def owner(w: Workload) -> None:
@@ -399,7 +424,6 @@ def load(cluster: Cluster, nodes: int, pods: int, concurrency: int, seed: int) -
             uids[w.name] = uid
 
     bounded((partial(owner, w) for w in plan), concurrency)
-    seeds = {w.name: rng.random() for w in plan}
 
     def one_pod(pod: dict[str, Any]) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
@@ -419,14 +443,7 @@ def load(cluster: Cluster, nodes: int, pods: int, concurrency: int, seed: int) -
 
     bounded(all_pods(), concurrency)
     seconds = time.perf_counter() - started
-    injected = next(w for w in plan if w.style == "injected")
-    explain_pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "realscale-explained", "namespace": injected.namespace, "labels": labels_of(injected)},
-        "spec": template(injected)["spec"],
-    }
-    return Loaded(nodes, pods, len(plan), seconds, os.getloadavg()[0], explain_pod)
+    return Loaded(len(plan), seconds, os.getloadavg()[0])
 
 
 # --- measuring ------------------------------------------------------------------------------------
@@ -625,6 +642,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight while loading (default 16)")
     parser.add_argument("--replicas", type=int, help="of the scale-up (default 10,000 x the fraction; 0: no scale-up)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--loaded",
+        action="store_true",
+        help="measure only: $NETQOS_CLUSTER_DIR already holds the world (an earlier run, same --fraction and --seed)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--measure-child", help=argparse.SUPPRESS)
     parser.add_argument("--floor", nargs=2, help=argparse.SUPPRESS)
@@ -639,26 +661,30 @@ def main(argv: list[str] | None = None) -> int:
     nodes, pods = round(FULL_NODES * fraction), round(FULL_PODS * fraction)
     results: dict[str, Any] = {"nodes": nodes, "pods": pods}
     replicas = args.replicas if args.replicas is not None else round(FULL_REPLICAS * fraction)
+    if args.loaded and not os.environ.get(controlplane.CLUSTER_DIR_ENV):
+        parser.error(f"--loaded measures the world of a running cluster: set ${controlplane.CLUSTER_DIR_ENV}")
+    world = World.of(nodes, pods, args.seed)
     with a_cluster() as cluster:
-        if replicas:
+        if replicas and not args.loaded:
             print(f"scaling a Deployment 0 -> {replicas} under each installation...", file=sys.stderr)
             results["scaleup"] = [asdict(r) for r in scaleup.run_all(cluster, replicas)]
-        for i in range(NAMESPACES):  # while the controller manager runs: it makes their service accounts
-            cluster.create_namespace(f"team-{i:03}")
+        if not args.loaded:
+            for i in range(NAMESPACES):  # while the controller manager runs: it makes their service accounts
+                cluster.create_namespace(f"team-{i:03}")
         with stopped(cluster.pids["kube-controller-manager"]):
-            print(f"loading {nodes} nodes and {pods} pods (concurrency {args.concurrency})...", file=sys.stderr)
-            loaded = load(cluster, nodes, pods, args.concurrency, args.seed)
-            results["load"] = {
-                "seconds": loaded.seconds,
-                "workloads": loaded.workloads,
-                "load_average": loaded.load_average,
+            results["load"] = {"seconds": None, "workloads": len(world.plan), "load_average": None}
+            if not args.loaded:
+                print(f"loading {nodes} nodes and {pods} pods (concurrency {args.concurrency})...", file=sys.stderr)
+                loaded = load(cluster, world, args.concurrency)
+                results["load"] |= {"seconds": loaded.seconds, "load_average": loaded.load_average}
+            results["load"] |= {
                 "apiserver_rss_mib": rss_mib(cluster.pids["kube-apiserver"]),
                 "etcd_rss_mib": rss_mib(cluster.pids["etcd"]),
             }
             print(json.dumps(results["load"]), file=sys.stderr)
             with tempfile.TemporaryDirectory() as directory:
                 pod_file = Path(directory) / "pod.json"
-                pod_file.write_text(json.dumps(loaded.explain_pod))
+                pod_file.write_text(json.dumps(world.explain_pod()))
                 argvs = commands(cluster, pod_file)
                 runs: list[Run] = []
                 for _ in range(args.repeat):
@@ -678,10 +704,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def table(results: dict[str, Any]) -> str:
     load = results["load"]
+    loaded = (
+        "loaded by an earlier run"
+        if load["seconds"] is None
+        else f"loaded in {load['seconds']:.0f} s (load average {load['load_average']:.1f})"
+    )
     lines = [
-        f"world: {results['nodes']} nodes, {results['pods']} pods, {load['workloads']} workloads; loaded in "
-        f"{load['seconds']:.0f} s (load average {load['load_average']:.1f}); kube-apiserver RSS "
-        f"{results['apiserver_rss_mib']:.0f} MiB, etcd RSS {results['etcd_rss_mib']:.0f} MiB",
+        f"world: {results['nodes']} nodes, {results['pods']} pods, {load['workloads']} workloads; {loaded}; "
+        f"kube-apiserver RSS {results['apiserver_rss_mib']:.0f} MiB, etcd RSS {results['etcd_rss_mib']:.0f} MiB",
         "",
         "| command | wall s (median) | CPU s | peak RSS MiB | requests (GET+LIST) | load avg | x floor |",
         "|---|---|---|---|---|---|---|",
