@@ -2,9 +2,10 @@
 
 - `connect` finds the credentials as kubectl does: `--kubeconfig`, else $KUBECONFIG, else
   ~/.kube/config; with none of them, in a pod, the pod's service account.
-- `list_nodes` and `list_pods` (for `explain`) read every Node, and every Pod bound to a node and
-  not finished, as the API's JSON, the data `kubectl get nodes/pods -o json` prints, so parsing,
-  filtering and scoring stay in pure code that the file mode shares. Pods are read in pages.
+- `list_nodes` and `list_pods` read every Node, and every Pod bound to a node and not finished, as
+  the API's JSON, the data `kubectl get nodes/pods -o json` prints, so parsing, filtering and
+  scoring stay in pure code that the file mode shares; `fold_pods` (for `explain`) hands each pod
+  to a fold as its page arrives instead of keeping it. Pods are read in pages.
 - `Reader` (for `status`, and under `list_pods`) gets and lists any of the objects `status` reads,
   read-only, as API JSON: lists go page by page (`limit`/`continue`) with the label and field
   selectors the caller derives, so the server filters and memory holds one page at a time; what
@@ -34,9 +35,9 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from webhook import apidata
@@ -557,21 +558,47 @@ class Evictor:
         )
 
 
-def list_pods(
-    kubeconfig: str | None = None, context: str | None = None, each: Callable[[int, dict[str, Any]], Any] | None = None
-) -> list[Any]:
+def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
     """Every Pod bound to a node and not Succeeded or Failed, in every namespace, as API JSON
-    data, or `each(index, pod)` of each as its page arrives (so the caller keeps what it reads,
-    not the JSON); read PAGE_SIZE at a time, at most MAX_POD_PAGES pages, since explain holds them
-    all."""
-    read = each or (lambda _, pod: pod)
+    data; read PAGE_SIZE at a time, at most MAX_POD_PAGES pages (`fold_pods` keeps less)."""
+    return fold_pods(kubeconfig, context, _Collected).items
+
+
+class PodFold(Protocol):
+    def add(self, index: int, pod: dict[str, Any]) -> None: ...
+
+
+F = TypeVar("F", bound=PodFold)
+
+
+def fold_pods(kubeconfig: str | None, context: str | None, new: Callable[[], F]) -> F:
+    """Every Pod bound to a node and not Succeeded or Failed, in every namespace, added to
+    `new()` as its page arrives (`add(index, pod)`), so memory holds one page of API JSON and
+    what the fold keeps; read PAGE_SIZE at a time, at most MAX_POD_PAGES pages. A list that
+    expires between pages is read again into a fresh `new()`: nothing of the expired snapshot is
+    counted twice."""
     with Reader(connect(kubeconfig, context), max_pages=MAX_POD_PAGES) as reader:
+
+        def read() -> F:
+            fold = new()
+            for i, pod in enumerate(reader.list("Pod", field_selector=ASSIGNED_NOT_FINISHED)):
+                fold.add(i, pod)
+            return fold
+
         try:
-            return reader.restarting(
-                lambda: [read(i, pod) for i, pod in enumerate(reader.list("Pod", field_selector=ASSIGNED_NOT_FINISHED))]
-            )
+            return reader.restarting(read)
         except TooMany as err:
             raise ClusterError(f"{err}; explain a smaller cluster, or give --nodes and --pods files") from None
+
+
+@dataclass
+class _Collected:
+    """A fold that keeps every pod."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, index: int, pod: dict[str, Any]) -> None:
+        self.items.append(pod)
 
 
 def check_api_server(cluster: Connection) -> None:

@@ -13,7 +13,7 @@ the NetQoS plugin's Score (weight `netqos_weight`) for the pod without the injec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
 from webhook.policy import Decision, Policy, Rule, own_points
 from webhook.scheduler import cycle, read
 from webhook.scheduler.cycle import Ranking
-from webhook.scheduler.model import Node, PodInfo, Profile, usage_by_node
+from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, usage_by_node
 from webhook.scheduler.plugins import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY, POD_TOPOLOGY_SPREAD
 from webhook.scheduler.read import NO_SELECTORS, Selectors
 from webhook.scope import NOT_CALLED, not_called_reason
@@ -98,9 +98,12 @@ def explain(
     webhook_namespace: str = DEFAULT_NAMESPACE,
     selectors: Selectors = NO_SELECTORS,
     notes: Sequence[str] = (),
+    usage: Mapping[str, NodeUsage] | None = None,
 ) -> Explanation:
     """The stock scheduler's view of the mutated pod, and the NetQoS scheduler's of the pod as
-    written, on `nodes` with `pods` already running (those bound to a node and not finished).
+    written, on `nodes` with `pods` already running (those bound to a node and not finished), or,
+    where `usage` is given, with what the pods on each node take already folded
+    (`keys.UsageFold`, the pod itself left out): `pods` are then not read.
     A pod in a namespace the registration excludes (the webhook running in `webhook_namespace`)
     is never sent to the webhook: it is scheduled as written. `notes` come first (what the caller
     knows, such as the Kubernetes version scored as); every note is a sentence (`sentence`)."""
@@ -111,8 +114,8 @@ def explain(
         after = read.pod_info(mutation.pod, selectors)
     except ShapeError as err:
         raise ExplainError(f"{pod_source}: {err}; fix the field (the API server would reject this pod)") from None
-    others = [p for p in pods if (p.namespace, p.name) != (after.namespace, after.name)]
-    usage = usage_by_node(others)
+    if usage is None:
+        usage = usage_by_node(p for p in pods if (p.namespace, p.name) != (after.namespace, after.name))
     ranking = cycle.rank(after, nodes, usage, profile)
     netqos = cycle.rank(before, nodes, usage, profile.with_plugin(NETQOS, netqos_weight))
     added = after.preferred[len(before.preferred) :]  # the policy appends after the pod's own terms

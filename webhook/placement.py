@@ -23,14 +23,13 @@ import dataclasses
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from webhook import apidata
 from webhook.apidata import ShapeError
 from webhook.policy import Policy
 from webhook.scheduler import cycle, keys, read
-from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Target, UsageTally
+from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Target
 from webhook.scheduler.scores import NETQOS_SLOW, NETQOS_TARGET, fast_target, slow_values
 
 # The class names are `status -o json`'s keys (an API): named after the default policy's values.
@@ -125,23 +124,13 @@ def high_usage(pods: Iterable[Mapping[str, Any]], high: Sequence[Node]) -> dict[
     depends on its containers' resources, ports and restart policy, its overhead and pod-level
     resources only (`keys.usage_key`), so pods that differ elsewhere (images, environment, names)
     are read once (at most `keys.TEMPLATES` of them are remembered), and then only those fields."""
-    tallies = {node.name: UsageTally() for node in high}
-    views: keys.Memo[bytes, PodInfo] = keys.Memo()
+    fold = keys.UsageFold(node.name for node in high)
     for pod in pods:
         try:
-            spec, status = apidata.obj(pod, "spec", "spec"), apidata.obj(pod, "status", "status")
-            tally = tallies.get(apidata.text(spec, "nodeName", "spec.nodeName"))
-            finished = apidata.text(status, "phase", "status.phase") in ("Succeeded", "Failed")
+            fold.add(pod)
         except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
             continue
-        if tally is None or finished:
-            continue
-        try:
-            view = views.get(keys.usage_key(pod), partial(read.usage_info, pod))
-        except ShapeError:
-            continue
-        tally.add(view)
-    return {name: tally.usage() for name, tally in tallies.items()}
+    return fold.usage()
 
 
 @dataclass

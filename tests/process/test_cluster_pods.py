@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.process.test_cluster import kubeconfig
-from webhook.cluster import ASSIGNED_NOT_FINISHED, PAGE_SIZE, ClusterError, list_pods
+from webhook.cluster import ASSIGNED_NOT_FINISHED, PAGE_SIZE, ClusterError, fold_pods, list_pods
 from webhook.testing.kubeapi import Request, ScriptedAPI
 from webhook.testing.pods import pod
 
@@ -107,3 +107,26 @@ def test_a_list_that_expires_again_after_its_restart_is_one_line_saying_so(tmp_p
         "can be read, try again when the cluster is less busy"
     )
     assert len(api.requests) == 4  # two first pages, two expired continues: no third try
+
+
+class Names:
+    """A fold that keeps the pods' names."""
+
+    started = 0
+
+    def __init__(self) -> None:
+        Names.started += 1
+        self.names: list[str] = []
+
+    def add(self, index: int, pod: dict) -> None:
+        assert index == len(self.names)
+        self.names.append(pod["metadata"]["name"])
+
+
+def test_a_fold_whose_list_expires_starts_again_empty_so_nothing_is_counted_twice(tmp_path):
+    before = [[node_pod("a"), node_pod("b")], [node_pod("c")]]
+    after = [[node_pod("a"), node_pod("x")], [node_pod("y")]]
+    Names.started = 0
+    with expiring_api([before, after], expiries=1) as api:
+        assert fold_pods(kubeconfig(tmp_path, api.url), None, Names).names == ["a", "x", "y"]
+    assert Names.started == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import importlib
 import io
 import json
 import subprocess
@@ -367,6 +369,41 @@ def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mo
         "--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--pods", str(FULL / "pods.yaml"), "-o", "json"
     )
     assert calls == [("nodes", "kube.conf", "minikube"), ("pods", "kube.conf", "minikube")]
+    assert live == from_file
+
+
+def test_live_mode_reads_the_pods_of_one_template_once_and_ranks_as_with_every_pod_read(monkeypatch, tmp_path):
+    """A live cluster's pods are folded into each node's usage as they arrive: the pods of one
+    template are read once (not every pod's whole scheduling view), and the ranking is the file
+    mode's, which reads every pod."""
+    nodes = experiment_nodes()
+    template = yaml.safe_load(Path(FULL / "pods.yaml").read_text())["items"][0]
+    pods = []
+    for i in range(2000):
+        p = copy.deepcopy(template)
+        p["metadata"]["name"] = f"filler-{i}"
+        p["spec"]["nodeName"] = nodes[i % len(nodes)]["metadata"]["name"]
+        p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1m", "memory": "1Mi"}}
+        pods.append(p)
+    reads = []
+    for module, name in (("webhook.commands.explain", "pod_info"), ("webhook.scheduler.read", "usage_info")):
+        real = getattr(importlib.import_module(module), name)
+        monkeypatch.setattr(f"{module}.{name}", lambda *a, real=real, **k: reads.append(1) or real(*a, **k))
+    live = explained(
+        "--pod",
+        TEST_POD,
+        "--kubeconfig",
+        "kube.conf",
+        "-o",
+        "json",
+        list_nodes=lambda k, c: nodes,
+        list_pods=lambda k, c: pods,
+    )
+    assert len(reads) <= 2
+    monkeypatch.undo()
+    pods_file = tmp_path / "pods.json"
+    pods_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
+    from_file = explained("--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--pods", str(pods_file), "-o", "json")
     assert live == from_file
 
 

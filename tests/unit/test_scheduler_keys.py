@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import copy
 
-from webhook.scheduler.keys import pod_filter_key, usage_key
+from webhook.scheduler import read
+from webhook.scheduler.keys import UsageFold, pod_filter_key, usage_key
+from webhook.scheduler.model import usage_by_node, usage_of
+from webhook.scheduler.read import pod_info
 
 
 def stored(token_volume: str, cpu: str = "100m") -> dict:
@@ -33,3 +36,42 @@ def test_any_other_container_field_still_counts_in_the_filter_key():
     b = copy.deepcopy(a)
     b["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
     assert pod_filter_key(a) != pod_filter_key(b)
+
+
+def bound(name: str, node: str, cpu: str = "100m", image: str = "app:1", **meta) -> dict:
+    container = {"name": "app", "image": image, "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}
+    return {
+        "metadata": {"name": name, "namespace": "shop", "labels": {"app": "web"}, **meta},
+        "spec": {"nodeName": node, "containers": [container]},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_the_folded_usage_is_the_usage_of_every_pods_full_scheduling_view():
+    pods = [bound(f"web-{i}", f"n{i % 3}", image=f"app:{i}") for i in range(9)]
+    pods += [bound("big", "n1", cpu="2"), bound("other-ns", "n2", namespace="batch")]
+    finished, unbound = bound("done", "n0"), bound("pending", "")
+    finished["status"]["phase"] = "Succeeded"
+    fold = UsageFold()
+    for p in [*pods, finished, unbound]:
+        fold.add(p)
+    assert fold.usage() == usage_by_node(pod_info(p) for p in pods)
+
+
+def test_only_the_given_nodes_count_and_the_pod_left_out_is_not_counted():
+    fold = UsageFold(["n1", "n3"], leave_out=("shop", "me"))
+    for p in (bound("a", "n1"), bound("b", "n2"), bound("me", "n1")):
+        fold.add(p)
+    assert fold.usage() == {"n1": usage_of([pod_info(bound("a", "n1"))]), "n3": usage_of(())}
+
+
+def test_the_pods_of_one_template_are_read_once(monkeypatch):
+    reads = []
+    real = read.usage_info
+    monkeypatch.setattr(read, "usage_info", lambda pod: reads.append(pod["metadata"]["name"]) or real(pod))
+    fold = UsageFold()
+    for i in range(1000):
+        fold.add(bound(f"web-{i}", f"n{i % 50}", image=f"app:{i % 7}"))
+    fold.add(bound("big", "n1", cpu="2"))
+    assert reads == ["web-0", "big"]
+    assert sum(u.pods for u in fold.usage().values()) == 1001

@@ -30,7 +30,8 @@ from webhook.policy import Decision, Policy
 from webhook.policy_file import load_policy
 from webhook.scheduler.config import SchedulerConfigError, profile_for
 from webhook.scheduler.cycle import NodeResult
-from webhook.scheduler.model import Node, PodInfo, Profile
+from webhook.scheduler.keys import UsageFold
+from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile
 from webhook.scheduler.plugins import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
@@ -186,7 +187,7 @@ def run(
         policy = load_policy(args.config)
     pod = load_pod(args.pod)
     nodes = _nodes(args, list_nodes)
-    pods, selectors = _pods(args, list_pods, list_selectors, pod)
+    pods, usage, selectors = _pods(args, list_pods, list_selectors, pod)
     version, version_note = _version(args, server_version)
     profile = for_version(_profile(args.scheduler_config, pod), version)
     report = explain(
@@ -201,6 +202,7 @@ def run(
         pods_given=args.pods is not None or args.live,
         webhook_namespace=args.webhook_namespace,
         notes=(version_note,) if version_note else (),
+        usage=usage,
     )
     out.write(render_json(report) if args.output == "json" else render_table(report))
     return 0
@@ -240,29 +242,47 @@ def _nodes(args: ExplainArgs, list_nodes: Lister | None) -> list[Node]:
 
 def _pods(
     args: ExplainArgs, list_pods: Lister | None, list_selectors: SelectorLister | None, pod: dict[str, Any]
-) -> tuple[list[PodInfo], Selectors]:
-    """The pods on the nodes, and the Services and controllers that select the pod: from the pods
-    file (its Service, ReplicaSet, ... documents), else from the cluster in live mode."""
+) -> tuple[list[PodInfo], Mapping[str, NodeUsage] | None, Selectors]:
+    """The pods on the nodes (from the pods file), or in live mode what they take of each node,
+    folded as the cluster's pods arrive (None where the pods are read); and the Services and
+    controllers that select the pod: from the pods file (its Service, ReplicaSet, ... documents),
+    else from the cluster in live mode."""
     if args.pods:
         objects = _objects(args.pods, "pods")
-        return _pods_from(objects, f"pods file {args.pods}"), _selectors_from(objects)
+        return _pods_from(objects, f"pods file {args.pods}"), None, _selectors_from(objects)
     if not args.live:
-        return [], NO_SELECTORS
+        return [], None, NO_SELECTORS
     source = _where(args)
+    meta = pod.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    itself = (_namespace_of(pod), str(meta.get("name") or meta.get("generateName") or ""))
+
+    def new() -> _LiveUsage:
+        return _LiveUsage(source, UsageFold(leave_out=itself))
+
     if list_pods is None:
-        # each pod becomes what scheduling reads as its page arrives: memory holds one page of API
-        # JSON, never every pod's (150,000 pods decoded whole are about 2.5 GB)
-        pods = cluster.list_pods(
-            args.kubeconfig,
-            args.context,
-            each=lambda i, item: _read_object(f"items[{i}].", item, source, "Pod", pod_info),
-        )
+        # memory holds one page of API JSON and a tally per node, never every pod (150,000 pods
+        # decoded whole are about 2.5 GB); the pods of one template are read once
+        fold = cluster.fold_pods(args.kubeconfig, args.context, new)
     else:
-        items = list_pods(args.kubeconfig, args.context)
-        pods = _pods_from([(f"items[{i}].", item) for i, item in enumerate(items)], source)
+        fold = new()
+        for i, item in enumerate(list_pods(args.kubeconfig, args.context)):
+            fold.add(i, item)
     list_selectors = list_selectors or cluster.list_spread_selectors
     found = list_selectors(args.kubeconfig, args.context, _namespace_of(pod), _controller_of(pod))
-    return pods, selectors_from_api([o for o in found if o.get("kind") == "Service"], found)
+    return [], fold.usage.usage(), selectors_from_api([o for o in found if o.get("kind") == "Service"], found)
+
+
+@dataclass
+class _LiveUsage:
+    """The cluster's pods folded into each node's usage; a pod of the wrong shape is an
+    ExplainError naming the item and the field."""
+
+    source: str
+    usage: UsageFold
+
+    def add(self, index: int, item: Any) -> None:
+        _read_object(f"items[{index}].", item, self.source, "Pod", self.usage.add)
 
 
 def _namespace_of(pod: dict[str, Any]) -> str:

@@ -17,10 +17,11 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from webhook import apidata
 from webhook.affinity import REQUIRED
 from webhook.resources import RESIZE_PENDING
-from webhook.scheduler import plugins
-from webhook.scheduler.model import PodInfo, Profile
+from webhook.scheduler import plugins, read
+from webhook.scheduler.model import NodeUsage, PodInfo, Profile, UsageTally
 
 TEMPLATES = 4096  # distinct pod specs any cache of the scheduler wing remembers
 
@@ -160,3 +161,43 @@ class Memo(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+class UsageFold:
+    """Each node's usage (NodeInfo.Requested, UsedPorts, and what other pods' plugins read of its
+    pods) by the pods bound to it and not finished, folded from API pods one at a time: memory
+    holds one tally per node, never the pods. What a pod takes depends only on the fields
+    `usage_key` names, so the pods of one template are read once (`read.usage_info`, at most
+    `TEMPLATES` remembered) and a pod costs a key and a tally update.
+
+    `nodes`: only these nodes' pods count (None: every node's). `leave_out`: (namespace, name) of
+    a pod not to count, the one being scheduled as if anew."""
+
+    def __init__(self, nodes: Iterable[str] | None = None, leave_out: tuple[str, str] | None = None) -> None:
+        self._only = frozenset(nodes) if nodes is not None else None
+        self._tallies: dict[str, UsageTally] = {name: UsageTally() for name in self._only or ()}
+        self._views: Memo[bytes, PodInfo] = Memo()
+        self._leave_out = leave_out
+
+    def add(self, pod: Mapping[str, Any]) -> None:
+        """Count `pod` in on its node, unless it is bound to none, finished, or left out.
+        ShapeError names a field of the wrong shape."""
+        spec, status = apidata.obj(pod, "spec", "spec"), apidata.obj(pod, "status", "status")
+        node = apidata.text(spec, "nodeName", "spec.nodeName")
+        if not node or apidata.text(status, "phase", "status.phase") in ("Succeeded", "Failed"):
+            return
+        if self._only is not None and node not in self._only:
+            return
+        if self._leave_out is not None:
+            meta = apidata.obj(pod, "metadata", "metadata")
+            name = apidata.text(meta, "name", "metadata.name") or apidata.text(meta, "generateName", "")
+            if (apidata.text(meta, "namespace", "metadata.namespace") or "default", name) == self._leave_out:
+                return
+        view = self._views.get(usage_key(pod), lambda: read.usage_info(pod))
+        tally = self._tallies.get(node)
+        if tally is None:
+            tally = self._tallies[node] = UsageTally()
+        tally.add(view)
+
+    def usage(self) -> dict[str, NodeUsage]:
+        return {name: tally.usage() for name, tally in self._tallies.items()}
