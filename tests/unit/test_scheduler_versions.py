@@ -48,6 +48,7 @@ IMAGE_VOLUME_POD = pod(
 def test_image_locality_scores_image_volumes_as_each_release_does(version: KubeVersion, both: int, one: int) -> None:
     ranking = rank(pod_info(IMAGE_VOLUME_POD), IMAGE_NODES, profile=default_profile(version))
     assert [n.scores[IMAGE_LOCALITY] for n in ranking.nodes] == [both, one]
+    assert pod_info(IMAGE_VOLUME_POD).uses == frozenset()  # no volume plugin filters on an image volume
 
 
 @pytest.mark.parametrize("version", [V134, V135, V136, V137])

@@ -33,8 +33,9 @@ from webhook.scheduler.model import (
 )
 from webhook.selector import LabelSelector, label_selector_from_api
 
-# Volume kinds that never filter a node (the volume plugins look at the others: claims, cloud disks).
-LOCAL_VOLUME_KINDS = frozenset({"name", "configMap", "secret", "emptyDir", "downwardAPI", "projected"})
+# Volume kinds that never filter a node (the volume plugins look at the others: claims, cloud disks);
+# an image volume only scores, in ImageLocality.
+LOCAL_VOLUME_KINDS = frozenset({"name", "configMap", "secret", "emptyDir", "downwardAPI", "projected", "image"})
 
 
 # The controllers whose selector DefaultSelector merges (apiVersion, kind).
