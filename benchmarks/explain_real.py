@@ -2,7 +2,7 @@
 `scripts/cluster` (webhook.testing.controlplane), a pod created through the webhook and bound by
 the real scheduler, and `netqos-webhook explain --kubeconfig` asked beforehand where it goes.
 
-    python -m benchmarks.explain_real [--clusters N] [--seed S] [--max-nodes M] [--json]
+    python -m benchmarks.explain_real [--clusters N] [--seed S] [--max-nodes M] [--image-volumes] [--json]
     scripts/fidelity-real --clusters 100          (the same, with the environment set up)
 
 For each cluster a seeded generator draws 2 to M nodes (Node objects whose status it writes:
@@ -22,6 +22,11 @@ the webhook scales the table to its terms (docs/scheduling.md, "The pod's own no
 3. it is deleted, and the same pod is created again with `schedulerName: netqos-scheduler` and the
    opt-out annotation (so the webhook leaves it as written, and the NetQoS plugin scores it): the
    node the `netqos-scheduler` profile binds it to must be in `netqos_predicted`.
+
+With --image-volumes the pod of one cluster in two also mounts an image volume (`spec.volumes[].image`)
+of one of the images the nodes hold, which ImageLocality ignores before 1.36, sums from 1.36 and
+counts in its scale from 1.37; it is drawn apart from the rest, so a seed gives the same clusters
+with or without it. Kubernetes 1.34 (ImageVolume off) is refused with the flag.
 
 Nodes get names unique to their cluster, so the scheduler's cache never mixes two clusters. Every
 miss is printed with explain's ranking. Results: docs/scheduling.md ("explain against the real
@@ -107,7 +112,7 @@ class Result:
 # --- the random clusters ---------------------------------------------------------------------------
 
 
-def generate(rng: random.Random, index: int, max_nodes: int) -> Case:
+def generate(rng: random.Random, index: int, max_nodes: int, image_volumes: bool = False) -> Case:
     """A random cluster; one case in three has the probe behind a Service with siblings already on
     the nodes (PodTopologySpread's default constraints spread it), one in three pods with pod
     anti-affinity (the probe's own, required or preferred, and siblings' against it)."""
@@ -168,7 +173,17 @@ def generate(rng: random.Random, index: int, max_nodes: int) -> Case:
         }
     if kind == "anti-affinity":
         _anti_affinity(rng, pod)
+    if image_volumes:
+        _image_volume(random.Random(f"{index}-{count}-{pod['spec']['containers'][0]['image']}"), pod)
     return Case(index, nodes, bound, pod, service, kind)
+
+
+def _image_volume(rng: random.Random, pod: dict[str, Any]) -> None:
+    """One pod in two mounts an image volume of one of the images (its own generator: the
+    cluster's draws stay those of the seed)."""
+    if rng.random() < 0.5:
+        image = rng.choice(IMAGES)
+        pod["spec"]["volumes"] = [{"name": "data", "image": {"reference": image, "pullPolicy": "IfNotPresent"}}]
 
 
 def _own(rng: random.Random, names: list[str]) -> list[dict[str, Any]]:
@@ -444,12 +459,18 @@ def describe_miss(result: Result, which: str) -> str:
 
 
 def run(
-    cluster: Cluster, clusters: int, seed: int, max_nodes: int, workdir: Path, out: Any = sys.stderr
+    cluster: Cluster,
+    clusters: int,
+    seed: int,
+    max_nodes: int,
+    workdir: Path,
+    out: Any = sys.stderr,
+    image_volumes: bool = False,
 ) -> list[Result]:
     rng = random.Random(seed)
     results = []
     for index in range(clusters):
-        result = run_case(cluster, generate(rng, index, max_nodes), workdir)
+        result = run_case(cluster, generate(rng, index, max_nodes, image_volumes), workdir)
         results.append(result)
         for which, ok in (("stock", result.agrees), ("netqos", result.netqos_agrees)):
             if not ok:
@@ -486,12 +507,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-nodes", type=int, default=60)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--image-volumes", action="store_true", help="one pod in two also mounts an image volume (Kubernetes 1.35+)"
+    )
     args = parser.parse_args(argv)
     # SIGTERM ends the run like Ctrl-C: the webhook server and a cluster of our own are stopped
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="explain-real-") as tmp, environment(Path(tmp)) as cluster:
-        results = run(cluster, args.clusters, args.seed, args.max_nodes, Path(tmp))
+        if args.image_volumes and cluster.minor == "1.34":
+            print("scripts/fidelity-real: --image-volumes needs Kubernetes 1.35 or newer (ImageVolume is off in 1.34)")
+            return 2
+        results = run(cluster, args.clusters, args.seed, args.max_nodes, Path(tmp), image_volumes=args.image_volumes)
     total = summary(results, time.monotonic() - started)
     if args.json:
         print(json.dumps(total, indent=2))
