@@ -13,6 +13,10 @@ outlives its CA: one that would is refused (`CertificateRequestError`), never cu
 Replacing the CA is a rollover (`generate(keep_previous_ca=True)`): `ca-bundle.crt` holds the new
 CA and the previous one, for the caBundle while the servers switch (README, "Renewing certificates").
 
+Client certificates (`issue_client`) are for `serve --client-ca`: `NAME.crt`/`NAME.key` beside
+the CA that signs them, extended key usage clientAuth only, so a server certificate of ours is
+never accepted as a client nor a client certificate as a server.
+
 Inspecting certificates is here too, for `register`, `status` and `certs` alike: the names a
 certificate carries (`san_names`), whether a CA issued it (`issued_by`), whether a key is its key
 (`key_matches`), how long it has left (`days_left`), and why the API server would refuse it
@@ -255,6 +259,72 @@ def renew(
     return Renewal(True, problem or "no server certificate", cert.not_valid_after_utc, tuple(names))
 
 
+# File names a client certificate may not take: the CA's, the server pair's, the rollover bundle's.
+RESERVED_CLIENT_NAMES = ("ca", "tls", "ca-bundle")
+
+
+@dataclass(frozen=True)
+class ClientCertificate:
+    cert: Path
+    key: Path
+    ca_made: bool  # the directory held no CA: a new one, for clients only, signed it
+    not_after: dt.datetime
+
+
+def check_client_name(name: str) -> None:
+    """NAME becomes the certificate's common name (the user name the server's log shows) and the
+    files NAME.crt and NAME.key: a DNS-1123 subdomain (letters, digits, '-', '.'), none of ours."""
+    errors = is_dns1123_subdomain_caseless(name) if name.isascii() else ["only ASCII letters, digits, '-' and '.'"]
+    if name in RESERVED_CLIENT_NAMES:
+        errors = [f"{name}.crt and {name}.key are the {'CA' if name != 'tls' else 'server'}'s files"]
+    if errors:
+        raise CertificateRequestError(f"--client {name!r} cannot name a client certificate: {'; '.join(errors)}")
+
+
+def issue_client(
+    out: Path,
+    name: str,
+    days: int = DEFAULT_CERT_DAYS,
+    key_type: str = "ecdsa",
+    ca_days: int = DEFAULT_CA_DAYS,
+) -> ClientCertificate:
+    """Write `NAME.crt` and `NAME.key` (0600) into `out`: a client certificate (common name NAME,
+    extended key usage clientAuth) signed by the CA in `out`, which `serve --client-ca out/ca.crt`
+    accepts. A directory without any CA file gets a new CA first (`ca.crt`, `ca.key`): a CA for
+    clients only, as docs/operations.md advises, since `--client-ca` accepts whatever it signed.
+    An existing CA is never replaced; half a CA, or a key that is not its key, is refused with
+    what to do (`_load_ca`). A client certificate there already of that name is re-issued."""
+    check_client_name(name)
+    files = CertFiles(Path(out))
+    made = not files.has_ca()
+    if made:
+        if ca_days <= days:
+            raise CertificateRequestError(
+                f"a CA of {ca_days} days cannot sign a client certificate of {days} days; give --ca-days more "
+                "than --days"
+            )
+        ca_key: Any = _new_key(key_type)
+        ca_cert = _ca_certificate(ca_key, ca_days)
+    elif files.ca_cert.exists() != files.ca_key.exists():
+        found, missing = (files.ca_cert, files.ca_key) if files.ca_cert.exists() else (files.ca_key, files.ca_cert)
+        raise CertificateRequestError(
+            f"{files.directory} holds {found.name} without {missing.name}: a client certificate is signed with the "
+            f"CA's key; copy {missing.name} there, or give another --out for a new CA of its own"
+        )
+    else:
+        ca_cert, ca_key = _load_ca(files)
+    key = _new_key(key_type)
+    cert = _leaf_certificate(key, name, ca_cert, ca_key, days, ExtendedKeyUsageOID.CLIENT_AUTH)
+    files.directory.mkdir(parents=True, exist_ok=True)
+    if made:
+        _write(files.ca_key, _key_pem(ca_key), 0o600)
+        _write(files.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    paths = files.directory / f"{name}.crt", files.directory / f"{name}.key"
+    _write(paths[1], _key_pem(key), 0o600)
+    _write(paths[0], cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    return ClientCertificate(paths[0], paths[1], made, cert.not_valid_after_utc)
+
+
 def _load_ca(files: CertFiles) -> tuple[x509.Certificate, Any]:
     try:
         ca_cert = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
@@ -430,27 +500,43 @@ def _key_usage(key_encipherment: bool = False, key_cert_sign: bool = False, crl_
 def _server_certificate(
     key: PrivateKey, names: list[str], ca_cert: x509.Certificate, ca_key: Any, days: int
 ) -> x509.Certificate:
+    # Clients match the SANs; the CN is for people reading the certificate: NAME.NS.svc.
+    return _leaf_certificate(key, names[2], ca_cert, ca_key, days, ExtendedKeyUsageOID.SERVER_AUTH, names)
+
+
+def _leaf_certificate(
+    key: PrivateKey,
+    common_name: str,
+    ca_cert: x509.Certificate,
+    ca_key: Any,
+    days: int,
+    usage: x509.ObjectIdentifier,
+    names: list[str] | None = None,
+) -> x509.Certificate:
+    """A certificate `ca_cert` signs for one `usage` (serverAuth or clientAuth), with `names` as
+    its subjectAltName when given; never outliving its CA."""
     not_before, not_after = _validity(days)
     if not_after > ca_cert.not_valid_after_utc:  # the callers refuse this first, with a message for people
-        raise CertificateRequestError(f"the server certificate would outlive its CA ({ca_cert.not_valid_after_utc})")
-    rsa_key = isinstance(key, rsa.RSAPrivateKey)
+        raise CertificateRequestError(
+            f"the certificate of {common_name} would outlive its CA (valid until "
+            f"{ca_cert.not_valid_after_utc:%Y-%m-%d}); give fewer --days"
+        )
     ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    return (
+    builder = (
         x509.CertificateBuilder()
-        # Clients match the SANs; the CN is for people reading the certificate: NAME.NS.svc.
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[2])]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(not_before)
         .not_valid_after(not_after)
-        .add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            _key_usage(key_encipherment=rsa_key),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    )
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False)
+    return (
+        builder.add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(key_encipherment=isinstance(key, rsa.RSAPrivateKey)), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False)
         .sign(ca_key, hashes.SHA256())
     )

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # webhook.certs imports cryptography: only when a certificate
 HELP = (
     "Write a CA (10 years) and a server certificate (1 year) for the webhook's Service: ca.crt, ca.key, "
     "tls.crt, tls.key. An existing CA is never replaced without --new-ca or --force; --renew-before "
-    "re-issues the server certificate under it."
+    "re-issues the server certificate under it; --client NAME writes a client certificate for serve --client-ca."
 )
 EXAMPLE = "netqos-webhook certs --out certs --service netqos-webhook --namespace netqos-system --host 127.0.0.1"
 MAX_CERT_DAYS = 36500  # 100 years, well inside X.509's dates (the year 9999)
@@ -37,6 +37,7 @@ class CertsArgs:
     renew_before: int | None = None  # renew only, when due
     force: bool = False  # replace an existing CA, trusting only the new one
     new_ca: bool = False  # replace an existing CA, keeping the old one in ca-bundle.crt
+    client: str | None = None  # write NAME.crt/NAME.key, a client certificate, instead of the server pair
 
 
 def add_command(sub: flags.Subcommands) -> None:
@@ -75,6 +76,13 @@ def add_command(sub: flags.Subcommands) -> None:
     p.add_argument("--key-type", choices=KEY_TYPES, default="ecdsa", help="ecdsa (P-256, default) or rsa (2048)")
     replace = p.add_mutually_exclusive_group()
     replace.add_argument(
+        "--client",
+        metavar="NAME",
+        help="write a client certificate instead (NAME.crt, NAME.key; common name NAME, extended key usage "
+        "clientAuth) signed by the CA in --out, making a CA there if it holds none: what serve --client-ca "
+        "--out/ca.crt accepts, for the API server's admission kubeconfig; --days is its validity",
+    )
+    replace.add_argument(
         "--new-ca",
         action="store_true",
         help="replace the CA in --out by a new one (a rollover): also writes ca-bundle.crt, the new and the "
@@ -108,9 +116,14 @@ def run(args: CertsArgs, out: TextIO) -> int:
         raise UsageError(f"--out {args.out} is not a directory; give a directory (it is made when missing)")
     check_names(args.service, args.namespace, args.hosts)
     if args.renew_before is not None:
-        if args.force or args.new_ca:
-            raise UsageError("--renew-before keeps the CA; it does not go with --force or --new-ca")
+        if args.force or args.new_ca or args.client is not None:
+            raise UsageError(
+                "--renew-before keeps the CA and renews the server certificate; it does not go with --force, "
+                "--new-ca or --client"
+            )
         return _renew(args, files, out)
+    if args.client is not None:
+        return _client(args, files, out)
     if files.has_ca() and not (args.force or args.new_ca):
         raise UsageError(_refusal(files))
     if (files.cert.exists() or files.key.exists()) and not files.has_ca() and not args.force:
@@ -152,6 +165,23 @@ def _renew(args: CertsArgs, files: CertFiles, out: TextIO) -> int:
         print(f"renewed {files.cert} ({done.reason}): now valid until {until} for {', '.join(done.names)}", file=out)
     else:
         print(f"left {files.cert} alone: {done.reason}", file=out)
+    return 0
+
+
+def _client(args: CertsArgs, files: CertFiles, out: TextIO) -> int:
+    from webhook.certs import issue_client
+
+    if args.hosts:
+        raise UsageError("--host names a server; a client certificate carries only its --client NAME")
+    try:
+        made = issue_client(args.out, args.client or "", args.days, args.key_type, args.ca_days)
+    except OSError as err:
+        raise RuntimeFailure(f"cannot write certificates into {args.out}: {err.strerror}") from None
+    if made.ca_made:
+        print(files.ca_cert, file=out)
+        print(files.ca_key, file=out)
+    print(made.cert, file=out)
+    print(made.key, file=out)
     return 0
 
 
