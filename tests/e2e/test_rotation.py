@@ -8,50 +8,17 @@ Secret (webhook.testing.volume), and only after `register`, as the README's proc
 
 from __future__ import annotations
 
-import threading
 import time
 
 from tests.e2e.conftest import cli, register
 from webhook.certs import CertFiles
-from webhook.names import INJECTED_ANNOTATION
+from webhook.testing.podcreator import PodCreator
 from webhook.testing.server import start_server
 from webhook.testing.volume import MountedVolume
 
 LOOPBACK = "127.0.0.1"
 INTERVAL = 0.05  # seconds between pod creations
 CA_PROPAGATION = 2.0  # the API server's informer sees a changed caBundle within milliseconds on loopback
-
-
-class PodCreator(threading.Thread):
-    """Creates labelled pods one after another until stopped; records each outcome."""
-
-    def __init__(self, cluster, namespace: str) -> None:
-        super().__init__(daemon=True)
-        self.cluster, self.namespace = cluster, namespace
-        self.stopping = threading.Event()
-        self.created: list[dict] = []
-        self.errors: list[str] = []
-
-    def run(self) -> None:
-        count = 0
-        while not self.stopping.is_set():
-            count += 1
-            pod = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": f"rotation-{count}", "labels": {"qos": "latency-sensitive"}},
-                "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
-            }
-            status, body = self.cluster.request("POST", f"/api/v1/namespaces/{self.namespace}/pods", pod)
-            if status == 201:
-                self.created.append(body)
-            else:
-                self.errors.append(f"{status}: {body}")
-            time.sleep(INTERVAL)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.join(timeout=30)
 
 
 def switched(server, count: int, timeout: float = 30) -> None:
@@ -89,7 +56,7 @@ def test_renewal_and_ca_rollover_while_pods_are_created_fail_no_admission(cluste
 
     with start_server(tmp_path / "server", certs=CertFiles(secret.directory), workers=workers) as server:
         register(cluster, server, files.directory)
-        creator = PodCreator(cluster, namespace)
+        creator = PodCreator(cluster, namespace, INTERVAL, prefix="rotation")
         creator.start()
         try:
             time.sleep(1)
@@ -114,9 +81,5 @@ def test_renewal_and_ca_rollover_while_pods_are_created_fail_no_admission(cluste
 
     assert creator.errors == []
     assert len(creator.created) >= 50, "pods kept being created throughout"
-    unmutated = [
-        p["metadata"]["name"]
-        for p in creator.created
-        if INJECTED_ANNOTATION not in p["metadata"].get("annotations", {})
-    ]
+    unmutated = creator.unmutated()
     assert unmutated == [], f"{len(unmutated)} of {len(creator.created)} pods were admitted without the webhook"

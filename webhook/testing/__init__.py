@@ -14,6 +14,8 @@ Like `kopf.testing` or controller-runtime's `envtest`, it drives the real thing 
 - `webhook.testing.controlplane`: a real control plane on loopback built from its Go modules (etcd,
   kube-apiserver, kube-controller-manager, kube-scheduler with the NetQoS profile), for tests/e2e;
 - `webhook.testing.pods`: the one builder of Pod manifests, holding exactly the fields asked for;
+- `webhook.testing.podcreator`: pods created one after another through a real API server, each
+  checked for the webhook's preference (rotation, rollout and upgrade tests);
 - `webhook.testing.clock`: a clock that moves only when a test moves it;
 - `webhook.testing.waiting`: waiting for an event (a metric, a log line) with a deadline, not a sleep.
 

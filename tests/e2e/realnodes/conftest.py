@@ -13,18 +13,15 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import cli
 from tests.fixtures import REPO
-from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION
-from webhook.testing import controlplane, image, nodes
+from webhook.names import DEFAULT_NAMESPACE
+from webhook.testing import controlplane, image, nodes, podcreator
 from webhook.testing.controlplane import Cluster
 
 HERE = Path(__file__).parent
@@ -129,45 +126,8 @@ def real_namespace(real_cluster: Cluster, request: pytest.FixtureRequest) -> Ite
     real_cluster.delete_namespace(name.rstrip("-"))
 
 
-class PodCreator(threading.Thread):
-    """Creates labelled pods one after another until stopped, as the API server's clients would.
-    They select a node label no node has, so they stay Pending: what is measured is admission
-    (each created pod must carry the preference), not the nodes' capacity to run hundreds."""
+class PodCreator(podcreator.PodCreator):
+    """Pods that select a node label no node has, so they stay Pending on the real nodes."""
 
     def __init__(self, cluster: Cluster, namespace: str, interval: float = 0.05) -> None:
-        super().__init__(daemon=True)
-        self.cluster, self.namespace, self.interval = cluster, namespace, interval
-        self.stopping = threading.Event()
-        self.created: list[dict[str, Any]] = []
-        self.errors: list[str] = []
-
-    def run(self) -> None:
-        count = 0
-        while not self.stopping.is_set():
-            count += 1
-            pod = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": f"created-{count}", "labels": {"qos": "latency-sensitive"}},
-                "spec": {
-                    "nodeSelector": {"netqos.io/e2e-nowhere": "true"},
-                    "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
-                },
-            }
-            status, body = self.cluster.request("POST", f"/api/v1/namespaces/{self.namespace}/pods", pod)
-            if status == 201:
-                self.created.append(body)
-            else:
-                self.errors.append(f"{status}: {body}")
-            time.sleep(self.interval)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.join(timeout=30)
-
-    def unmutated(self) -> list[str]:
-        return [
-            p["metadata"]["name"]
-            for p in self.created
-            if INJECTED_ANNOTATION not in (p["metadata"].get("annotations") or {})
-        ]
+        super().__init__(cluster, namespace, interval, node_selector={"netqos.io/e2e-nowhere": "true"})
