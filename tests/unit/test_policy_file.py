@@ -38,159 +38,161 @@ def term(weight=90, **expr):
     return {"weight": weight, "matchExpressions": [{"key": "net", "operator": "In", "values": ["high"], **expr}]}
 
 
-@pytest.mark.parametrize(
-    "case, document, fragments",
-    [
-        ("empty file", None, ["is empty"]),
-        ("not a mapping", ["rules"], ["must be a mapping"]),
-        ("no rules", {"kind": "NetQoSPolicy"}, ["rules: is required"]),
-        ("empty rules", {"rules": []}, ["rules: must be a non-empty list"]),
-        ("wrong apiVersion", {"apiVersion": "v1", "rules": [rule()]}, ["apiVersion", '(got "v1")']),
-        ("misspelt top-level field", {"rule": [rule()]}, ["unknown field", "did you mean 'rules'"]),
-        (
-            "misspelt rule field",
-            {"rules": [{**rule(), "podselector": {}}]},
-            ['rules[0] "fast"', "podselector", "did you mean 'podSelector'"],
-        ),
-        ("missing name", {"rules": [{"podSelector": {}, "preferences": [term()]}]}, ["rules[0]", "name: is required"]),
-        ("name not a DNS label", {"rules": [rule(name="Fast_Net")]}, ["rules[0]", "name", '(got "Fast_Net")']),
-        ("duplicate names", {"rules": [rule(), rule()]}, ['rules[1] "fast"', "unique"]),
-        (
-            "weight above 100",
-            {"rules": [rule(preferences=[term(150)])]},
-            ['rules[0] "fast"', "preferences[0].weight", "150", "1 to 100"],
-        ),
-        ("weight zero", {"rules": [rule(preferences=[term(0)])]}, ["preferences[0].weight", "0"]),
-        ("weight as a string", {"rules": [rule(preferences=[term("90")])]}, ["preferences[0].weight", '(got "90")']),
-        ("weight as a boolean", {"rules": [rule(preferences=[term(True)])]}, ["preferences[0].weight", "(got true)"]),
-        ("no preferences", {"rules": [rule(preferences=[])]}, ["preferences: must be a non-empty list"]),
-        (
-            "preference without expressions",
-            {"rules": [rule(preferences=[{"weight": 5, "matchExpressions": []}])]},
-            ["preferences[0].matchExpressions", "non-empty"],
-        ),
-        (
-            "unknown node operator",
-            {"rules": [rule(preferences=[term(operator="Like")])]},
-            ["preferences[0].matchExpressions[0].operator", '(got "Like")', "Gt"],
-        ),
-        (
-            "In without values",
-            {"rules": [rule(preferences=[term(values=[])])]},
-            ["matchExpressions[0].values", "must not be empty for operator In"],
-        ),
-        (
-            "Exists with values",
-            {"rules": [rule(preferences=[term(operator="Exists")])]},
-            ["matchExpressions[0].values", "must be empty for operator Exists"],
-        ),
-        (
-            "Gt with a word",
-            {"rules": [rule(preferences=[term(operator="Gt", values=["fast"])])]},
-            ["matchExpressions[0].values", "exactly one integer"],
-        ),
-        (
-            "Gt with a non-ASCII digit (Go's strconv.ParseInt refuses it)",
-            {"rules": [rule(preferences=[term(operator="Gt", values=["\u0663"])])]},
-            ["matchExpressions[0].values", "exactly one integer", "strconv.ParseInt"],
-        ),
-        (
-            "Gt beyond 64 bits",
-            {"rules": [rule(preferences=[term(operator="Gt", values=["99999999999999999999999"])])]},
-            ["matchExpressions[0].values", "exactly one integer", "99999999999999999999999"],
-        ),
-        (
-            "Lt with a trailing newline",
-            {"rules": [rule(preferences=[term(operator="Lt", values=["5\n"])])]},
-            ["matchExpressions[0].values", "exactly one integer"],
-        ),
-        (
-            "Gt with two values",
-            {"rules": [rule(preferences=[term(operator="Gt", values=["1", "2"])])]},
-            ["matchExpressions[0].values", "exactly one integer"],
-        ),
-        (
-            "Gt with a number, not a string",
-            {"rules": [rule(preferences=[term(operator="Gt", values=[5])])]},
-            ["matchExpressions[0].values[0]", "must be a string"],
-        ),
-        (
-            "value looks like a number in YAML",
-            {"rules": [rule(preferences=[term(values=[10])])]},
-            ["values[0]", "10", "quoted"],
-        ),
-        (
-            "bad label key",
-            {"rules": [rule(preferences=[term(key="net work")])]},
-            ["matchExpressions[0].key", '(got "net work")'],
-        ),
-        (
-            "Gt is not a label selector operator",
-            {"rules": [rule(podSelector={"matchExpressions": [{"key": "qos", "operator": "Gt", "values": ["1"]}]})]},
-            ["podSelector.matchExpressions[0].operator", '(got "Gt")'],
-        ),
-        (
-            "podSelector value with a trailing newline (a YAML block scalar)",
-            {"rules": [rule(podSelector={"matchLabels": {"qos": "latency-sensitive\n"}})]},
-            ["podSelector.matchLabels['qos']", "must be a label value", '(got "latency-sensitive\\n")'],
-        ),
-        (
-            "podSelector key with a trailing newline",
-            {"rules": [rule(podSelector={"matchLabels": {"qos\n": "latency-sensitive"}})]},
-            ["podSelector.matchLabels", "must be a label key", '(got "qos\\n")'],
-        ),
-        (
-            "podSelector expression value with a trailing newline",
-            {"rules": [rule(podSelector={"matchExpressions": [{"key": "qos", "operator": "In", "values": ["a\n"]}]})]},
-            ["podSelector.matchExpressions[0].values[0]", '(got "a\\n")'],
-        ),
-        (
-            "rule name with a trailing newline",
-            {"rules": [rule(name="fast\n")]},
-            ["rules[0]", "name", '(got "fast\\n")'],
-        ),
-        (
-            "match key with a trailing newline",
-            {"rules": [rule(preferences=[term(key="net\n")])]},
-            ["matchExpressions[0].key", '(got "net\\n")'],
-        ),
-        (
-            "match value with a trailing newline",
-            {"rules": [rule(preferences=[term(values=["high\n"])])]},
-            ["matchExpressions[0].values[0]", '(got "high\\n")'],
-        ),
-        (
-            "label key with an empty prefix",
-            {"rules": [rule(preferences=[term(key="/net")])]},
-            ["matchExpressions[0].key", "prefix part must be non-empty", '(got "/net")'],
-        ),
-        (
-            "podSelector key with an empty prefix",
-            {"rules": [rule(podSelector={"matchLabels": {"/qos": "latency-sensitive"}})]},
-            ["podSelector.matchLabels", "prefix part must be non-empty"],
-        ),
-        (
-            "label value of 64 bytes",
-            {"rules": [rule(preferences=[term(values=["a" * 64])])]},
-            ["matchExpressions[0].values[0]", "must be no more than 63 bytes"],
-        ),
-        (
-            "label value of non-ASCII digits",
-            {"rules": [rule(preferences=[term(values=["\u0663"])])]},
-            ["matchExpressions[0].values[0]", "must be a label value"],
-        ),
-        (
-            "Exists with a key ending in a dot",
-            {"rules": [rule(preferences=[term(key="net.", operator="Exists", values=None)])]},
-            ["matchExpressions[0].key", "must be a label key"],
-        ),
-        (
-            "matchLabels value not a string",
-            {"rules": [rule(podSelector={"matchLabels": {"qos": True}})]},
-            ["podSelector.matchLabels['qos']", "(got true)"],
-        ),
-    ],
-)
+# (case, the policy document, fragments its error must hold: the file, the rule, the field, the value).
+# tests/process/test_helm_policy_errors.py renders each through the Helm chart too.
+POLICY_ERRORS = [
+    ("empty file", None, ["is empty"]),
+    ("not a mapping", ["rules"], ["must be a mapping"]),
+    ("no rules", {"kind": "NetQoSPolicy"}, ["rules: is required"]),
+    ("empty rules", {"rules": []}, ["rules: must be a non-empty list"]),
+    ("wrong apiVersion", {"apiVersion": "v1", "rules": [rule()]}, ["apiVersion", '(got "v1")']),
+    ("misspelt top-level field", {"rule": [rule()]}, ["unknown field", "did you mean 'rules'"]),
+    (
+        "misspelt rule field",
+        {"rules": [{**rule(), "podselector": {}}]},
+        ['rules[0] "fast"', "podselector", "did you mean 'podSelector'"],
+    ),
+    ("missing name", {"rules": [{"podSelector": {}, "preferences": [term()]}]}, ["rules[0]", "name: is required"]),
+    ("name not a DNS label", {"rules": [rule(name="Fast_Net")]}, ["rules[0]", "name", '(got "Fast_Net")']),
+    ("duplicate names", {"rules": [rule(), rule()]}, ['rules[1] "fast"', "unique"]),
+    (
+        "weight above 100",
+        {"rules": [rule(preferences=[term(150)])]},
+        ['rules[0] "fast"', "preferences[0].weight", "150", "1 to 100"],
+    ),
+    ("weight zero", {"rules": [rule(preferences=[term(0)])]}, ["preferences[0].weight", "0"]),
+    ("weight as a string", {"rules": [rule(preferences=[term("90")])]}, ["preferences[0].weight", '(got "90")']),
+    ("weight as a boolean", {"rules": [rule(preferences=[term(True)])]}, ["preferences[0].weight", "(got true)"]),
+    ("no preferences", {"rules": [rule(preferences=[])]}, ["preferences: must be a non-empty list"]),
+    (
+        "preference without expressions",
+        {"rules": [rule(preferences=[{"weight": 5, "matchExpressions": []}])]},
+        ["preferences[0].matchExpressions", "non-empty"],
+    ),
+    (
+        "unknown node operator",
+        {"rules": [rule(preferences=[term(operator="Like")])]},
+        ["preferences[0].matchExpressions[0].operator", '(got "Like")', "Gt"],
+    ),
+    (
+        "In without values",
+        {"rules": [rule(preferences=[term(values=[])])]},
+        ["matchExpressions[0].values", "must not be empty for operator In"],
+    ),
+    (
+        "Exists with values",
+        {"rules": [rule(preferences=[term(operator="Exists")])]},
+        ["matchExpressions[0].values", "must be empty for operator Exists"],
+    ),
+    (
+        "Gt with a word",
+        {"rules": [rule(preferences=[term(operator="Gt", values=["fast"])])]},
+        ["matchExpressions[0].values", "exactly one integer"],
+    ),
+    (
+        "Gt with a non-ASCII digit (Go's strconv.ParseInt refuses it)",
+        {"rules": [rule(preferences=[term(operator="Gt", values=["\u0663"])])]},
+        ["matchExpressions[0].values", "exactly one integer", "strconv.ParseInt"],
+    ),
+    (
+        "Gt beyond 64 bits",
+        {"rules": [rule(preferences=[term(operator="Gt", values=["99999999999999999999999"])])]},
+        ["matchExpressions[0].values", "exactly one integer", "99999999999999999999999"],
+    ),
+    (
+        "Lt with a trailing newline",
+        {"rules": [rule(preferences=[term(operator="Lt", values=["5\n"])])]},
+        ["matchExpressions[0].values", "exactly one integer"],
+    ),
+    (
+        "Gt with two values",
+        {"rules": [rule(preferences=[term(operator="Gt", values=["1", "2"])])]},
+        ["matchExpressions[0].values", "exactly one integer"],
+    ),
+    (
+        "Gt with a number, not a string",
+        {"rules": [rule(preferences=[term(operator="Gt", values=[5])])]},
+        ["matchExpressions[0].values[0]", "must be a string"],
+    ),
+    (
+        "value looks like a number in YAML",
+        {"rules": [rule(preferences=[term(values=[10])])]},
+        ["values[0]", "10", "quoted"],
+    ),
+    (
+        "bad label key",
+        {"rules": [rule(preferences=[term(key="net work")])]},
+        ["matchExpressions[0].key", '(got "net work")'],
+    ),
+    (
+        "Gt is not a label selector operator",
+        {"rules": [rule(podSelector={"matchExpressions": [{"key": "qos", "operator": "Gt", "values": ["1"]}]})]},
+        ["podSelector.matchExpressions[0].operator", '(got "Gt")'],
+    ),
+    (
+        "podSelector value with a trailing newline (a YAML block scalar)",
+        {"rules": [rule(podSelector={"matchLabels": {"qos": "latency-sensitive\n"}})]},
+        ["podSelector.matchLabels['qos']", "must be a label value", '(got "latency-sensitive\\n")'],
+    ),
+    (
+        "podSelector key with a trailing newline",
+        {"rules": [rule(podSelector={"matchLabels": {"qos\n": "latency-sensitive"}})]},
+        ["podSelector.matchLabels", "must be a label key", '(got "qos\\n")'],
+    ),
+    (
+        "podSelector expression value with a trailing newline",
+        {"rules": [rule(podSelector={"matchExpressions": [{"key": "qos", "operator": "In", "values": ["a\n"]}]})]},
+        ["podSelector.matchExpressions[0].values[0]", '(got "a\\n")'],
+    ),
+    (
+        "rule name with a trailing newline",
+        {"rules": [rule(name="fast\n")]},
+        ["rules[0]", "name", '(got "fast\\n")'],
+    ),
+    (
+        "match key with a trailing newline",
+        {"rules": [rule(preferences=[term(key="net\n")])]},
+        ["matchExpressions[0].key", '(got "net\\n")'],
+    ),
+    (
+        "match value with a trailing newline",
+        {"rules": [rule(preferences=[term(values=["high\n"])])]},
+        ["matchExpressions[0].values[0]", '(got "high\\n")'],
+    ),
+    (
+        "label key with an empty prefix",
+        {"rules": [rule(preferences=[term(key="/net")])]},
+        ["matchExpressions[0].key", "prefix part must be non-empty", '(got "/net")'],
+    ),
+    (
+        "podSelector key with an empty prefix",
+        {"rules": [rule(podSelector={"matchLabels": {"/qos": "latency-sensitive"}})]},
+        ["podSelector.matchLabels", "prefix part must be non-empty"],
+    ),
+    (
+        "label value of 64 bytes",
+        {"rules": [rule(preferences=[term(values=["a" * 64])])]},
+        ["matchExpressions[0].values[0]", "must be no more than 63 bytes"],
+    ),
+    (
+        "label value of non-ASCII digits",
+        {"rules": [rule(preferences=[term(values=["\u0663"])])]},
+        ["matchExpressions[0].values[0]", "must be a label value"],
+    ),
+    (
+        "Exists with a key ending in a dot",
+        {"rules": [rule(preferences=[term(key="net.", operator="Exists", values=None)])]},
+        ["matchExpressions[0].key", "must be a label key"],
+    ),
+    (
+        "matchLabels value not a string",
+        {"rules": [rule(podSelector={"matchLabels": {"qos": True}})]},
+        ["podSelector.matchLabels['qos']", "(got true)"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case, document, fragments", POLICY_ERRORS, ids=[c[0] for c in POLICY_ERRORS])
 def test_an_invalid_policy_names_the_file_rule_field_and_value(case, document, fragments):
     with pytest.raises(PolicyError) as err:
         compile_policy(document, "cm/policy.yaml")
