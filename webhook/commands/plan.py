@@ -84,12 +84,18 @@ def read_plan(
     policy: Policy,
     options: rebalance.Options,
     schedulers: SchedulerProfiles | None = None,
+    read: rebalance.Inventory | None = None,
 ) -> rebalance.Plan:
     """The plan for the cluster `reader` reads: every node, every bound pod, the candidates' owners,
     the registration; each replacement predicted with its scheduler's profile among `schedulers`.
-    `status` asks it too, for how many pods would move now."""
+    `status` asks it too, for how many pods would move now, passing the inventory it already
+    folded every node and every bound pod into (`read`, of `policy` and `options`): those are not
+    read again, and a list that expires is then the caller's to restart (it started `read`)."""
     schedulers = schedulers or SchedulerProfiles()
-    state, registration = reader.restarting(lambda: _state(reader, policy, options))
+    if read is None:
+        state, registration = reader.restarting(lambda: _state(reader, policy, options))
+    else:
+        state, registration = _state(reader, policy, options, read)
     controllers = _controllers(reader, state)
     found = {
         key: owners.top_owner(Owner(key[1], key[2]), obj)
@@ -146,11 +152,12 @@ def server_version(reader: cluster.Reader, notes: list[str]) -> KubeVersion:
 
 
 def _state(
-    reader: cluster.Reader, policy: Policy, options: rebalance.Options
+    reader: cluster.Reader, policy: Policy, options: rebalance.Options, read: rebalance.Inventory | None = None
 ) -> tuple[rebalance.Inventory, scope.Registration]:
-    """The registration, every node and every bound pod, read into a new state: a restart after
-    a list expired between two pages starts from an empty one."""
-    state = rebalance.Inventory(policy, options)
+    """The registration, every node and every bound pod, read into a new state (a restart after
+    a list expired between two pages starts from an empty one), or into `read`, which holds every
+    node and bound pod already."""
+    state = read or rebalance.Inventory(policy, options)
     try:
         live = read_registration(reader)
         if live.namespaces is not None and options.webhook_namespace not in live.namespaces:
@@ -159,10 +166,11 @@ def _state(
                 "name the namespace it runs in"
             )
         registration = scope.Registration.read(live)
-        for node in reader.list("Node"):
-            state.add_node(node)
-        for pod in reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED):
-            state.add_pod(pod)
+        if read is None:
+            for node in reader.list("Node"):
+                state.add_node(node)
+            for pod in reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED):
+                state.add_pod(pod)
         for pod in reader.list("Pod", field_selector=UNBOUND):
             state.add_unbound_pod(pod)
     except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it

@@ -4,7 +4,9 @@ Read-only: gets and paginated lists, nothing else. Pods are listed once per rule
 podSelector as the server-side `labelSelector` and `status.phase` as `fieldSelector` (finished
 pods hold no node and need no preference), so a cluster of 150,000 pods sends only the selected
 ones, a page at a time. The pods that take the `net=high` nodes' resources are read only when a
-selected pod is not on such a node (see `_pods_on_nodes`). What RBAC forbids is `status.Unknown`,
+selected pod is not on such a node (see `_pods_on_nodes`), and every bound pod at most once: the
+count of pods `rebalance` would move starts from that read when it was one list of them all. What
+RBAC forbids is `status.Unknown`,
 reported, not a failure. The report renders here, as a table or as JSON.
 """
 
@@ -37,6 +39,10 @@ from webhook.selector import LabelSelector
 from webhook.status import Certificate, MissingPod, Report
 
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
+# Past this many net=high nodes, one list of every bound pod instead of one list per such node: a
+# request costs a round trip and the API server's work per request, and the one list also serves
+# the plan of how many pods would move.
+PER_NODE_LISTS = 50
 CONNECT_TIMEOUT = 4.0  # seconds for the TLS handshake with an out-of-cluster webhook, as for the API server
 
 HELP = (
@@ -93,12 +99,13 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
 
 def _report(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime) -> Report:
     try:
-        view = _view(reader, args, override, now)
+        bound = _BoundPods()
+        view = _view(reader, args, override, now, bound)
         report = status.analyse(view)
         lookups = status.owner_lookups(report)
         owners = {key: get_object(reader, key[1], status.ObjectJSON, key[2], key[0]) for key in sorted(lookups)}
         status.with_owners(report, owners)
-        _movable(reader, view, args.namespace, report)
+        _movable(reader, view, args.namespace, report, bound)
     except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
         raise cluster.ClusterError(
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
@@ -106,9 +113,37 @@ def _report(reader: cluster.Reader, args: StatusArgs, override: Policy | None, n
     return report
 
 
-def _movable(reader: cluster.Reader, view: status.ClusterView, namespace: str | None, report: Report) -> None:
+@dataclass
+class _BoundPods:
+    """Every node and every pod bound to a node, folded into the plan's inventory as they stream by
+    for the net=high nodes' usage, so that the plan of how many pods would move reads them no
+    second time. `complete` once the list of bound pods was read to its end."""
+
+    inventory: rebalance.Inventory | None = None
+    complete: bool = False
+
+    def nodes(
+        self, items: Iterable[dict[str, Any]], policy: Policy, options: rebalance.Options
+    ) -> Iterator[dict[str, Any]]:
+        self.inventory = rebalance.Inventory(policy, options)
+        for node in items:
+            self.inventory.add_node(node)
+            yield node
+
+    def pods(self, items: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for pod in items:
+            if self.inventory is not None:
+                self.inventory.add_pod(pod)
+            yield pod
+        self.complete = self.inventory is not None
+
+
+def _movable(
+    reader: cluster.Reader, view: status.ClusterView, namespace: str | None, report: Report, bound: _BoundPods
+) -> None:
     """How many pods `rebalance` would move now (its defaults). Its plan reads every bound pod, so
-    only when a bound selected pod off the net=high nodes passes some net=high node's filters now."""
+    only when a bound selected pod off the net=high nodes passes some net=high node's filters now;
+    when the net=high nodes' usage was read from every bound pod, the plan starts from those."""
     if report.high_nodes is None:
         return
     could_fit = ((placement.feasible_now(report.target),), (placement.feasible_without_usage(report.target),))
@@ -119,7 +154,7 @@ def _movable(reader: cluster.Reader, view: status.ClusterView, namespace: str | 
         return
     options = rebalance.Options(now=view.now, webhook_namespace=view.webhook_namespace)
     try:
-        plan = read_plan(reader, view.policy, options)
+        plan = read_plan(reader, view.policy, options, read=bound.inventory if bound.complete else None)
     except cluster.Forbidden:
         report.unknown.append(
             "cannot read the pods of every node (forbidden by RBAC): how many pods rebalance would move"
@@ -128,10 +163,13 @@ def _movable(reader: cluster.Reader, view: status.ClusterView, namespace: str | 
     report.movable = sum(1 for c in plan.movable if namespace is None or c.namespace == namespace)
 
 
-def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime) -> status.ClusterView:
+def _view(
+    reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime, bound: _BoundPods
+) -> status.ClusterView:
     ns = args.webhook_namespace
     deployment = get_object(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
     policy, source, problem = policy_of(reader, deployment, ns, override, args.config)
+    options = rebalance.Options(now=now, webhook_namespace=ns)
     configuration = get_object(
         reader, "MutatingWebhookConfiguration", status.WebhookConfigurationJSON, CONFIGURATION_NAME
     )
@@ -148,9 +186,9 @@ def _view(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now
         ),
         secret=get_object(reader, "Secret", status.SecretJSON, TLS_SECRET, ns),
         namespaces=_namespaces(reader),
-        nodes=_lazy(reader, "nodes", lambda: reader.list("Node")),
+        nodes=_lazy(reader, "nodes", lambda: bound.nodes(reader.list("Node"), policy, options)),
         pods=_lazy(reader, "pods", lambda: _selected_pods(reader, policy, args.namespace)),
-        pods_on_nodes=lambda high, nodes: _pods_on_nodes(reader, high, nodes),
+        pods_on_nodes=lambda high, nodes: _pods_on_nodes(reader, high, nodes, bound),
         now=now,
         policy_problem=problem,
         admission_policies=_admission_listed(reader, "MutatingAdmissionPolicy", cluster.BETA_MUTATING_ADMISSION_POLICY),
@@ -209,15 +247,17 @@ def _selected_pods(reader: cluster.Reader, policy: Policy, namespace: str | None
             yield pod
 
 
-def _pods_on_nodes(reader: cluster.Reader, high: Sequence[str], nodes: int) -> Any:
+def _pods_on_nodes(reader: cluster.Reader, high: Sequence[str], nodes: int, bound: _BoundPods) -> Any:
     """The pods bound to the `high` nodes and not finished, in every namespace, streamed.
 
-    While the high nodes are at most half of the `nodes`, one list per high node with the field
-    selector `kubectl describe node` sends (`spec.nodeName=NAME`, which the API server answers from
-    an index): only the pods on high nodes cross the wire, at the cost of one request per node.
-    Beyond that, one paginated list of every bound pod moves fewer requests for little more data.
+    While the high nodes are few (at most PER_NODE_LISTS, and at most a tenth of the `nodes`),
+    one list per high node with the field selector `kubectl describe node` sends
+    (`spec.nodeName=NAME`, which the API server answers from an index): only the pods on high
+    nodes cross the wire, at the cost of one request per node. Beyond that, one paginated list of
+    every bound pod, folded into `bound` on the way: the requests stay few, and the plan of how
+    many pods would move (`_movable`), which needs every bound pod, reads them no second time.
     """
-    if len(high) * 2 <= nodes:
+    if len(high) <= PER_NODE_LISTS and len(high) * 10 <= nodes:
 
         def items() -> Iterable[dict[str, Any]]:
             for name in high:
@@ -225,7 +265,7 @@ def _pods_on_nodes(reader: cluster.Reader, high: Sequence[str], nodes: int) -> A
     else:
 
         def items() -> Iterable[dict[str, Any]]:
-            return reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED)
+            return bound.pods(reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED))
 
     return _lazy(reader, "pods on net=high nodes", items)
 
