@@ -5,10 +5,11 @@
 // allowed unchanged. It never rejects. Only what the scale-up's pods need: not a second policy
 // engine.
 //
-//	gowebhook -addr 127.0.0.1:PORT -cert tls.crt -key tls.key
+//	gowebhook -addr 127.0.0.1:PORT -cert tls.crt -key tls.key [-http2]
 package main
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -82,10 +83,18 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8443", "listen address")
 	cert := flag.String("cert", "tls.crt", "serving certificate (PEM)")
 	key := flag.String("key", "tls.key", "private key (PEM)")
+	http2 := flag.Bool("http2", false, "also offer HTTP/2 (the API server uses it only for a loopback URL)")
 	flag.Parse()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mutate", mutate)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	server := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if !*http2 {
+		// A non-nil empty map turns net/http's HTTP/2 off: the API server calls a webhook
+		// registered by Service, or by a URL that is not loopback, over HTTP/1.1 only
+		// (k8s.io/apiserver pkg/util/webhook/client.go, NextProtos http/1.1), so that is what
+		// netqos-webhook (HTTP/1.1 only) is compared under.
+		server.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
 	log.Fatal(server.ListenAndServeTLS(*cert, *key))
 }
