@@ -26,6 +26,7 @@ benchmarks/realscale.py before the world is loaded.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import os
@@ -42,7 +43,7 @@ from typing import Any
 import yaml
 
 from webhook.names import CONFIGURATION_NAME, INJECTED_ANNOTATION
-from webhook.testing import procfs
+from webhook.testing import cpuquota, procfs
 from webhook.testing.certs import make_certs
 from webhook.testing.controlplane import LOOPBACK, Cluster, ControlPlaneError, free_port
 from webhook.testing.server import start_server
@@ -72,6 +73,7 @@ TIMEOUT_PER_POD = 0.2  # seconds allowed per replica before the scale-up is decl
 @dataclass
 class ScaleUp:
     variant: str
+    cpus: float | None  # the CPU quota of the webhook's processes (None: unconfined)
     replicas: int
     created: int
     with_preference: int
@@ -194,9 +196,20 @@ def _cli(cluster: Cluster, *args: str, check: bool = True) -> subprocess.Complet
 
 
 @contextmanager
-def installed(cluster: Cluster, variant: str, workdir: Path) -> Iterator[int | None]:
+def installed(cluster: Cluster, variant: str, workdir: Path, cpus: float | None = None) -> Iterator[int | None]:
     """The installation of `variant`, removed afterwards; yields the pid whose process tree
-    answers the reviews (None for the admission policy)."""
+    answers the reviews (None for the admission policy). With `cpus`, that process tree runs
+    under a CPU quota of that many CPUs (webhook.testing.cpuquota) while it is installed."""
+    with _installed(cluster, variant, workdir) as pid:
+        if pid is None or cpus is None:
+            yield pid
+            return
+        with cpuquota.confined(pid, cpus, f"netqos-scaleup-{variant}"):
+            yield pid
+
+
+@contextmanager
+def _installed(cluster: Cluster, variant: str, workdir: Path) -> Iterator[int | None]:
     if variant == "webhook":
         with start_server(workdir / "webhook", workers=2) as server:
             _cli(
@@ -328,13 +341,13 @@ def with_preference(cluster: Cluster, namespace: str) -> tuple[int, int]:
             return pods, carrying
 
 
-def scale_up(cluster: Cluster, variant: str, replicas: int, workdir: Path) -> ScaleUp:
+def scale_up(cluster: Cluster, variant: str, replicas: int, workdir: Path, cpus: float | None = None) -> ScaleUp:
     namespace = f"scaleup-{variant}"
     cluster.create_namespace(namespace)
     status, body = cluster.request("POST", f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment("burst"))
     if status != 201:
         raise ControlPlaneError(f"creating the Deployment: {status} {body}")
-    with installed(cluster, variant, workdir) as pid:
+    with installed(cluster, variant, workdir, cpus) as pid:
         before = metrics(cluster)
         api_cpu, hook_cpu = cpu_seconds(cluster.pids["kube-apiserver"]), tree_cpu_seconds(pid) if pid else 0.0
         started = time.perf_counter()
@@ -358,6 +371,7 @@ def scale_up(cluster: Cluster, variant: str, replicas: int, workdir: Path) -> Sc
     report = json.loads(_cli(cluster, "status", "-n", namespace, "-o", "json").stdout)
     return ScaleUp(
         variant=variant,
+        cpus=cpus,
         replicas=replicas,
         created=pods,
         with_preference=carrying,
@@ -377,22 +391,29 @@ def scale_up(cluster: Cluster, variant: str, replicas: int, workdir: Path) -> Sc
     )
 
 
-def run_all(cluster: Cluster, replicas: int) -> list[ScaleUp]:
-    """The three scale-ups in turn; their namespaces are deleted afterwards."""
+def run_all(
+    cluster: Cluster, replicas: int, variants: tuple[str, ...] = VARIANTS, cpus: float | None = None
+) -> list[ScaleUp]:
+    """The scale-ups in turn (all three by default); their namespaces are deleted afterwards."""
     results = []
     with tempfile.TemporaryDirectory(prefix="netqos-scaleup-") as workdir:
-        for variant in VARIANTS:
-            results.append(scale_up(cluster, variant, replicas, Path(workdir)))
+        for variant in variants:
+            results.append(scale_up(cluster, variant, replicas, Path(workdir) / variant, cpus))
             print(json.dumps(results[-1].__dict__), file=sys.stderr)
-    for variant in VARIANTS:
-        for attempt in range(3):  # deleting thousands of pods at once can outlast one request's 30 s
-            try:
-                cluster.delete_namespace(f"scaleup-{variant}", timeout=600)
-                break
-            except TimeoutError:
-                if attempt == 2:
-                    raise
+    for variant in variants:
+        remove_namespace(cluster, variant)
     return results
+
+
+def remove_namespace(cluster: Cluster, variant: str) -> None:
+    """Delete the namespace of `variant`'s scale-up and its pods."""
+    for attempt in range(3):  # deleting thousands of pods at once can outlast one request's 30 s
+        try:
+            cluster.delete_namespace(f"scaleup-{variant}", timeout=600)
+            return
+        except TimeoutError:
+            if attempt == 2:
+                raise
 
 
 def table(results: list[ScaleUp]) -> str:
@@ -400,16 +421,50 @@ def table(results: list[ScaleUp]) -> str:
         return "-" if value is None else f"{value:.1f}"
 
     lines = [
-        "| installation | replicas | created | with the preference | status selected / missing | fail-open | "
-        "rejected | wall s | admission p50 / p99 ms (API server histogram) | calls | webhook CPU ms / review | "
-        "API server CPU ms / pod | load avg |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| installation | CPU quota | replicas | created | with the preference | status selected / missing | "
+        "fail-open | rejected | wall s | admission p50 / p99 ms (API server histogram) | calls | "
+        "webhook CPU ms / review | API server CPU ms / pod | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
+        quota = "-" if r.cpus is None or r.variant == "policy" else f"{r.cpus:g}"
         lines.append(
-            f"| {r.variant} | {r.replicas} | {r.created} | {r.with_preference} | {r.status_selected} / "
+            f"| {r.variant} | {quota} | {r.replicas} | {r.created} | {r.with_preference} | {r.status_selected} / "
             f"{r.status_missing} | {r.fail_open:.0f} | {r.rejected:.0f} | {r.seconds:.1f} | "
             f"{ms(r.p50_ms)} / {ms(r.p99_ms)} | {r.reviews:.0f} | "
             f"{ms(r.webhook_cpu_ms_per_review)} | {r.apiserver_cpu_ms_per_pod:.2f} | {r.load_average:.1f} |"
         )
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench --scaleup", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--replicas", type=int, default=1000, help="of each scale-up (default 1,000)")
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help=f"comma-separated, in this order (default {','.join(VARIANTS)})"
+    )
+    parser.add_argument(
+        "--cpus",
+        type=float,
+        help="run each webhook's processes under a CPU quota of this many CPUs (a cgroup; needs root): "
+        "what a pod gets of its node when it gets only its CPU request",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    variants = tuple(v for v in args.variants.split(",") if v)
+    if unknown := [v for v in variants if v not in VARIANTS]:
+        parser.error(f"--variants: unknown {', '.join(unknown)} (choose from {', '.join(VARIANTS)})")
+    if args.cpus is not None and (why := cpuquota.available()):
+        parser.error(f"--cpus: {why}")
+    from benchmarks.realscale import a_cluster
+
+    with a_cluster() as cluster:
+        results = run_all(cluster, args.replicas, variants, args.cpus)
+    print(table(results))
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ for r in results], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,6 +7,8 @@ Like `kopf.testing` or controller-runtime's `envtest`, it drives the real thing 
   name as SNI and verified name), its workers, JSON log records and metric values;
 - `webhook.testing.certs`: a CA and server certificate from the project's own generator;
 - `webhook.testing.procfs`: what the kernel says about a server's processes (workers, RSS, sockets);
+- `webhook.testing.cpuquota`: a server's processes confined to a CPU quota (a cgroup), as a pod that
+  gets only its CPU request on a busy node;
 - `webhook.testing.patches`: AdmissionReviews for a pod and the cross-check of a JSON patch with
   Go's implementation (`kubectl patch --local`), the one the API server applies;
 - `webhook.testing.volume`: a directory updated as the kubelet updates a mounted ConfigMap or Secret;
