@@ -19,9 +19,10 @@ Every choice below keeps a broken or absent webhook from hurting the cluster:
   `kubernetes.io/metadata.name` label every namespace carries since Kubernetes 1.21), so the
   webhook's own pods never wait for the webhook;
 - `failurePolicy: Ignore`: a dead webhook admits pods unchanged instead of blocking them;
-  `timeoutSeconds: 5` (at most what a pod creation waits for us); `sideEffects: None` (dry-run
-  requests are safe); `reinvocationPolicy: IfNeeded` so the terms are re-checked after later
-  mutating webhooks; `admissionReviewVersions: [v1]`.
+  `timeoutSeconds: 10` (at most what a pod creation waits for us: Kubernetes' default, the margin a
+  burst of new TLS connections needs on a busy node, docs/performance.md "Admission at scale");
+  `sideEffects: None` (dry-run requests are safe); `reinvocationPolicy: IfNeeded` so the terms
+  are re-checked after later mutating webhooks; `admissionReviewVersions: [v1]`.
 
 The API server prefixes the response's `auditAnnotations` keys with the webhook's name, giving
 `<rule>.netqos.io/injected-rules`: a valid qualified key because the name is a DNS subdomain.
@@ -42,7 +43,7 @@ from webhook.validation import is_dns1123_label, is_host
 KIND = "MutatingWebhookConfiguration"
 SERVICE_PORT = 443
 MUTATE_PATH = "/mutate"
-TIMEOUT_SECONDS = 5
+TIMEOUT_SECONDS = 10
 
 
 class ManifestError(UsageError, ValueError):

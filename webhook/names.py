@@ -47,8 +47,10 @@ DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024
 # Request-body bytes one worker holds at once (docs/operations.md, "Hostile clients").
 DEFAULT_BODY_BUDGET_BYTES = 16 * 1024 * 1024
 # Deadlines per stage of a connection (webhook.serving.worker). The API server completes each in
-# milliseconds and gives up on a call after the webhook's timeoutSeconds (5 s shipped, at most 30).
-DEFAULT_HANDSHAKE_TIMEOUT = 5.0
+# milliseconds and gives up on a call after the webhook's timeoutSeconds (10 s shipped, at most 30).
+# The handshake's deadline runs from accept and so includes waiting for a core: it is the
+# registration's timeout, so a starved worker never closes a connection the API server still waits on.
+DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_HEADER_TIMEOUT = 5.0
 DEFAULT_BODY_TIMEOUT = 10.0
 LOG_FORMATS = ("json", "text")

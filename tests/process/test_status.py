@@ -144,7 +144,7 @@ def drifted_object_selector(c: Cluster) -> None:
 
 def failure_policy_and_timeout_changed(c: Cluster) -> None:
     assert c.configuration is not None
-    c.configuration["webhooks"][0].update(failurePolicy="Fail", timeoutSeconds=10)
+    c.configuration["webhooks"][0].update(failurePolicy="Fail", timeoutSeconds=20)
 
 
 def created_before_install(c: Cluster) -> None:
@@ -297,7 +297,7 @@ ENTRY = {
     "ca_bundle": True,
     "object_selector_matches_policy": True,
     "failure_policy": "Ignore",
-    "timeout_seconds": 5,
+    "timeout_seconds": 10,
 }
 CERT = {"not_after": "2034-01-01T00:00:00Z", "days_left": 2771, "verifies_against_ca_bundle": True}
 POLICY_SOURCE = "ConfigMap netqos-system/netqos-webhook-policy-7bk2 key policy.yaml"
@@ -468,10 +468,10 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
     (
         failure_policy_and_timeout_changed,
         expect(
-            webhook__entries=[{**ENTRY, "failure_policy": "Fail", "timeout_seconds": 10}],
+            webhook__entries=[{**ENTRY, "failure_policy": "Fail", "timeout_seconds": 20}],
             problems=[
                 f'webhook entry netqos.netqos.io: failurePolicy is "Fail", netqos-webhook ships "Ignore"; {FIX}',
-                f"webhook entry netqos.netqos.io: timeoutSeconds is 10, netqos-webhook ships 5; {FIX}",
+                f"webhook entry netqos.netqos.io: timeoutSeconds is 20, netqos-webhook ships 10; {FIX}",
             ],
         ),
         3,

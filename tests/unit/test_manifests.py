@@ -88,8 +88,10 @@ def test_default_webhook_entry_has_the_safe_value(default_webhook: dict, field: 
     assert default_webhook[field] == expected
 
 
-def test_timeout_is_at_most_five_seconds(default_webhook: dict) -> None:
-    assert 1 <= default_webhook["timeoutSeconds"] <= 5
+def test_timeout_is_kubernetes_default_of_ten_seconds(default_webhook: dict) -> None:
+    # Long enough for a burst of new TLS connections on a busy node (docs/performance.md), no
+    # longer than what a pod creation waits for a webhook by default.
+    assert default_webhook["timeoutSeconds"] == 10
 
 
 def test_default_entry_has_no_other_fields(default_webhook: dict) -> None:
