@@ -34,7 +34,7 @@ import logging
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -361,7 +361,20 @@ _READ = {
 _LIST_ALL = {
     "Pod": "list_pod_for_all_namespaces",
     "PodDisruptionBudget": "list_pod_disruption_budget_for_all_namespaces",
+    "Service": "list_service_for_all_namespaces",
+    "Deployment": "list_deployment_for_all_namespaces",
+    "ReplicaSet": "list_replica_set_for_all_namespaces",
+    "StatefulSet": "list_stateful_set_for_all_namespaces",
+    "DaemonSet": "list_daemon_set_for_all_namespaces",
+    "ReplicationController": "list_replication_controller_for_all_namespaces",
+    "Job": "list_job_for_all_namespaces",
+    "CronJob": "list_cron_job_for_all_namespaces",
 }
+# `Reader.get_many`: up to this many objects of a kind, one get each; past it, the kind is listed in
+# every namespace while the list is at most one page per GETS_PER_PAGE objects wanted (a page of
+# 500 objects costs the API server and the client about as much as that many gets).
+GETS_BEFORE_LIST = 20
+GETS_PER_PAGE = 10
 
 
 class Reader:
@@ -437,6 +450,42 @@ class Reader:
             return None
         return self._decode(response, f"{kind} {name}")
 
+    def get_many(self, kind: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any] | None]:
+        """The objects of `kind` at `keys` ((namespace, name) each), None where one does not exist;
+        `Forbidden` when RBAC hides them. A few are read with a get each; many with one paginated
+        list of the kind in every namespace (GETS_BEFORE_LIST), as long as the list is short beside
+        them: its first page says how many objects remain (`remainingItemCount`), and a list that
+        would take more than one page per GETS_PER_PAGE objects wanted stops there for gets. Where
+        RBAC forbids listing across namespaces, gets."""
+        wanted = sorted(set(keys))
+        found: dict[tuple[str, str], dict[str, Any] | None] = {}
+        if len(wanted) > GETS_BEFORE_LIST and kind in _LIST_ALL:
+            try:
+                found = self.restarting(lambda: self._listed_at(kind, set(wanted)))
+            except Forbidden:
+                found = {}
+        for namespace, name in wanted:
+            if (namespace, name) not in found:
+                found[(namespace, name)] = self.get(kind, name, namespace)
+        return found
+
+    def _listed_at(self, kind: str, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any] | None]:
+        """The `wanted` objects found in one list of `kind` in every namespace (None for those
+        the whole list did not hold); {} for what is left to gets when the list is long beside them.
+        Stateless: `restarting` may run it again."""
+        found: dict[tuple[str, str], dict[str, Any] | None] = {}
+        pages = self._pages(kind, None, {})
+        for page in pages:
+            left = (page.get("metadata") or {}).get("remainingItemCount")
+            if isinstance(left, int) and left > self.page_size * max(1, len(wanted) // GETS_PER_PAGE):
+                return found  # a long list: the rest are read with gets
+            for obj in page.get("items") or ():
+                meta = obj.get("metadata") or {}
+                key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+                if key in wanted:
+                    found[key] = obj
+        return {key: found.get(key) for key in wanted}
+
     def list(
         self,
         kind: str,
@@ -447,6 +496,17 @@ class Reader:
         """Every object of `kind` (in `namespace`, else everywhere) the selectors select, one page
         in memory at a time. `Expired` when a page's continue token has expired: run the read
         that consumes the list under `restarting`."""
+        options: dict[str, Any] = {}
+        if label_selector:
+            options["label_selector"] = label_selector
+        if field_selector:
+            options["field_selector"] = field_selector
+        for page in self._pages(kind, namespace, options):
+            yield from page.get("items") or ()
+
+    def _pages(self, kind: str, namespace: str | None, options: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Each page of the list of `kind` (in `namespace`, else everywhere) with `options`
+        (selectors), decoded."""
         api_class, _, list_method, cluster_scoped, plural = _READ[kind]
         api = self._client(api_class)
         args: tuple[str, ...] = ()
@@ -456,11 +516,7 @@ class Reader:
             method = getattr(api, _LIST_ALL[kind])  # only kinds listed there are read across namespaces
         else:
             method, args = getattr(api, list_method), (namespace,)
-        options: dict[str, Any] = {"limit": self.page_size}
-        if label_selector:
-            options["label_selector"] = label_selector
-        if field_selector:
-            options["field_selector"] = field_selector
+        options = {"limit": self.page_size, **options}
         where = f" in namespace {namespace}" if namespace else ""
         token: str | None = None
         for _ in range(self.max_pages):
@@ -478,7 +534,7 @@ class Reader:
             )
             page = self._decode(response, f"the list of {plural}")
             del response
-            yield from page.get("items") or ()
+            yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.fixtures import CLASSIC_TERMS, FIXTURES, REPO
+from webhook import cluster
 from webhook.cli import main
 from webhook.commands.rebalance import RebalanceArgs, run
 from webhook.manifests import webhook_configuration
@@ -233,6 +234,42 @@ def test_pods_and_nodes_are_read_with_one_paginated_list_each_and_owners_by_get(
         *(f"/apis/apps/v1/namespaces/shop/replicasets/{d}-rs" for d in ("web-a", "web-b", "web-c")),
         "/version/",  # which Kubernetes version to score the replacements as
     ]
+
+
+def many_workloads(n: int) -> list[dict[str, Any]]:
+    """The base cluster with `n` more Deployments, each with a pod on a slow node: `n` more
+    candidates, each with its ReplicaSet to read."""
+    names = [f"many-{i:02}" for i in range(n)]
+    objs = [*base_cluster(), *workloads(*names)]
+    objs += [app(f"{d}-slow", "plain-1", f"{d}-rs", preferred=CLASSIC_TERMS) for d in names]
+    return objs
+
+
+def test_many_controllers_of_a_kind_are_read_with_one_list_and_plan_as_with_a_get_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    more = cluster.GETS_BEFORE_LIST + 10
+    objs = many_workloads(more)
+    _, listed, _, requests = rebalance(objs, tmp_path)
+    replica_sets = [r for r in requests if "replicasets" in r]
+    assert [r.split("?")[0] for r in replica_sets] == ["/apis/apps/v1/replicasets"]
+    monkeypatch.setattr(cluster, "GETS_BEFORE_LIST", 1000)
+    _, got, _, requests = rebalance(objs, tmp_path)
+    assert len([r for r in requests if "replicasets/" in r]) == more + 3
+    assert listed == got
+
+
+def test_a_list_long_beside_the_controllers_wanted_stops_after_its_first_page_for_gets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cluster, "GETS_BEFORE_LIST", 2)
+    objs = many_workloads(3)  # 6 ReplicaSets wanted
+    # 1,106 ReplicaSets: 3 pages of 500, more than the one page 6 gets are worth
+    objs += [workload("ReplicaSet", "shop", f"idle-{i:04}", template=template()) for i in range(1100)]
+    _, _, _, requests = rebalance(objs, tmp_path)
+    replica_sets = [r.split("?")[0] for r in requests if "replicasets" in r]
+    assert replica_sets[0] == "/apis/apps/v1/replicasets" and replica_sets.count("/apis/apps/v1/replicasets") == 1
+    assert len(replica_sets) == 1 + 6
 
 
 # --- --apply ------------------------------------------------------------------------------------

@@ -239,23 +239,22 @@ def _controllers(
     reader: cluster.Reader, state: rebalance.Inventory
 ) -> dict[tuple[str, str, str], dict[str, Any] | str]:
     """Each candidate's controller (its pod template; a ReplicaSet's or Job's own controller), or
-    why it could not be read. A kind RBAC hides is asked for once."""
+    why it could not be read: a get each, or one list of a kind when many of it are wanted
+    (`Reader.get_many`). A kind RBAC hides is asked for once."""
     found: dict[tuple[str, str, str], dict[str, Any] | str] = {}
-    forbidden: set[str] = set()
+    by_kind: dict[str, list[tuple[str, str]]] = {}
     for namespace, kind, name in sorted(state.controller_lookups() | state.owner_lookups()):
-        key = (namespace, kind, name)
-        if kind in forbidden:
-            found[key] = "forbidden by RBAC"
-            continue
+        by_kind.setdefault(kind, []).append((namespace, name))
+    for kind, keys in by_kind.items():
         try:
-            obj = reader.get(kind, name, namespace)
+            objects = reader.get_many(kind, keys)
         except cluster.Forbidden:
-            forbidden.add(kind)
-            found[key] = "forbidden by RBAC"
+            found.update({(namespace, kind, name): "forbidden by RBAC" for namespace, name in keys})
             state.notes.append(
                 f"cannot read {kind}s (forbidden by RBAC): their pods' replacements cannot be predicted, and are "
                 "not evicted"
             )
             continue
-        found[key] = obj if obj is not None else "it no longer exists"
+        for (namespace, name), obj in objects.items():
+            found[(namespace, kind, name)] = obj if obj is not None else "it no longer exists"
     return found

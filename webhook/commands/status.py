@@ -103,7 +103,7 @@ def _report(reader: cluster.Reader, args: StatusArgs, override: Policy | None, n
         view = _view(reader, args, override, now, bound)
         report = status.analyse(view)
         lookups = status.owner_lookups(report)
-        owners = {key: get_object(reader, key[1], status.ObjectJSON, key[2], key[0]) for key in sorted(lookups)}
+        owners = _owners(reader, lookups)
         status.with_owners(report, owners)
         _movable(reader, view, args.namespace, report, bound)
     except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
@@ -111,6 +111,27 @@ def _report(reader: cluster.Reader, args: StatusArgs, override: Policy | None, n
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
         ) from None
     return report
+
+
+def _owners(reader: cluster.Reader, lookups: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Any]:
+    """The controllers (namespace, kind, name) of missing pods that may be owned themselves: a get
+    each, or one list of a kind when many of it are wanted (`Reader.get_many`); Unknown where RBAC
+    hides them."""
+    by_kind: dict[str, list[tuple[str, str]]] = {}
+    for namespace, kind, name in sorted(lookups):
+        by_kind.setdefault(kind, []).append((namespace, name))
+    owners: dict[tuple[str, str, str], Any] = {}
+    for kind, keys in by_kind.items():
+        if len(keys) <= cluster.GETS_BEFORE_LIST:
+            owners.update(
+                {(ns, kind, name): get_object(reader, kind, status.ObjectJSON, name, ns) for ns, name in keys}
+            )
+            continue
+        try:
+            owners.update({(ns, kind, name): obj for (ns, name), obj in reader.get_many(kind, keys).items()})
+        except cluster.Forbidden:
+            owners.update({(ns, kind, name): status.Unknown(f"{kind} {name} in namespace {ns}") for ns, name in keys})
+    return owners
 
 
 @dataclass
