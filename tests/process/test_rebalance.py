@@ -272,6 +272,23 @@ def test_a_list_long_beside_the_controllers_wanted_stops_after_its_first_page_fo
     assert len(replica_sets) == 1 + 6
 
 
+def test_the_services_of_many_namespaces_are_read_with_one_list_and_plan_as_with_a_list_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objs, teams = base_cluster(), cluster.GETS_BEFORE_LIST + 1
+    for i in range(teams):
+        ns, name = f"team-{i:02}", f"app-{i:02}"
+        objs += [kubeapi.namespace(ns), workload("ReplicaSet", ns, f"{name}-rs", template=template())]
+        objs.append(pod(ns, f"{name}-slow", QOS, "plain-1", ("ReplicaSet", f"{name}-rs"), preferred=CLASSIC_TERMS))
+        objs[-1]["spec"]["containers"][0]["resources"] = CPU1
+    _, listed, _, requests = rebalance(objs, tmp_path)
+    assert sorted(r.split("?")[0] for r in requests if "services" in r) == ["/api/v1/services"]
+    monkeypatch.setattr(cluster, "GETS_BEFORE_LIST", 1000)
+    _, got, _, requests = rebalance(objs, tmp_path)
+    assert len([r for r in requests if "services" in r]) == 1 + teams  # shop's and each team's
+    assert listed == got
+
+
 # --- --apply ------------------------------------------------------------------------------------
 
 

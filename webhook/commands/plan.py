@@ -125,7 +125,17 @@ def _selectors(
     PodTopologySpread's default constraints spread a replacement by. Services RBAC hides are left
     out, with a note: those replacements are then spread by their controller's selector only."""
     services: list[dict[str, Any]] = []
-    for namespace in sorted({p.namespace for p in state.pending}):
+    namespaces = sorted({p.namespace for p in state.pending})
+    if len(namespaces) > cluster.GETS_BEFORE_LIST:  # one list across namespaces, not one per namespace
+        wanted = set(namespaces)
+        try:
+            services = reader.restarting(
+                lambda: [s for s in reader.list("Service") if (s.get("metadata") or {}).get("namespace") in wanted]
+            )
+            namespaces = []
+        except cluster.Forbidden:  # a Role per namespace: listed namespace by namespace below
+            services = []
+    for namespace in namespaces:
         try:
             services += reader.list("Service", namespace)
         except cluster.Forbidden:
