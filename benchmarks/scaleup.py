@@ -230,7 +230,8 @@ def _installed(cluster: Cluster, variant: str, workdir: Path) -> Iterator[int | 
         with go_webhook(cluster, workdir / "go") as pid:
             yield pid
     else:
-        manifests = _cli(cluster, "manifests", "--as", "admission-policy").stdout
+        # in the API the cluster's release serves (v1beta1 on 1.34 and 1.35)
+        manifests = _cli(cluster, "manifests", "--as", "admission-policy", "--kubernetes-version", cluster.minor).stdout
         cluster.kubectl("apply", "-f", "-", input=manifests)
         cluster.wait_webhook(active=True, timeout=60)  # the probe sees the policy's mutation as well
         try:
