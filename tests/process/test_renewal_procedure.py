@@ -27,7 +27,7 @@ from cryptography import x509
 from tests.fixtures import with_netqos
 from webhook.certs import CertFiles
 from webhook.testing.patches import assert_patch_agrees, decoded_patch, pod_review
-from webhook.testing.server import ServiceConnection, start_server
+from webhook.testing.server import Server, ServiceConnection, start_server
 from webhook.testing.volume import MountedVolume
 from webhook.testing.waiting import until
 
@@ -168,6 +168,27 @@ def wait_for_serial(port: int, bundle: bytes, wanted: int) -> None:
     until(served, f"new connections getting serial {wanted}", interval=0.2)
 
 
+def reloads_logged(server: Server) -> int:
+    return len(_reloads(server))
+
+
+def _reloads(server: Server) -> list[dict[str, object]]:
+    return [r for r in server.log_records() if "serving the new certificate" in str(r.get("message", ""))]
+
+
+def wait_until_every_worker_serves_the_new_certificate(server: Server, logged_before: int) -> None:
+    """As README's procedures say: wait until every worker logged "serving the new certificate".
+    One new connection on the new certificate proves one worker switched; each worker looks at
+    the files at most once a second, from a handshake it takes, so another may still serve the
+    old certificate for a moment."""
+
+    def every_worker() -> bool:
+        switched = {r.get("process") for r in _reloads(server)[logged_before:]}
+        return set(server.workers()) <= switched
+
+    until(every_worker, "every worker logging 'serving the new certificate'", interval=0.2)
+
+
 @pytest.fixture
 def installed(tmp_path):
     """`certs --out certs`, `register`, and a server on the Secret's files."""
@@ -189,10 +210,12 @@ def test_renewal_under_the_same_ca_keeps_the_ca_bundle_and_fails_no_review(insta
     bundle_before, serial_before = cluster.bundle, served_serial(local)
     with Load(server.port, cluster) as load:
         load.more(10, "before the renewal")
+        logged = reloads_logged(server)
         netqos("certs", "--out", str(local), "--renew-before", "400")  # README: 30, from a daily job
         assert cluster.apply(local) == ["Secret", "MutatingWebhookConfiguration"]
         assert cluster.bundle == bundle_before, "a renewal never changes the caBundle"
         wait_for_serial(server.port, bundle_before, served_serial(local))
+        wait_until_every_worker_serves_the_new_certificate(server, logged)
         load.more(31, "after the new certificate is served")
     assert served_serial(local) != serial_before
     assert load.failures == [] and load.answered > 30
@@ -213,9 +236,11 @@ def test_a_ca_rollover_with_both_cas_in_the_bundle_fails_no_review(installed, tm
     old_ca = CertFiles(local).ca_cert.read_bytes()
     with Load(server.port, cluster) as load:
         load.more(10, "before the new CA")
+        logged = reloads_logged(server)
         netqos("certs", "--out", str(local), replace)
         cluster.apply(local)
         wait_for_serial(server.port, cluster.bundle, served_serial(local))
+        wait_until_every_worker_serves_the_new_certificate(server, logged)
         if replace == "--new-ca":  # once every pod serves the new certificate: trust the new CA alone
             CertFiles(local).ca_bundle.unlink()
             cluster.apply(local)
