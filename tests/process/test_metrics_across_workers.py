@@ -76,3 +76,28 @@ def test_serve_empties_a_given_metrics_directory_at_start_and_leaves_it(tmp_path
         assert metric_value(server.metrics(), "netqos_admission_requests_total") == 1
         assert not (given / "counter_12345.db").exists()
     assert (given / "notes.txt").exists(), "only *.db files are prometheus_client's to delete"
+
+
+def test_the_next_start_removes_the_metrics_directory_of_a_killed_server_and_nothing_else(tmp_path):
+    """SIGKILL leaves the master no chance to clean up; the next server's start does, touching only
+    directories whose owner record says their master is gone."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {"TMPDIR": str(tmpdir)}
+    unrelated = tmpdir / "netqos-metrics-not-made-by-serve"
+    unrelated.mkdir()
+    (unrelated / "counter_1.db").write_bytes(b"someone else's")
+    with start_server(tmp_path / "alive", env=env) as alive:
+        killed = start_server(tmp_path / "killed", env=env)
+        killed_dir = _metrics_dir(killed)
+        os.killpg(killed.process.pid, signal.SIGKILL)  # the master and its workers
+        killed.process.wait(timeout=10)
+        assert killed_dir.is_dir(), "a killed server's directory stays behind: the test proves nothing"
+        with start_server(tmp_path / "next", env=env) as after:
+            (line,) = [r for r in after.log_records() if "removed" in r]
+            assert line["removed"] == [{"path": str(killed_dir), "pid": killed.process.pid}]
+            assert line["kept"] == {"owner alive": 1, "no owner record": 1}
+            assert not killed_dir.exists()
+            assert _metrics_dir(alive).is_dir(), "a live server's directory was removed"
+            assert (unrelated / "counter_1.db").read_bytes() == b"someone else's"
+            assert _metrics_dir(after).is_dir()

@@ -152,7 +152,8 @@ def add_command(sub: flags.Subcommands) -> None:
         metavar="DIR",
         default=os.environ.get(METRICS_DIR_ENV) or None,
         help=f"writable directory for the workers' metric files, emptied at start "
-        f"(default: ${METRICS_DIR_ENV}, else a temporary directory)",
+        f"(default: ${METRICS_DIR_ENV}, else a temporary directory, removed at exit, or at a later "
+        "start when the server was killed; docs/operations.md, Metrics)",
     )
 
 

@@ -31,6 +31,9 @@ measurements behind each one:
   metrics directory before the workers start and drops a dead worker's live gauges in
   `child_exit`; gunicorn's own log lines use the webhook's formatter (`gunicorn_logger`); each
   worker serves the policy snapshot of its `PolicyWatcher`.
+- temporary directories (`webhook.serving.tempdirs`): the metrics directory without `--metrics-dir`
+  and the workers' shared policy carry an owner record the master keeps locked; at start the
+  master removes those of earlier masters that were killed before they could clean up.
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ import errno
 import logging
 import os
 import resource
-import shutil
 import signal
 import socket
 import ssl
@@ -63,7 +65,7 @@ from webhook.names import (
     DEFAULT_WORKERS,
 )
 from webhook.policy import Policy
-from webhook.serving import bodies, metrics
+from webhook.serving import bodies, metrics, tempdirs
 from webhook.serving.app import (
     AppConfig,
     BodyTimeout,
@@ -300,8 +302,9 @@ def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None =
     )
     if options.reuse_port and not options.bind.startswith(("unix:", "fd://")):
         check_bind(options.bind)
-    temporary = None if options.metrics_dir is not None else tempfile.mkdtemp(prefix="netqos-metrics-")
-    directory = metrics.prepare_multiprocess_dir(options.metrics_dir or str(temporary))
+    _sweep_temporary_directories()
+    temporary = None if options.metrics_dir is not None else tempdirs.make(tempdirs.METRICS_PREFIX)
+    directory = metrics.prepare_multiprocess_dir(options.metrics_dir or str(temporary and temporary.path))
     log.info(
         "metrics: per-worker files in %s%s",
         directory,
@@ -311,8 +314,8 @@ def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None =
     shared = None
     if watcher is not None and watcher.watching:
         # The workers' one "last good policy" (webhook.serving.reload.LastGood), made before they fork.
-        shared = tempfile.mkdtemp(prefix="netqos-policy-")
-        watcher.share(LastGood(shared))
+        shared = tempdirs.make(tempdirs.POLICY_PREFIX)
+        watcher.share(LastGood(shared.path))
     master = os.getpid()
     try:
         WebhookServer(options, policy, watcher).run()
@@ -321,4 +324,17 @@ def serve(options: ServeOptions, policy: Policy, watcher: PolicyWatcher | None =
         if os.getpid() == master:
             for made in (temporary, shared):
                 if made:
-                    shutil.rmtree(made, ignore_errors=True)
+                    made.remove()
+
+
+def _sweep_temporary_directories() -> None:
+    """Remove what servers killed before they could clean up left under $TMPDIR (only directories
+    of ours whose owner record says their master is gone: webhook.serving.tempdirs); one line."""
+    done = tempdirs.sweep()
+    if done.removed or done.kept:
+        log.info(
+            "temporary directories of earlier servers: removed %d whose server is gone, left %d alone",
+            len(done.removed),
+            sum(done.kept.values()),
+            extra={"removed": done.removed, "kept": dict(done.kept), "tmpdir": tempfile.gettempdir()},
+        )
