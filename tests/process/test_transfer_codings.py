@@ -76,11 +76,24 @@ FRAMINGS = [
     ("`Transfer-Encoding: identity`", head("Transfer-Encoding: identity", CL) + REVIEW, 400, "TRANSFER-ENCODING"),
     ("`Transfer-Encoding` of an unknown coding", head("Transfer-Encoding: zstd-x"), 501, "zstd-x"),
     (
-        "`Transfer-Encoding: gzip, chunked` with a gzip body (not decoded)",
+        "`Transfer-Encoding: gzip, chunked` with a gzip body",
         head("Transfer-Encoding: gzip, chunked") + chunks(gzip.compress(REVIEW)),
-        400,
-        "not valid JSON",
+        501,
+        "transfer coding 'gzip'",
     ),
+    (
+        "`Transfer-Encoding: deflate, chunked`, no body sent",
+        head("Transfer-Encoding: deflate, chunked"),
+        501,
+        "transfer coding 'deflate'",
+    ),
+    (
+        "`Transfer-Encoding: compress` and `Transfer-Encoding: chunked`, two headers",
+        head("Transfer-Encoding: COMPRESS", TE) + chunks(REVIEW),
+        501,
+        "transfer coding 'COMPRESS'",
+    ),
+    ("`Transfer-Encoding: gzip` without chunked", head("Transfer-Encoding: gzip") + REVIEW, 400, "TRANSFER-ENCODING"),
 ]
 
 

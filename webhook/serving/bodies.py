@@ -10,7 +10,15 @@ how much of a slow body had arrived when its deadline passed ("0 bytes received"
 `MeteredBody` counts the bytes received from the socket since the body began, for the 408's message
 (`received_bytes`).
 
-Both are installed by `install`, from gunicorn's `pre_request` hook (webhook.serving.server),
+gunicorn takes `Transfer-Encoding: gzip, chunked` (or `deflate`, `compress` before `chunked`),
+undoes the chunked framing and passes the still-coded bytes on (gunicorn/http/message.py
+`set_body_reader`, 27.0.1), which the webhook does not decode. RFC 9112 section 6.1: a server that
+receives a request with a transfer coding it does not understand should answer 501. So
+`refuse_undecoded_codings` raises gunicorn's `UnsupportedTransferCoding` for them, before the body
+is read, and the worker answers it as it answers an unknown coding: 501, a JSON message naming the
+coding, the connection closed (the unread body cannot be told from a next request).
+
+All three are installed by `install`, from gunicorn's `pre_request` hook (webhook.serving.server),
 before the application sees the request, for every worker class.
 """
 
@@ -19,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from gunicorn.http.body import Body, ChunkedReader
+from gunicorn.http.errors import UnsupportedTransferCoding
 
 from webhook.serving.app import BodyTooLarge
 
@@ -72,9 +81,34 @@ def _received_total(unreader: Any) -> int:
     return counter[0]
 
 
+class UndecodedTransferCoding(UnsupportedTransferCoding):  # type: ignore[misc]
+    """A transfer coding gunicorn accepts but passes on undecoded (answered 501)."""
+
+    def __init__(self, coding: str, header: str) -> None:
+        super().__init__(header)
+        self.coding = coding
+
+    def __str__(self) -> str:
+        return (
+            f"transfer coding {self.coding!r} (Transfer-Encoding: {self.hdr}) is not decoded here, only "
+            "chunked; send the body without it"
+        )
+
+
+def refuse_undecoded_codings(req: Any) -> None:
+    """Raise `UndecodedTransferCoding` for the first transfer coding of `req` other than chunked.
+    gunicorn has already refused (400 or 501) every other shape than codings before one `chunked`."""
+    for name, value in getattr(req, "headers", ()):
+        if name == "TRANSFER-ENCODING":
+            for coding in value.split(","):
+                if coding.strip(" \t").lower() != "chunked":
+                    raise UndecodedTransferCoding(coding.strip(" \t"), value)
+
+
 def install(req: Any, max_body_bytes: int) -> None:
-    """Put the bounded chunked reader and the meter into gunicorn's request `req`, whose body has
-    not been read yet."""
+    """Refuse the transfer codings the webhook does not decode; put the bounded chunked reader and
+    the meter into gunicorn's request `req`, whose body has not been read yet."""
+    refuse_undecoded_codings(req)
     unreader: Any = getattr(req, "unreader", None)
     body: Any = getattr(req, "body", None)
     if unreader is None or type(body) is not Body:  # not an HTTP/1.1 request of gunicorn's parser
