@@ -7,10 +7,10 @@ measurements behind each one:
   connection holds a worker or a thread until the client speaks, and real reviews queue behind
   them for seconds (with 50 such connections open, reviews time out at 10 s); under gevent an
   idle connection is a parked greenlet (reviews answered in milliseconds).
-- a yield to the event loop after each request (`post_request`): a gevent worker otherwise keeps
-  serving one keep-alive connection for as long as its next request is already waiting, and the
-  worker's other connections stall (up to 0.65 s measured with 4 busy connections; 25 ms with the
-  yield).
+- the event loop runs between two requests of a connection (`webhook.serving.worker`): a gevent
+  worker otherwise keeps serving one keep-alive connection for as long as its next request is
+  already waiting, and the worker's other connections stall (up to 0.65 s measured with 4 busy
+  connections; 25 ms with the yield);
 - keep-alive 120 s: longer than the API server's 90 s idle timeout, so it is always the client
   that retires a connection, and a pause between bursts costs no new TLS handshake.
 - `SO_REUSEPORT`, one listening socket per worker: the kernel spreads new connections over the
@@ -24,7 +24,8 @@ measurements behind each one:
   not `load_cert_chain` into the live context). `--client-ca` is gunicorn's own `ca_certs`.
 - the gevent worker class is `webhook.serving.worker`'s: a deadline for the TLS handshake, the
   request headers and the body (`--handshake-timeout`, `--header-timeout`, `--body-timeout`),
-  failed handshakes as one rate-limited JSON line, gunicorn's own error answers as JSON;
+  failed handshakes as one rate-limited JSON line, gunicorn's own error answers as JSON, each
+  answer's head and body in one write (one TLS record);
   `worker_connections` from the open-files limit, raised to the hard limit at start;
   `forwarded_allow_ips` empty: no proxy sits in front, so no peer's forwarding headers count.
 - operations wiring (`webhook.serving.metrics`, `.logs`, `.reload`): the master empties the
@@ -144,7 +145,6 @@ class ServeOptions:
 
             deadlines = Deadlines(self.handshake_timeout, self.header_timeout, float(self.keepalive))
             settings["worker_class"] = hardened_worker(deadlines)
-            settings["post_request"] = _yield_to_other_connections
         settings.update(self.extra)
         return settings
 
@@ -193,14 +193,6 @@ def _post_fork(server: Any, worker: Any) -> None:
     # which has accepted nothing yet, just ends.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _yield_to_other_connections(worker: Any, req: Any, environ: Any, resp: Any) -> None:
-    """After each request, let the event loop poll before this greenlet reads its connection's
-    next request. `sleep(0)` would not do: it resumes this greenlet before the loop polls."""
-    import gevent
-
-    gevent.sleep(0.000001)
 
 
 def raise_fd_limit() -> int:

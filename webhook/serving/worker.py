@@ -18,6 +18,18 @@ Stages and their deadlines (docs/operations.md, "Hostile clients"):
 Unread body bytes of an answered request are drained by gunicorn before the next request
 (gunicorn/http/parser.py `finish_body`), inside stage 3's timer.
 
+Between two requests of a connection the worker goes back to the event loop, so that its other
+connections are served in turn: waiting for the next request (stage 2) does it, and when that
+request has already arrived (pipelined, or decrypted and pending in the TLS layer), where reading
+it would not yield, a timer does (`YIELD_SECONDS`). Without that, a worker kept serving one busy
+connection while its others stalled (up to a second measured; docs/performance.md).
+
+Each answer leaves in one write, one TLS record when it fits: gunicorn's response writer sends the
+head and the body with two `sendall` calls (gunicorn/http/wsgi.py `Response.send_headers`, then
+`Response.write`), which made two TLS records, two system calls and two wake-ups of the client per
+answer. `OneWrite`, the connection as the writer sees it during one request, holds the head and
+sends it with the body.
+
 Capacity: the pool of each worker (`worker_connections`) is sized by the server from the file
 descriptor limit (webhook.serving.server), so silent connections do not fill it before their
 handshake deadline closes them.
@@ -50,6 +62,10 @@ from webhook import admission
 from webhook.serving.handshake import FailureLog, HandshakeTimeout
 
 log = logging.getLogger(__name__)
+
+
+# A timer, not sleep(0): sleep(0) resumes this greenlet before the loop polls the other sockets.
+YIELD_SECONDS = 0.000001
 
 
 @dataclass(frozen=True)
@@ -158,21 +174,27 @@ class HardenedGeventWorker(GeventWorker):
         return None
 
     def _await_request(self, sock: Any, req: Any) -> bool:
-        """Stage 2: True when the next request has begun to arrive within the keep-alive time."""
+        """Stage 2: True when the next request has begun to arrive within the keep-alive time.
+        Either way the event loop runs first (see the module docstring)."""
         unreader = getattr(req, "unreader", None)
         buffered = getattr(unreader, "buf", None)
-        if buffered is not None and buffered.seek(0, os.SEEK_END):
-            return True  # pipelined: already read
-        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        if (buffered is not None and buffered.seek(0, os.SEEK_END)) or (
+            isinstance(sock, ssl.SSLSocket) and sock.pending()
+        ):
+            gevent.sleep(YIELD_SECONDS)  # already here (read, or decrypted): reading would not yield
             return True
         try:
-            wait_read(sock.fileno(), timeout=self.deadlines.keepalive)
+            wait_read(sock.fileno(), timeout=self.deadlines.keepalive)  # yields while it waits
         except (TimeoutError, OSError, ValueError):
             return False
         return True
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> None:
-        super().handle_request(listener_name, req, sock, addr)
+        answer = OneWrite(sock)
+        try:
+            super().handle_request(listener_name, req, answer, addr)
+        finally:
+            answer.flush()  # a head without a body (HEAD, 204), held until the answer is complete
         if self.alive and not self._await_request(sock, req):
             raise StopIteration()  # gunicorn's way out of its keep-alive loop (base_async.handle)
 
@@ -199,6 +221,51 @@ class HardenedGeventWorker(GeventWorker):
 
     def _hub_error(self, context: Any, kind: Any, value: Any, tb: Any) -> None:
         log.error("error in an event-loop callback: %s", context, exc_info=(kind, value, tb))
+
+
+class OneWrite:
+    """A connection as gunicorn's response writer sees it while it answers one request: the first
+    `sendall` (the response head) is held and sent with the second (the body, or its first chunk),
+    in one write; later ones pass straight through. `flush` sends what is still held; the
+    answer's owner calls it once the request is done. Everything else is the connection's own."""
+
+    __slots__ = ("_sock", "_held", "_holding")
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+        self._held = b""
+        self._holding = True
+
+    def sendall(self, data: bytes) -> None:
+        if self._holding:
+            self._holding = False
+            self._held = bytes(data)
+            return
+        held, self._held = self._held, b""
+        self._sock.sendall(held + data if held else data)
+
+    def flush(self) -> None:
+        held, self._held = self._held, b""
+        self._holding = False
+        if held:
+            self._sock.sendall(held)
+
+    def send(self, data: bytes, *flags: int) -> int:
+        # gunicorn's "100 Continue", which the client waits for before it sends the body
+        self.flush()
+        sent: int = self._sock.send(data, *flags)
+        return sent
+
+    def shutdown(self, how: int) -> None:
+        self._held = b""  # gunicorn cuts off an answer that failed half-way: nothing more goes out
+        self._sock.shutdown(how)
+
+    def close(self) -> None:
+        self._held = b""
+        self._sock.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
 
 
 def _peer(addr: Any) -> str:
