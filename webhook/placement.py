@@ -29,7 +29,8 @@ from webhook import apidata
 from webhook.apidata import ShapeError
 from webhook.policy import Policy
 from webhook.scheduler import cycle, keys, read
-from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Target
+from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Target
+from webhook.scheduler.plugins import DEFAULT_PROFILE
 from webhook.scheduler.scores import NETQOS_SLOW, NETQOS_TARGET, fast_target, slow_values
 
 # The class names are `status -o json`'s keys (an API): named after the default policy's values.
@@ -136,7 +137,9 @@ def high_usage(pods: Iterable[Mapping[str, Any]], high: Sequence[Node]) -> dict[
 @dataclass
 class WhyNotHigh:
     """Why a pod is not on a net=high node, for pod after pod, given the `high` nodes and what
-    the pods on them take (`usage`, None when it could not be read: the nodes count as empty).
+    the pods on them take (`usage`, None when it could not be read: the nodes count as empty),
+    filtered by the Filter plugins of `profile` (and their arguments: NodeAffinity's
+    `addedAffinity`), the profile of the pods' scheduler: one instance per profile.
 
     The filter work is shared as far as the filters allow, so that its cost follows the variety
     of the pods' scheduling fields, not their number: pods of one template share the answer
@@ -150,6 +153,7 @@ class WhyNotHigh:
     high: Sequence[Node]
     usage: Mapping[str, NodeUsage] | None
     target: Target = NETQOS_TARGET  # what the `high` nodes are, as the reasons name them
+    profile: Profile = DEFAULT_PROFILE
     _by_template: keys.Memo[bytes, tuple[str, ...]] = field(default_factory=keys.Memo)
     _by_spec: keys.Memo[Hashable, tuple[str, ...]] = field(default_factory=keys.Memo)
     _node_only: keys.Memo[Hashable, tuple[Counter[str], list[Node]]] = field(default_factory=keys.Memo)
@@ -174,7 +178,7 @@ class WhyNotHigh:
         usage = self.usage or {}
         counts = Counter(node_only_counts)
         for node in passing:
-            why = cycle.usage_reasons(pod, node, usage.get(node.name, EMPTY_USAGE))
+            why = cycle.usage_reasons(pod, node, usage.get(node.name, EMPTY_USAGE), self.profile)
             if not why:
                 return (feasible_now(self.target) if self.usage is not None else feasible_without_usage(self.target),)
             counts.update(why)
@@ -183,6 +187,6 @@ class WhyNotHigh:
 
     def _node_only_pass(self, pod: PodInfo) -> tuple[Counter[str], list[Node]]:
         """The node-only filters' reasons, counted, and the high nodes that pass them."""
-        _, reasons = cycle.node_only_filter(pod, self.high)
+        _, reasons = cycle.node_only_filter(pod, self.high, self.profile)
         counts = Counter(r for why in reasons for r in why)
         return counts, [n for n, why in zip(self.high, reasons, strict=True) if not why]

@@ -694,6 +694,78 @@ def test_status_reports_each_cluster_state_exactly(
     assert got == code
 
 
+# --- pods of other schedulers: --scheduler-config -------------------------------------------------
+
+SCHEDULERS = str(FIXTURES / "scheduler-config-netqos.yaml")  # default-scheduler, netqos-scheduler, network-aware
+POOL_B = str(FIXTURES / "scheduler-config-pool-b.yaml")  # pool-b-scheduler: only nodes labelled pool=b
+ENFORCED = "2/2 net=high node(s): node(s) didn't match scheduler-enforced node affinity"
+NO_CPU = "2/2 net=high node(s): Insufficient cpu"
+
+
+def guessed(scheduler: str, files: tuple[str, ...] = ()) -> str:
+    todo = (
+        f"--scheduler-config {' '.join(files)} has no profile of that name (only default-scheduler, netqos-scheduler, "
+        "network-aware); give that scheduler's KubeSchedulerConfiguration with another --scheduler-config FILE"
+        if files
+        else "give that scheduler's KubeSchedulerConfiguration with --scheduler-config FILE"
+    )
+    return (
+        f"judged by kube-scheduler's default profile: the profile of the pod's scheduler, {scheduler}, is not known; "
+        + todo
+    )
+
+
+# (the web pods' and their template's schedulerName, --scheduler-config files, why web-6f9c-c (room on a
+# net=high node for it) and web-6f9c-e (no room) are not on one, how many pods rebalance would move)
+OTHER_SCHEDULERS = [
+    ("netqos-scheduler", (), [FEASIBLE_NOW, guessed("netqos-scheduler")], [NO_CPU, guessed("netqos-scheduler")], 0),
+    ("netqos-scheduler", (SCHEDULERS,), [FEASIBLE_NOW], [NO_CPU], 1),
+    ("pool-b-scheduler", (POOL_B,), [ENFORCED], [ENFORCED], 0),
+    ("pool-b-scheduler", (SCHEDULERS, POOL_B), [ENFORCED], [ENFORCED], 0),
+    (
+        "gpu-scheduler",
+        (SCHEDULERS,),
+        [FEASIBLE_NOW, guessed("gpu-scheduler", (SCHEDULERS,))],
+        [NO_CPU, guessed("gpu-scheduler", (SCHEDULERS,))],
+        0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "files", "why_room", "why_full", "movable"),
+    OTHER_SCHEDULERS,
+    ids=[f"{s} with {len(f)} file(s)" for s, f, *_ in OTHER_SCHEDULERS],
+)
+def test_a_pod_of_another_scheduler_is_judged_and_counted_by_its_profile_when_a_scheduler_config_gives_it(
+    scheduler: str,
+    files: tuple[str, ...],
+    why_room: list[str],
+    why_full: list[str],
+    movable: int,
+    tls: kubeapi.TLS,
+    tmp_path: Path,
+) -> None:
+    cluster = Cluster(tls)
+    high_node_with_room(cluster)
+    for obj in cluster.pods:
+        if obj["metadata"]["name"].startswith("web-6f9c-"):
+            obj["spec"]["schedulerName"] = scheduler
+    cluster.workloads[1]["spec"]["template"]["spec"]["schedulerName"] = scheduler  # what a replacement runs under
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        args = StatusArgs(kubeconfig=str(api.kubeconfig), output="json", scheduler_config=files)
+        assert run(args, out, now=NOW) == 0
+    assert json.loads(out.getvalue()) == expect(
+        pods={**THREE_INJECTED, "selected": 4, "injected": 4},
+        placement={**TWO_ON_HIGH, "low": 2, "movable": movable},
+        not_on_high=[
+            off_high("web-6f9c-c", "slow-1", "low", why_room),
+            off_high("web-6f9c-e", "slow-1", "low", why_full),
+        ],
+    )
+
+
 # --- the command line: exit codes, one-line errors, the table ------------------------------------
 
 
@@ -735,8 +807,18 @@ def test_table_groups_missing_pods_by_top_owner_and_prints_the_command_that_recr
     [
         (["--kubeconfig", "/nonexistent/kubeconfig"], 2, "cannot read kubeconfig /nonexistent/kubeconfig"),
         (["--config", "/nonexistent/policy.yaml"], 2, "/nonexistent/policy.yaml"),
+        (
+            ["--scheduler-config", str(FIXTURES / "explain/scheduler-config-bad.yaml")],
+            2,
+            "scheduler-config-bad.yaml: profiles[0].pluginConfig[0].args.scoringStrategy.type is 'Packed'",
+        ),
+        (
+            ["--scheduler-config", SCHEDULERS, "--scheduler-config", SCHEDULERS],
+            2,
+            "both have a profile of schedulerName 'default-scheduler': give each scheduler's configuration once",
+        ),
     ],
-    ids=["unreadable kubeconfig", "unreadable policy file"],
+    ids=["unreadable kubeconfig", "unreadable policy file", "unusable scheduler config", "a scheduler given twice"],
 )
 def test_unusable_input_is_one_line_on_stderr_and_exit_2(
     argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str]

@@ -88,6 +88,22 @@ def namespaces(parser: argparse.ArgumentParser, what: str) -> None:
     scope.add_argument("-A", "--all-namespaces", action="store_true", help=f"{what} of every namespace (default)")
 
 
+def scheduler_configs(parser: argparse.ArgumentParser, what: str) -> None:
+    """--scheduler-config FILE, repeatable: the cluster's KubeSchedulerConfigurations, by whose
+    profiles the pods of their schedulers are judged; `what` ends the help's second sentence
+    ("is predicted with ...", "is judged by ...") and says what happens without one."""
+    parser.add_argument(
+        "--scheduler-config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help=(
+            "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) of the cluster's scheduler(s); "
+            f"repeatable. A pod whose spec.schedulerName is one of its profiles {what}"
+        ),
+    )
+
+
 def output(parser: argparse.ArgumentParser, choices: Sequence[str], help: str) -> None:
     """-o/--output, its first choice the default."""
     parser.add_argument("-o", "--output", choices=choices, default=choices[0], help=help)

@@ -138,17 +138,11 @@ def add_command(sub: flags.Subcommands) -> None:
         metavar="DURATION",
         help="never evict a pod younger than this (default 10m; e.g. 1h, 90s, 0)",
     )
-    p.add_argument(
-        "--scheduler-config",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help=(
-            "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) of the cluster's scheduler(s); "
-            "repeatable. A pod whose spec.schedulerName is one of its profiles is predicted with that profile's "
-            "plugins and weights (the NetQoS scheduler plugin's among them); without one, only default-scheduler's "
-            "pods are (kube-scheduler's default profile), and pods of another scheduler are skipped"
-        ),
+    flags.scheduler_configs(
+        p,
+        "is predicted with that profile's plugins and weights (the NetQoS scheduler plugin's among them); without "
+        "one, only default-scheduler's pods are (kube-scheduler's default profile), and pods of another scheduler "
+        "are skipped",
     )
     p.add_argument(
         "--include-local-storage",

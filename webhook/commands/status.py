@@ -29,7 +29,8 @@ from webhook import apidata, cluster, placement, rebalance, scope, status
 from webhook.apidata import ShapeError
 from webhook.commands import flags, typed
 from webhook.commands.installed import get_object, policy_of
-from webhook.commands.plan import read_plan
+from webhook.commands.plan import SchedulerProfiles, read_plan
+from webhook.errors import UsageError
 from webhook.manifests import check_namespace
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
 from webhook.placement import NET_CLASSES
@@ -52,7 +53,10 @@ HELP = (
     "problems or pods missing the preference, 1 when the cluster fails or nothing could be checked (RBAC "
     "hid the registration and the pods), 2 for unusable input. What RBAC hides is reported as unknown."
 )
-EXAMPLE = "netqos-webhook status --context prod -o json"
+EXAMPLE = (
+    "netqos-webhook status --context prod -o json\n"
+    "  netqos-webhook status --context prod --scheduler-config scheduler.yaml   # judge its profiles' pods by them"
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class StatusArgs:
     config: str | None = None  # a policy file instead of the one the webhook serves
     namespace: str | None = None  # None: every namespace
     output: str = "table"  # table | json
+    scheduler_config: Sequence[str] = ()  # KubeSchedulerConfiguration files: the schedulers' profiles
 
 
 def add_command(sub: flags.Subcommands) -> None:
@@ -72,6 +77,13 @@ def add_command(sub: flags.Subcommands) -> None:
     flags.config(p, "judge by this policy file instead of the one the installed webhook serves (its ConfigMap)")
     flags.namespaces(p, "the pods")
     flags.output(p, ("table", "json"), "output format (default table)")
+    flags.scheduler_configs(
+        p,
+        "is judged by that profile's Filter plugins (NodeAffinity's addedAffinity among their arguments) when it "
+        "is not on a net=high node, and counted among the pods rebalance would move as rebalance with the same "
+        "files predicts it; without one, every pod is judged by kube-scheduler's default profile, which for a pod "
+        "of another scheduler its reasons say, and such pods are not counted as movable",
+    )
 
 
 def _main(parsed: argparse.Namespace, out: TextIO) -> int:
@@ -82,30 +94,34 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
     """Print the status of the cluster; the exit code: 0 all well, 3 problems or missing pods, 1
     nothing could be checked.
 
-    Raises `PolicyError` for an unusable --config (exit 2) and `cluster.ClusterError` when the
-    cluster cannot be read (its `exit_code`: 2 for unusable credentials, else 1).
+    Raises `PolicyError` for an unusable --config, `UsageError` for an unusable --scheduler-config
+    (exit 2) and `cluster.ClusterError` when the cluster cannot be read (its `exit_code`: 2 for
+    unusable credentials, else 1).
     """
     for namespace in (args.webhook_namespace, args.namespace):
         if namespace is not None:
             check_namespace(namespace)  # as rebalance, review and explain check it
     override = load_policy(args.config) if args.config else None
+    schedulers = SchedulerProfiles.read(args.scheduler_config, UsageError)
     connection = cluster.connect(args.kubeconfig, args.context)
     with cluster.Reader(connection) as reader:
         # the analysis streams the lists: one that expires between pages starts it over
-        report = reader.restarting(lambda: _report(reader, args, override, now or dt.datetime.now(dt.UTC)))
+        report = reader.restarting(lambda: _report(reader, args, override, now or dt.datetime.now(dt.UTC), schedulers))
     out.write(render_json(report) if args.output == "json" else render_table(report))
     return report.exit_code
 
 
-def _report(reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime) -> Report:
+def _report(
+    reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime, schedulers: SchedulerProfiles
+) -> Report:
     try:
         bound = _BoundPods()
-        view = _view(reader, args, override, now, bound)
+        view = _view(reader, args, override, now, bound, schedulers)
         report = status.analyse(view)
         lookups = status.owner_lookups(report)
         owners = _owners(reader, lookups)
         status.with_owners(report, owners)
-        _movable(reader, view, args.namespace, report, bound)
+        _movable(reader, view, args.namespace, report, bound, schedulers)
     except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
         raise cluster.ClusterError(
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
@@ -160,7 +176,12 @@ class _BoundPods:
 
 
 def _movable(
-    reader: cluster.Reader, view: status.ClusterView, namespace: str | None, report: Report, bound: _BoundPods
+    reader: cluster.Reader,
+    view: status.ClusterView,
+    namespace: str | None,
+    report: Report,
+    bound: _BoundPods,
+    schedulers: SchedulerProfiles,
 ) -> None:
     """How many pods `rebalance` would move now (its defaults). Its plan reads every bound pod, so
     only when a bound selected pod off the net=high nodes passes some net=high node's filters now;
@@ -175,7 +196,7 @@ def _movable(
         return
     options = rebalance.Options(now=view.now, webhook_namespace=view.webhook_namespace)
     try:
-        plan = read_plan(reader, view.policy, options, read=bound.inventory if bound.complete else None)
+        plan = read_plan(reader, view.policy, options, schedulers, read=bound.inventory if bound.complete else None)
     except cluster.Forbidden:
         report.unknown.append(
             "cannot read the pods of every node (forbidden by RBAC): how many pods rebalance would move"
@@ -185,7 +206,12 @@ def _movable(
 
 
 def _view(
-    reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime, bound: _BoundPods
+    reader: cluster.Reader,
+    args: StatusArgs,
+    override: Policy | None,
+    now: dt.datetime,
+    bound: _BoundPods,
+    schedulers: SchedulerProfiles,
 ) -> status.ClusterView:
     ns = args.webhook_namespace
     deployment = get_object(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
@@ -216,6 +242,8 @@ def _view(
         admission_policy_bindings=_admission_listed(
             reader, "MutatingAdmissionPolicyBinding", cluster.BETA_MUTATING_ADMISSION_POLICY_BINDING
         ),
+        profiles=schedulers.profiles,
+        unknown_scheduler=schedulers.unknown(),
     )
 
 

@@ -14,7 +14,9 @@ Placement: the class of each selected pod's node by the policy's target (`scores
 `net=high` by default; the class names stay "high", "low", ... whatever the key: they are
 `status -o json`'s keys); for a pod not on a target node while one exists, why: `webhook.placement`,
 which ranks as `explain` does, given what the pods bound to the target nodes already take
-(NodeResourcesFit, NodePorts).
+(NodeResourcesFit, NodePorts), with the Filter plugins of the profile of the pod's
+`spec.schedulerName`: a profile of `ClusterView.profiles` (`status --scheduler-config`), else
+kube-scheduler's default profile, which for a pod of another scheduler is a guess the reasons say.
 
 Owners: the command reads what `owner_lookups` names, `with_owners` climbs one level.
 """
@@ -23,14 +25,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import apidata, owners, placement
 from webhook.apidata import ShapeError
-from webhook.names import NAMESPACE_NAME_LABEL, WEBHOOK_DOMAIN
+from webhook.names import DEFAULT_SCHEDULER, NAMESPACE_NAME_LABEL, WEBHOOK_DOMAIN
 from webhook.policy import Decision, Rule, evaluate
-from webhook.scheduler.model import Target
+from webhook.scheduler.model import NodeUsage, Profile, Target
+from webhook.scheduler.plugins import DEFAULT_PROFILE
 from webhook.selector import LabelSelector, label_selector_from_api
 from webhook.status.model import (
     ClusterView,
@@ -60,7 +63,9 @@ def check(view: ClusterView, report: Report, registered: Registered) -> None:
     if isinstance(view.nodes, Unknown):
         report.note_unknown(view.nodes)
     else:
-        nodes = _Placement(placement.read_nodes(view.nodes, classes), view.pods_on_nodes)
+        nodes = _Placement(
+            placement.read_nodes(view.nodes, classes), view.pods_on_nodes, view.profiles, view.unknown_scheduler
+        )
         report.high_nodes = len(nodes.nodes.high)
     if view.pods_namespace is not None and not view.namespace_exists(view.pods_namespace):
         report.problems.append(
@@ -109,7 +114,10 @@ class _Placement:
 
     nodes: placement.Nodes
     pods_on_nodes: PodsOnNodes
-    why_not_high: placement.WhyNotHigh | None = None
+    profiles: Mapping[str, Profile]  # by schedulerName
+    unknown_scheduler: str  # what to do for a pod whose scheduler has no profile there
+    usage: Mapping[str, NodeUsage] | None | Unknown = None  # None: not read yet
+    why_not_high: dict[str, placement.WhyNotHigh] = field(default_factory=dict)  # by schedulerName
 
     def place(self, pod: Mapping[str, Any], report: Report) -> None:
         meta, spec = apidata.obj(pod, "metadata", "metadata"), apidata.obj(pod, "spec", "spec")
@@ -119,27 +127,38 @@ class _Placement:
         report.placement[net_class] += 1
         if net_class == "high" or not self.nodes.high:
             return
-        why = self._why_not_high(report)(pod)
+        scheduler = apidata.text(spec, "schedulerName", "spec.schedulerName") or DEFAULT_SCHEDULER
+        why = self._why_not_high(report, scheduler)(pod)
         target = self.nodes.classes.target
         if not node and why == (placement.feasible_now(target),):
             why = (placement.feasible_pending(target),)
+        if scheduler != DEFAULT_SCHEDULER and scheduler not in self.profiles:
+            why += (
+                f"judged by kube-scheduler's default profile: the profile of the pod's scheduler, {scheduler}, is "
+                f"not known; {self.unknown_scheduler}",
+            )
         namespace, name = (
             apidata.text(meta, "namespace", "metadata.namespace"),
             apidata.text(meta, "name", "metadata.name"),
         )
         report.not_on_high.append(OffHigh(namespace, name, node, net, why))
 
-    def _why_not_high(self, report: Report) -> placement.WhyNotHigh:
-        if self.why_not_high is None:
+    def _why_not_high(self, report: Report, scheduler: str) -> placement.WhyNotHigh:
+        """The judge of `scheduler`'s pods; the pods on the high nodes are read for the first."""
+        judge = self.why_not_high.get(scheduler)
+        if judge is None:
             high = self.nodes.high
-            pods = self.pods_on_nodes([n.name for n in high], len(self.nodes.net))
-            if isinstance(pods, Unknown):
-                report.note_unknown(pods)
-                self.why_not_high = placement.WhyNotHigh(high, None, self.nodes.classes.target)
-            else:
-                usage = placement.high_usage(pods, high)
-                self.why_not_high = placement.WhyNotHigh(high, usage, self.nodes.classes.target)
-        return self.why_not_high
+            if self.usage is None:
+                pods = self.pods_on_nodes([n.name for n in high], len(self.nodes.net))
+                if isinstance(pods, Unknown):
+                    report.note_unknown(pods)
+                    self.usage = pods
+                else:
+                    self.usage = placement.high_usage(pods, high)
+            usage = None if isinstance(self.usage, Unknown) else self.usage
+            profile = self.profiles.get(scheduler, DEFAULT_PROFILE)
+            judge = self.why_not_high[scheduler] = placement.WhyNotHigh(high, usage, self.nodes.classes.target, profile)
+        return judge
 
 
 def _one_label(target: Target) -> str:

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypedDict, TypeVar
 
 from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME
+from webhook.evictability import UNKNOWN_SCHEDULER
 from webhook.policy import Policy
-from webhook.scheduler.model import Target
+from webhook.scheduler.model import Profile, Target
 from webhook.scheduler.scores import NETQOS_TARGET
 
 
@@ -84,6 +85,11 @@ class ClusterView:
     # it could not be fetched: for an out-of-cluster webhook, what the API server would verify
     served_certificates: Mapping[str, bytes | str] = field(default_factory=dict)
     pods_namespace: str | None = None  # -n: only the pods of this namespace
+    # schedulerName -> the profile its pods are judged by (`status --scheduler-config`); a pod of
+    # default-scheduler without one is judged by kube-scheduler's default profile, a pod of another
+    # scheduler too, with `unknown_scheduler` (what to do) among its reasons
+    profiles: Mapping[str, Profile] = field(default_factory=dict)
+    unknown_scheduler: str = UNKNOWN_SCHEDULER
 
     def namespace_exists(self, namespace: str) -> bool:
         """Whether `namespace` exists; True when the Namespaces could not be read (not known otherwise)."""
