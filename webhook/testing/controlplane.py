@@ -1066,6 +1066,10 @@ def _commands(
             f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
             "--disable-admission-plugins=TaintNodesByCondition",
             "--profiling=false",
+            # Without real nodes it advertises 127.0.0.1, which the `kubernetes` Service's endpoints
+            # may not hold (ValidateEndpointIP): the lease reconciler logs it on 1.34-1.36 and makes
+            # 1.37 refuse to start (pkg/controlplane/instance.go). No pod needs that Service then.
+            *(["--endpoint-reconciler-type=none"] if advertise == LOOPBACK else []),
             *of.apiserver_flags,
         ],
         "kube-controller-manager": [
