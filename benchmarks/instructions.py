@@ -12,6 +12,7 @@ Cases:
   baseline    the Flask baseline app, one WSGI call of POST /mutate
   app         our Flask app, one WSGI call of POST /mutate, review log line at INFO
   app-nolog   the same with the review log line off (level WARNING)
+  app-json    the same with the review log line as `serve` writes it (JSON, webhook.serving.logs)
   http        gunicorn's HTTP/1.1 path around `app`: parse the request (gunicorn's parser:
               NETQOS_HTTP_PARSER=python|fast, `fast` is gunicorn-h1c), build the environ, call
               the app, write the response (to memory: no socket, no TLS)
@@ -31,7 +32,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ("baseline", "app", "app-nolog", "http", "handle", "decode")
+CASES = ("baseline", "app", "app-nolog", "app-json", "http", "handle", "decode")
 
 
 def _workload(case: str, pod: str):
@@ -52,6 +53,10 @@ def _workload(case: str, pod: str):
     ours = create_app(AppConfig(policy=policy))
     if case == "app-nolog":
         logging.getLogger("webhook.review").setLevel("WARNING")
+    if case == "app-json":
+        from webhook.serving import logs
+
+        logs.configure("json", "info", open("/dev/null", "w"))
 
     def environ():
         return {
@@ -84,6 +89,7 @@ def _workload(case: str, pod: str):
         "baseline": lambda: b"".join(baseline(environ(), start_response)),
         "app": lambda: b"".join(ours(environ(), start_response)),
         "app-nolog": lambda: b"".join(ours(environ(), start_response)),
+        "app-json": lambda: b"".join(ours(environ(), start_response)),
         "handle": lambda: admission.handle(policy, body),
         "decode": lambda: admission.decode(body),
     }[case]

@@ -12,12 +12,18 @@ an access line would cost CPU on every request.
 
 `name` is a LogRecord attribute (the logger's name), so a review's object name travels as
 `object_name` and is renamed to `name` in the JSON output; the logger's name is `logger`.
+
+Every review writes a line, so its cost is on every review's latency: `JsonLines` makes the
+ordinary line directly, the same bytes as python-json-logger's general path at about 30,000 fewer
+instructions per review (docs/performance.md).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from gunicorn import glogging
@@ -30,6 +36,9 @@ FORMATS = LOG_FORMATS
 LEVELS = LOG_LEVELS
 _RENAMES = {"asctime": "time", "levelname": "level", "name": "logger", "object_name": "name"}
 _RESERVED = frozenset(RESERVED_ATTRS) | {"taskName", "message"}
+_JSON_FORMAT = "%(levelname)s %(name)s %(process)d %(message)s"
+# What python-json-logger leaves out of the extras: its reserved attributes and the format's fields.
+_NOT_EXTRAS = frozenset(RESERVED_ATTRS) | {"levelname", "name", "process", "message"}
 
 
 class TextFormatter(logging.Formatter):
@@ -57,14 +66,45 @@ def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def formatter(fmt: str) -> logging.Formatter:
-    if fmt == "json":
-        return JsonFormatter(
-            "%(levelname)s %(name)s %(process)d %(message)s",
+class JsonLines(JsonFormatter):
+    """python-json-logger's JSON line, the same bytes, made directly for the ordinary record.
+
+    The ordinary record (a message string, no exception or stack, `extra=` values that JSON has
+    types for) is what every review logs; the library's general path (BaseJsonFormatter.add_fields,
+    then json.dumps through a new instance of its encoder class) takes about twice as long. Here
+    the same fields in the same order (the format's fields, renamed; the extras in the order they
+    were given; the time) go straight to one reused encoder. Anything else, or a value it cannot
+    encode, takes the library's path, which knows more types.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _JSON_FORMAT,
             rename_fields=_RENAMES,
             timestamp="time",  # ISO 8601 in UTC, from the record's creation time
             json_ensure_ascii=False,
         )
+        self._plain = json.JSONEncoder(ensure_ascii=False)
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info or record.exc_text or record.stack_info or not isinstance(record.msg, str):
+            return super().format(record)
+        record.message = record.getMessage()
+        line = {"level": record.levelname, "logger": record.name, "process": record.process, "message": record.message}
+        for key, value in record.__dict__.items():
+            if key not in _NOT_EXTRAS and not key.startswith("_"):
+                line[_RENAMES.get(key, key)] = value
+        line["time"] = datetime.fromtimestamp(record.created, tz=UTC).isoformat()
+        try:
+            encoded: str = self._plain.encode(line)
+        except (TypeError, ValueError):
+            return super().format(record)
+        return encoded
+
+
+def formatter(fmt: str) -> logging.Formatter:
+    if fmt == "json":
+        return JsonLines()
     if fmt == "text":
         return TextFormatter()
     raise ValueError(f"log format {fmt!r} is not one of {', '.join(FORMATS)}")
