@@ -31,6 +31,8 @@ from tests.process.test_deploy import CRD_GROUPS, K8S_VERSIONS, kustomize, one
 from webhook import __version__
 from webhook.certs import generate
 from webhook.cli import build_parser
+from webhook.commands.plan import SchedulerProfiles
+from webhook.errors import UsageError
 from webhook.kubeversion import OLDEST
 from webhook.manifests import webhook_configuration
 from webhook.names import DEFAULT_BODY_BUDGET_BYTES
@@ -367,6 +369,16 @@ OPTIONS: dict[str, dict[str, Any]] = {
             "tolerations": [{"key": "dedicated", "operator": "Exists"}],
         },
     },
+    # the scheduler's own file as text, and a configuration given as a map
+    "rebalance-scheduler-configs": {
+        "rebalance": {
+            "enabled": True,
+            "schedulerConfigs": {
+                "netqos.yaml": (REPO / "tests/fixtures/scheduler-config-netqos.yaml").read_text(),
+                "pool-b.yaml": yaml.safe_load((REPO / "tests/fixtures/scheduler-config-pool-b.yaml").read_text()),
+            },
+        }
+    },
 }
 
 
@@ -635,7 +647,7 @@ def test_rebalance_is_the_rebalance_component(renders, tmp: Path) -> None:
     assert not [o for o in renders["default"] if o["kind"] in ("CronJob", "ClusterRole", "ClusterRoleBinding")]
 
 
-@pytest.mark.parametrize("option", ["rebalance", "rebalance-settings"])
+@pytest.mark.parametrize("option", ["rebalance", "rebalance-settings", "rebalance-scheduler-configs"])
 def test_rebalance_runs_a_command_line_the_cli_accepts(renders, option: str) -> None:
     (c,) = one(renders[option], "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     args = build_parser().parse_args(c["command"][1:] + c["args"])
@@ -659,6 +671,28 @@ def test_rebalance_settings(renders) -> None:
     assert spec["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
     # the same policy as the webhook's pods
     assert spec["volumes"] == pod_spec(objs)["volumes"][1:2] == [{"name": "config", "configMap": {"name": "my-policy"}}]
+
+
+def test_rebalance_reads_the_scheduler_configurations_from_a_configmap_as_its_flags_name_them(
+    renders, tmp_path: Path
+) -> None:
+    objs = renders["rebalance-scheduler-configs"]
+    spec = one(objs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (c,) = spec["containers"]
+    args = build_parser().parse_args(c["command"][1:] + c["args"])
+    (mount,) = [m for m in c["volumeMounts"] if m["name"] == "scheduler-config"]
+    (source,) = [v["configMap"] for v in spec["volumes"] if v["name"] == "scheduler-config"]
+    assert mount["readOnly"] and source == {"name": "netqos-rebalance-scheduler-config"}
+    data = one(objs, "ConfigMap", source["name"])["data"]
+    assert args.scheduler_config == [f"{mount['mountPath']}/{key}" for key in sorted(data)]
+    assert data["netqos.yaml"] == (REPO / "tests/fixtures/scheduler-config-netqos.yaml").read_text()
+    # the files as the pod sees them, read by the command's own reader
+    for key, text in data.items():
+        (tmp_path / key).write_text(text)
+    read = SchedulerProfiles.read([str(tmp_path / Path(f).name) for f in args.scheduler_config], UsageError)
+    assert sorted(read.profiles) == ["default-scheduler", "netqos-scheduler", "network-aware", "pool-b-scheduler"]
+    assert read.profiles["pool-b-scheduler"].added_required is not None
+    assert not [o for o in renders["rebalance"] if o["metadata"]["name"].endswith("-scheduler-config")]
 
 
 def test_fullname_override_renames_every_object_and_the_references_between_them(renders) -> None:
@@ -749,6 +783,26 @@ BAD_VALUES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown key in rebalance", {"rebalance": {"enabled": True, "maxEviction": 2}}, "at '/rebalance'"),
     ("no eviction per run", {"rebalance": {"maxEvictions": 0}}, "at '/rebalance/maxEvictions'"),
     ("a schedule that is no cron line", {"rebalance": {"schedule": "every 10 minutes"}}, "at '/rebalance/schedule'"),
+    (
+        "a scheduler configuration file name that is no ConfigMap key",
+        {"rebalance": {"enabled": True, "schedulerConfigs": {"../scheduler.yaml": "kind: KubeSchedulerConfiguration"}}},
+        "at '/rebalance/schedulerConfigs'",
+    ),
+    (
+        "a scheduler configuration that is a list",
+        {"rebalance": {"enabled": True, "schedulerConfigs": {"s.yaml": ["profiles"]}}},
+        "at '/rebalance/schedulerConfigs/s.yaml'",
+    ),
+    (
+        "a scheduler configuration that is not YAML",
+        {"rebalance": {"enabled": True, "schedulerConfigs": {"s.yaml": "profiles: [schedulerName: a"}}},
+        "rebalance.schedulerConfigs.s.yaml: not YAML",
+    ),
+    (
+        "a scheduler configuration of another kind",
+        {"rebalance": {"enabled": True, "schedulerConfigs": {"s.yaml": {"apiVersion": "v1", "kind": "ConfigMap"}}}},
+        'rebalance.schedulerConfigs.s.yaml: apiVersion "v1", kind "ConfigMap": give a KubeSchedulerConfiguration',
+    ),
     ("failurePolicy not Ignore or Fail", {"webhook": {"failurePolicy": "ignore"}}, "at '/webhook/failurePolicy'"),
     ("timeoutSeconds below 1", {"webhook": {"timeoutSeconds": 0}}, "at '/webhook/timeoutSeconds'"),
     ("timeoutSeconds above 30", {"webhook": {"timeoutSeconds": 31}}, "at '/webhook/timeoutSeconds'"),
