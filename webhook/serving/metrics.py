@@ -138,6 +138,7 @@ def _metrics() -> SimpleNamespace:
     for reason in HANDSHAKE_REASONS:
         ns.handshake_errors.labels(reason)
     ns.by_labels = {}
+    ns.by_rule = {}
     if not multiprocess_dir():  # in multiprocess mode render() adds it to the merged registry
         registry.register(_BuildInfo())
     return ns
@@ -153,7 +154,10 @@ def observe_review(decision: Decision, operation: str, dry_run: bool, injected: 
     child.inc()
     m.duration.observe(seconds)
     for rule in injected:
-        m.injections.labels(rule).inc()
+        counter = m.by_rule.get(rule)
+        if counter is None:  # as for by_labels; the rules are the policy's few names
+            counter = m.by_rule[rule] = m.injections.labels(rule)
+        counter.inc()
 
 
 def observe_invalid(seconds: float) -> None:
