@@ -227,7 +227,9 @@ class OneWrite:
     """A connection as gunicorn's response writer sees it while it answers one request: the first
     `sendall` (the response head) is held and sent with the second (the body, or its first chunk),
     in one write; later ones pass straight through. `flush` sends what is still held; the
-    answer's owner calls it once the request is done. Everything else is the connection's own."""
+    answer's owner calls it once the request is done. Anything else asked of the connection
+    (`send` for "100 Continue", `sendfile`, ...) first sends what is held, so bytes keep their
+    order; `shutdown` and `close`, gunicorn's way to cut off an answer that failed half-way, drop it."""
 
     __slots__ = ("_sock", "_held", "_holding")
 
@@ -246,18 +248,11 @@ class OneWrite:
 
     def flush(self) -> None:
         held, self._held = self._held, b""
-        self._holding = False
         if held:
             self._sock.sendall(held)
 
-    def send(self, data: bytes, *flags: int) -> int:
-        # gunicorn's "100 Continue", which the client waits for before it sends the body
-        self.flush()
-        sent: int = self._sock.send(data, *flags)
-        return sent
-
     def shutdown(self, how: int) -> None:
-        self._held = b""  # gunicorn cuts off an answer that failed half-way: nothing more goes out
+        self._held = b""
         self._sock.shutdown(how)
 
     def close(self) -> None:
@@ -265,6 +260,7 @@ class OneWrite:
         self._sock.close()
 
     def __getattr__(self, name: str) -> Any:
+        self.flush()
         return getattr(self._sock, name)
 
 
