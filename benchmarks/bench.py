@@ -132,6 +132,7 @@ class ServerSpec:
     name: str
     describe: str
     argv: Callable[[str, CertFiles], list[str]]  # (bind, certs) -> command line
+    cwd: Path = ROOT  # `python -m webhook` and `-m benchmarks.NAME` import from here first
 
 
 def _python() -> str:
@@ -140,26 +141,46 @@ def _python() -> str:
 
 def _ours(bind: str, certs: CertFiles) -> list[str]:
     exe = Path(_python()).parent / "netqos-webhook"
-    return [str(exe), "serve", "--bind", bind, "--certfile", str(certs.cert), "--keyfile", str(certs.key)]
+    return [str(exe), "serve", *_serving(bind, certs)]
+
+
+def _serving(bind: str, certs: CertFiles) -> list[str]:
+    return ["--bind", bind, "--certfile", str(certs.cert), "--keyfile", str(certs.key)]
 
 
 def _baseline(bind: str, certs: CertFiles) -> list[str]:
-    return [
-        _python(),
-        "-m",
-        "benchmarks.serve_baseline",
-        "--bind",
-        bind,
-        "--certfile",
-        str(certs.cert),
-        "--keyfile",
-        str(certs.key),
-    ]
+    return [_python(), "-m", "benchmarks.serve_baseline", *_serving(bind, certs)]
 
 
 def _go(bind: str, certs: CertFiles) -> list[str]:
     binary = build_go("gowebhook", ROOT / "benchmarks" / "results" / "bin")
     return [str(binary), "-addr", bind, "-cert", str(certs.cert), "-key", str(certs.key)]
+
+
+def before_server(tree: Path, revision: str) -> ServerSpec:
+    """`netqos-webhook serve` as of an earlier commit, from `tree` (that commit's files, as
+    `export_tree` writes them), with this environment's packages: a before/after in one run."""
+
+    def argv(bind: str, certs: CertFiles) -> list[str]:
+        return [_python(), "-m", "webhook", "serve", *_serving(bind, certs)]  # from `tree`, the cwd
+
+    return ServerSpec("before", f"netqos-webhook serve as of commit {revision} (production defaults)", argv, tree)
+
+
+def export_tree(revision: str, into: Path) -> str:
+    """The files of `revision` of this repository written into `into` (git archive: no worktree
+    to clean up); the full commit name."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{revision}^{{commit}}"], cwd=ROOT, capture_output=True, text=True
+    )
+    if commit.returncode != 0:
+        raise SystemExit(f"bench: --before {revision}: not a commit of this repository ({commit.stderr.strip()})")
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "archive", commit.stdout.strip(), "webhook"], cwd=ROOT, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return commit.stdout.strip()
 
 
 # The serving-settings experiments of docs/performance.md ("Serving defaults") ran further servers
@@ -312,7 +333,7 @@ def start_server(spec: ServerSpec, certs: CertFiles, log: Path, ready_timeout: f
         stdout=logf,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
-        cwd=ROOT,  # the benchmark servers run as `python -m benchmarks.NAME` from the repository root
+        cwd=spec.cwd,  # the benchmark servers run as `python -m benchmarks.NAME` from the repository root
         start_new_session=True,
     )
     logf.close()
@@ -388,6 +409,7 @@ def measure(
     bodies: dict[str, tuple[Path, bool]],
     logdir: Path,
     seconds: float | None = None,
+    profile: bool = False,
 ) -> dict[str, Any]:
     body, expect_patch = bodies[scenario.body]
     load_args = list(scenario.smoke if smoke else scenario.loadgen)
@@ -404,11 +426,15 @@ def measure(
             expect_patch,
             ("-scenario", "keepalive", "-conns", "8", "-duration", "200ms" if smoke else "1s"),
         )
+        spies = _profile_workers(server.proc.pid, logdir / f"{spec.name}-{scenario.name}") if profile else []
         before = _snapshot(server.proc.pid)
         t0 = time.perf_counter()
         load = run_loadgen(loadgen, server.port, certs, body, expect_patch, tuple(load_args))
         wall = time.perf_counter() - t0
         after = _snapshot(server.proc.pid)
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file and exits
+            spy.wait(30)
         peak_rss = [_status_kib(w, "VmHWM") for w in after.workers]
     finally:
         stop_server(server.proc)
@@ -433,6 +459,22 @@ def measure(
         "load": load,
         "ok_requests": ok,
     }
+
+
+def _profile_workers(master: int, prefix: Path) -> list[subprocess.Popen[bytes]]:
+    """py-spy sampling each Python worker of `master` until interrupted, into PREFIX-PID.txt:
+    collapsed stacks ("frame;frame;... count", for flamegraph.pl or speedscope), non-blocking so
+    the server is not paused, idle time left out: where the workers' CPU goes."""
+    spy = Path(_python()).parent / "py-spy"
+    if not spy.exists():
+        raise SystemExit("bench: --profile needs py-spy (the bench extra: pip install -e '.[bench]')")
+    spies = []
+    for worker in children(master):
+        command = [str(spy), "record", "--pid", str(worker), "--rate", "250", "--nonblocking"]
+        command += ["--format", "raw", "--output", f"{prefix}-{worker}.txt"]
+        spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    time.sleep(1.0)  # attached before the load starts
+    return spies
 
 
 # --------------------------------------------------------------------------------------------
@@ -480,8 +522,10 @@ def render(results: list[dict[str, Any]], servers: list[str], meta: dict[str, An
                 continue
             cells = [_fmt(fmt, get(r)) for _, get, fmt in COLUMNS]
             lines.append(f"| {sc.name if i == 0 else ''} | {s} | " + " | ".join(cells) + " |")
-        if len(servers) == 2 and all(rows):
-            a, b = rows
+        a = rows[0]
+        for other, b in zip(servers[1:], rows[1:], strict=True):  # the first server against each other
+            if a is None or b is None:
+                continue
             cells = []
             for name, get, _ in COLUMNS:
                 va, vb = get(a), get(b)
@@ -489,7 +533,7 @@ def render(results: list[dict[str, Any]], servers: list[str], meta: dict[str, An
                     cells.append(f"{va / vb:.2f}×")
                 else:
                     cells.append("")
-            lines.append(f"| | {servers[0]}/{servers[1]} | " + " | ".join(cells) + " |")
+            lines.append(f"| | {servers[0]}/{other} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Scenarios:")
     for sc in SCENARIOS:
@@ -498,7 +542,7 @@ def render(results: list[dict[str, Any]], servers: list[str], meta: dict[str, An
     lines.append("")
     lines.append("Servers:")
     for s in servers:
-        lines.append(f"- `{s}`: {SERVERS[s].describe}.")
+        lines.append(f"- `{s}`: {meta['servers'][s]}.")
     return "\n".join(lines) + "\n"
 
 
@@ -549,24 +593,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-micro", action="store_true", help="skip the in-process micro-benchmark")
     p.add_argument("--repeat", type=int, default=1, help="run every scenario this many times per server")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample each worker of the Python servers with py-spy during every measured run (raw "
+        "stacks in the results directory; sampling costs the workers some CPU: for where time goes, not for the table)",
+    )
+    p.add_argument(
+        "--before",
+        metavar="REV",
+        help="also offer server `before`: netqos-webhook serve as of commit REV of this repository "
+        "(its webhook/ package, run with this environment's packages), e.g. --servers ours,before,go --before main~1",
+    )
     args = p.parse_args(argv)
 
     servers = [s for s in args.servers.split(",") if s]
     for s in servers:
-        if s not in SERVERS:
-            p.error(f"unknown server {s!r}; choose from {', '.join(SERVERS)}")
+        if s not in SERVERS and not (s == "before" and args.before):
+            p.error(f"unknown server {s!r}; choose from {', '.join(SERVERS)}, or `before` with --before REV")
     wanted = [s for s in args.scenarios.split(",") if s]
     scenarios = [sc for sc in SCENARIOS if sc.name in wanted]
     if len(scenarios) != len(wanted):
         p.error(f"unknown scenario in {wanted}; choose from {', '.join(s.name for s in SCENARIOS)}")
 
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = args.out or ROOT / "benchmarks" / "results" / (stamp + ("-smoke" if args.smoke else ""))
-    out.mkdir(parents=True, exist_ok=True)
-    loadgen = build_loadgen(ROOT / "benchmarks" / "results" / "bin")
-
     work = Path(tempfile.mkdtemp(prefix="netqos-bench-"))
     try:
+        known = dict(SERVERS)
+        if args.before:
+            tree = work / "before"
+            known["before"] = before_server(tree, export_tree(args.before, tree)[:12])
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = args.out or ROOT / "benchmarks" / "results" / (stamp + ("-smoke" if args.smoke else ""))
+        out.mkdir(parents=True, exist_ok=True)
+        loadgen = build_loadgen(ROOT / "benchmarks" / "results" / "bin")
         certs = make_certs(work / "certs")
         bodies = {}
         for name, (doc, patched) in reviews.scenarios().items():
@@ -577,10 +636,11 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for sc in scenarios:
             for rep in range(args.repeat):
-                # alternate the order so drift of the machine does not favour one server
-                order = servers if (rep + len(results)) % 2 == 0 else list(reversed(servers))
+                # alternate the order every round so drift of the machine does not favour one server
+                order = servers if len(results) // len(servers) % 2 == 0 else list(reversed(servers))
                 for s in order:
-                    r = measure(SERVERS[s], sc, args.smoke, loadgen, certs, bodies, out, args.seconds)
+                    profile = args.profile and s != "go"
+                    r = measure(known[s], sc, args.smoke, loadgen, certs, bodies, out, args.seconds, profile)
                     r["repeat"] = rep
                     results.append(r)
                     ld = r["load"]
@@ -602,10 +662,12 @@ def main(argv: list[str] | None = None) -> int:
             "command": "scripts/bench " + " ".join(argv if argv is not None else sys.argv[1:]),
             "smoke": args.smoke,
             "repeat": args.repeat,
+            "servers": {s: known[s].describe for s in servers},
         }
         report = render(merged, servers, meta)
-        if args.repeat > 1 and len(servers) == 2:
-            report += "\n" + render_paired(results, servers)
+        if args.repeat > 1 and len(servers) >= 2:
+            for other in servers[1:]:
+                report += "\n" + render_paired(results, [servers[0], other])
         if not args.no_micro:
             micro = subprocess.run(
                 [_python(), "-m", "benchmarks.micro", "--json", *(["--smoke"] if args.smoke else [])],

@@ -3,10 +3,12 @@ figure for both servers, with no failed or timed-out review. No timing is assert
 are shared and noisy; the numbers are for docs/performance.md, measured with `scripts/bench`."""
 
 import json
+import subprocess
 
 import pytest
 
-from benchmarks.bench import SCENARIOS, go_binary
+from benchmarks.bench import SCENARIOS, before_server, export_tree, go_binary
+from webhook.certs import CertFiles
 
 pytestmark = pytest.mark.process
 
@@ -87,3 +89,25 @@ def test_worst_case_review_smoke(run_python):
     row = json.loads(done.stdout)
     assert row["body_bytes"] <= 64 * 1024 and row["terms"] > 500
     assert {"admission.handle", "policy.evaluate", "terms as models"} <= set(row)
+
+
+def test_the_before_server_runs_the_webhook_of_an_earlier_commit_from_its_own_tree(tmp_path):
+    commit = export_tree("HEAD~1", tmp_path / "tree")
+    assert len(commit) == 40 and (tmp_path / "tree" / "webhook" / "serving" / "server.py").is_file()
+    spec = before_server(tmp_path / "tree", commit[:12])
+    argv = spec.argv("127.0.0.1:1", CertFiles(tmp_path / "certs"))
+    # run from the tree, so `python -m webhook` imports that commit's package, not this one's
+    assert spec.cwd == tmp_path / "tree" and argv[1:4] == ["-m", "webhook", "serve"]
+    done = subprocess.run(
+        [argv[0], "-c", "import webhook; print(webhook.__file__)"],
+        cwd=spec.cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == str(tmp_path / "tree" / "webhook" / "__init__.py")
+
+
+def test_before_needs_a_commit_of_this_repository(run_python):
+    done = run_python("-m", "benchmarks.bench", "--servers", "ours,before", "--before", "no-such-commit", timeout=120)
+    assert done.returncode != 0 and "--before no-such-commit: not a commit of this repository" in done.stderr
