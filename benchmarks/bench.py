@@ -729,13 +729,17 @@ def render_paired(results: list[dict[str, Any]], servers: list[str]) -> str:
 
 
 def _median_over_repeats(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """With --repeat, the run whose throughput is the median stands for its (scenario, server)."""
+    """With --repeat, the run whose throughput is the median stands for its (scenario, server);
+    where the load generator sets the rate (open loop: every run has the same throughput), the
+    run whose p99 is the median."""
+    closed_loop = {sc.name for sc in SCENARIOS if "keepalive" in sc.loadgen}
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in results:
         groups.setdefault((r["scenario"], r["server"]), []).append(r)
     merged = []
-    for runs in groups.values():
-        runs = sorted(runs, key=lambda r: r["load"]["rps"])
+    for (scenario, _), runs in groups.items():
+        measure = "rps" if scenario in closed_loop else "p99_ms"
+        runs = sorted(runs, key=lambda r: r["load"][measure])
         merged.append(runs[(len(runs) - 1) // 2])
     return merged
 
