@@ -14,10 +14,14 @@ Two clusters: `shared` (the default), whose selected pods come from 300 template
 run off the net=high nodes; `diverse`, whose selected pods each come from their own template (own
 image, own cpu and memory requests), 95.5 % of them on net=high nodes, so the 4.5 % off them
 (1,350 of 30,000: 2 % pending, the rest on other nodes) each need their own "why not on a net=high
-node" against nodes the others fill.
+node" against nodes the others fill; `statefulsets`, the shared cluster but a quarter of the other
+pods (30,000) run in 500 StatefulSets, each pod carrying labels of its own as the StatefulSet
+controller sets them (`statefulset.kubernetes.io/pod-name`, `apps.kubernetes.io/pod-index`), the
+shape of realscale's world, where a key of the pods' usage that holds their labels never repeats.
 
     scripts/bench --status-scale                      5,000 nodes, 150,000 pods, 30,000 selected, 3 runs
     scripts/bench --status-scale --cluster diverse    the same sizes, every selected pod its own template
+    scripts/bench --status-scale --cluster statefulsets   the shared cluster, a quarter of the others StatefulSets'
     scripts/bench --status-scale --smoke              a few hundred objects: checks the harness
     scripts/bench --status-scale --nodes N --pods P --selected S --repeat R
     scripts/bench --status-scale --baseline DIR       also time the checkout in DIR (git worktree add DIR
@@ -123,6 +127,10 @@ def build(nodes: int, pods: int, selected: int, cluster: str = "shared") -> Snap
             else:
                 extra = {"annotations": {"netqos.io/inject": "false"}}
             p = pod(ns, f"sel-{i:06}", QOS, where, **extra)
+        elif cluster == "statefulsets" and i % 4 == 3:
+            name, labels = f"pod-{i:06}", {"app": f"db-{i % 500}", "controller-revision-hash": f"db-{i % 500}-5d8f"}
+            labels |= {"statefulset.kubernetes.io/pod-name": name, "apps.kubernetes.io/pod-index": str(i // 500)}
+            p = pod(ns, name, labels, where, ("StatefulSet", f"db-{i % 500}"))
         else:
             p = pod(ns, f"pod-{i:06}", {"app": f"svc-{i % 500}"}, where, ("ReplicaSet", f"svc-{i % 500}-6b7f"))
         p["spec"]["containers"][0]["resources"] = resources
@@ -217,9 +225,10 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
         "--cluster",
-        choices=("shared", "diverse"),
+        choices=("shared", "diverse", "statefulsets"),
         default="shared",
-        help="shared: selected pods from 300 templates; diverse: each selected pod its own template",
+        help="shared: selected pods from 300 templates; diverse: each selected pod its own template; "
+        "statefulsets: shared, a quarter of the other pods in StatefulSets (labels of their own)",
     )
     parser.add_argument("--smoke", action="store_true", help="200 nodes, 2,000 pods, 400 selected, one run")
     parser.add_argument("--json", action="store_true", help="print the runs as JSON instead of a table")

@@ -123,8 +123,9 @@ def high_usage(pods: Iterable[Mapping[str, Any]], high: Sequence[Node]) -> dict[
     """Each net=high node's usage by the pods bound to it (NodeInfo.Requested, UsedPorts), folded
     one pod at a time: memory holds one tally per high node, never the pods. What a pod takes
     depends on its containers' resources, ports and restart policy, its overhead and pod-level
-    resources only (`keys.usage_key`), so pods that differ elsewhere (images, environment, names)
-    are read once (at most `keys.TEMPLATES` of them are remembered), and then only those fields."""
+    resources only (`keys.usage_template_key`), so pods that differ elsewhere (images, environment,
+    names, a StatefulSet's per-pod labels) are read once (`keys.UsageViews`, at most `keys.TEMPLATES`
+    of them remembered), and then only those fields."""
     fold = keys.UsageFold(node.name for node in high)
     for pod in pods:
         try:

@@ -160,7 +160,7 @@ class Inventory:
         self.net: dict[str, str | None] = {}
         self.fast: set[str] = set()
         self._tallies: dict[str, UsageTally] = {}
-        self._usage_views: keys.Memo[bytes, PodInfo] = keys.Memo()
+        self._usage_views = keys.UsageViews()
         self._templates: keys.Memo[bytes, _Template] = keys.Memo()
         self.pending: list[_Pending] = []
         self.ready: Counter[str] = Counter()  # controller uid -> its ready pods
@@ -216,7 +216,7 @@ class Inventory:
     def _usage_view(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> PodInfo | None:
         """What the pod takes of its node; pods of one template are read once."""
         try:
-            return self._usage_views.get(keys.usage_key(pod), lambda: read.usage_info(pod))
+            return self._usage_views.get(pod)
         except ShapeError:  # the API server stores no such pod; one that slipped in takes nothing here
             return None
 

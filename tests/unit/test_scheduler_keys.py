@@ -7,7 +7,7 @@ import copy
 
 from webhook.scheduler import read
 from webhook.scheduler.keys import UsageFold, pod_filter_key, usage_key
-from webhook.scheduler.model import usage_by_node, usage_of
+from webhook.scheduler.model import UsageTally, usage_by_node, usage_of
 from webhook.scheduler.read import pod_info
 
 
@@ -75,3 +75,43 @@ def test_the_pods_of_one_template_are_read_once(monkeypatch):
     fold.add(bound("big", "n1", cpu="2"))
     assert reads == ["web-0", "big"]
     assert sum(u.pods for u in fold.usage().values()) == 1001
+
+
+def statefulset_pod(i: int, node: str) -> dict:
+    """A StatefulSet's pod as the API server stores it: labels of its own (pod name and index)
+    beside the template's, and the template's anti-affinity."""
+    labels = {
+        "app": "db",
+        "controller-revision-hash": "db-5d8f7c",
+        "statefulset.kubernetes.io/pod-name": f"db-{i}",
+        "apps.kubernetes.io/pod-index": str(i),
+    }
+    pod = bound(f"db-{i}", node, cpu="250m", labels=labels)
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+    pod["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": term}]
+        }
+    }
+    return pod
+
+
+def test_the_pods_of_one_statefulset_read_their_resources_once_whatever_labels_of_their_own_they_carry(monkeypatch):
+    readings = []
+    real = read.pod_resources
+    monkeypatch.setattr(read, "pod_resources", lambda pod: readings.append(pod["metadata"]["name"]) or real(pod))
+    pods = [statefulset_pod(i, f"n{i % 7}") for i in range(300)]
+    pods += [bound(f"web-{i}", f"n{i % 7}") for i in range(300)]  # a Deployment's: one template, labels alike
+    pods += [bound("big", "n1", cpu="2"), statefulset_pod(300, "n2") | {"status": {"phase": "Running"}}]
+    terminating = statefulset_pod(301, "n3")
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    pods.append(terminating)
+    fold = UsageFold()
+    for p in pods:
+        fold.add(p)
+    assert readings == ["db-0", "web-0", "big", "db-301"], "each template's resources are read once"
+    monkeypatch.undo()
+    each: dict[str, UsageTally] = {}
+    for p in pods:  # every pod read whole, as other pods see it
+        each.setdefault(p["spec"]["nodeName"], UsageTally()).add(read.usage_info(p))
+    assert fold.usage() == {node: tally.usage() for node, tally in each.items()}

@@ -57,10 +57,12 @@ def _containers(containers: Any, fields: tuple[str, ...]) -> Any:
     return [[c.get(f) for f in fields] if isinstance(c, Mapping) else c for c in containers]
 
 
-def usage_key(pod: Mapping[str, Any]) -> bytes:
-    """The fields of a pod that make what it takes of its node and what other pods' plugins see
-    of it (`read.usage_info`): its spec's resources and ports and its status's resize fields, its
-    namespace and labels, whether it is terminating, and its pod (anti-)affinity."""
+def usage_template_key(pod: Mapping[str, Any]) -> bytes:
+    """The fields of a pod but its labels that make what it takes of its node and what other pods'
+    plugins see of it (`read.usage_info`): its spec's resources and ports and its status's resize
+    fields, its namespace, whether it is terminating, and its pod (anti)affinity. The labels are
+    left out: the pods of a StatefulSet each carry their own (`statefulset.kubernetes.io/pod-name`,
+    `apps.kubernetes.io/pod-index`), so a key holding them would never be shared (`UsageViews`)."""
     meta, spec = pod.get("metadata"), pod.get("spec")
     meta = meta if isinstance(meta, Mapping) else {}
     spec = spec if isinstance(spec, Mapping) else {}
@@ -72,10 +74,16 @@ def usage_key(pod: Mapping[str, Any]) -> bytes:
         USAGE_CONTAINER_FIELDS,
         resize_status(pod.get("status")),
         meta.get("namespace"),
-        meta.get("labels"),
         meta.get("deletionTimestamp") is not None,
         terms,
     )
+
+
+def usage_key(pod: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    """`usage_template_key` and the labels: the whole of what `read.usage_info` reads."""
+    meta = pod.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return usage_template_key(pod), orjson.dumps(labels, option=orjson.OPT_SORT_KEYS)
 
 
 def resize_status(status: Any) -> Any:
@@ -163,12 +171,42 @@ class Memo(Generic[K, V]):
         return len(self._values)
 
 
+class UsageViews:
+    """Pods as the pods scheduled after them see them (`read.usage_info`), each template read once.
+
+    Two levels, each at most `TEMPLATES` keys: the whole view by `usage_key`, shared as one object
+    by the pods of a Deployment's ReplicaSet (their labels are alike); and under it the view of a
+    template by `usage_template_key`, labels left out, so the pods of a StatefulSet, whose labels
+    differ pod by pod, read only their labels and share the rest: the resources (every container's
+    quantities parsed), the ports and the pod (anti)affinity terms."""
+
+    def __init__(self) -> None:
+        self._views: Memo[tuple[bytes, bytes], PodInfo] = Memo()
+        self._templates: Memo[bytes, PodInfo] = Memo()
+
+    def get(self, pod: Mapping[str, Any]) -> PodInfo:
+        """`read.usage_info(pod)`, shared; ShapeError names a field of the wrong shape."""
+        template, labels = usage_key(pod)
+        return self._views.get((template, labels), lambda: self._read(pod, template))
+
+    def _read(self, pod: Mapping[str, Any], template: bytes) -> PodInfo:
+        """The pod's view: its labels on the template's, or, the first of its template, read whole."""
+        whole: list[PodInfo] = []
+
+        def first() -> PodInfo:
+            whole.append(read.usage_info(pod))
+            return whole[0]
+
+        found = self._templates.get(template, first)
+        return found if whole else read.usage_info(pod, found)
+
+
 class UsageFold:
     """Each node's usage (NodeInfo.Requested, UsedPorts, and what other pods' plugins read of its
     pods) by the pods bound to it and not finished, folded from API pods one at a time: memory
     holds one tally per node, never the pods. What a pod takes depends only on the fields
-    `usage_key` names, so the pods of one template are read once (`read.usage_info`, at most
-    `TEMPLATES` remembered) and a pod costs a key and a tally update.
+    `usage_key` names, so the pods of one template are read once (`UsageViews`: a StatefulSet's
+    pods read their labels alone) and a pod costs a key and a tally update.
 
     `nodes`: only these nodes' pods count (None: every node's). `leave_out`: (namespace, name) of
     a pod not to count, the one being scheduled as if anew."""
@@ -176,7 +214,7 @@ class UsageFold:
     def __init__(self, nodes: Iterable[str] | None = None, leave_out: tuple[str, str] | None = None) -> None:
         self._only = frozenset(nodes) if nodes is not None else None
         self._tallies: dict[str, UsageTally] = {name: UsageTally() for name in self._only or ()}
-        self._views: Memo[bytes, PodInfo] = Memo()
+        self._views = UsageViews()
         self._leave_out = leave_out
 
     def add(self, pod: Mapping[str, Any]) -> None:
@@ -193,7 +231,7 @@ class UsageFold:
             name = apidata.text(meta, "name", "metadata.name") or apidata.text(meta, "generateName", "")
             if (apidata.text(meta, "namespace", "metadata.namespace") or "default", name) == self._leave_out:
                 return
-        view = self._views.get(usage_key(pod), lambda: read.usage_info(pod))
+        view = self._views.get(pod)
         tally = self._tallies.get(node)
         if tally is None:
             tally = self._tallies[node] = UsageTally()

@@ -11,6 +11,7 @@ defaults).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -250,17 +251,21 @@ def _uses(spec: Mapping[str, Any], affinity: Mapping[str, Any]) -> frozenset[str
     return frozenset(uses)
 
 
-def usage_info(pod: Any) -> PodInfo:
+def usage_info(pod: Any, template: PodInfo | None = None) -> PodInfo:
     """A pod as the pods scheduled after it see it (what `UsageTally.add` reads): its requests
     and host ports, its namespace, labels and pod (anti-)affinity terms, whether it is
-    terminating; reading only the fields that make them (`keys.usage_key`). ShapeError names a
-    bad field."""
+    terminating; reading only the fields that make them (`keys.usage_template_key` and the
+    labels). `template`: the view of a pod that differs from this one in its labels alone
+    (`keys.UsageViews`), of which only the labels are then read. ShapeError names a bad field."""
     expect(pod, dict, "(pod)", "a Pod object")
     meta, spec = apidata.obj(pod, "metadata", "metadata"), apidata.obj(pod, "spec", "spec")
+    labels = apidata.string_map(meta, "labels", "metadata.labels", STRING_IN_YAML)
+    if template is not None:
+        return dataclasses.replace(template, labels=labels)
     namespace = apidata.text(meta, "namespace", "metadata.namespace") or "default"
     return PodInfo(
         name="",
-        labels=apidata.string_map(meta, "labels", "metadata.labels", STRING_IN_YAML),
+        labels=labels,
         node_selector={},
         required=None,
         preferred=(),
