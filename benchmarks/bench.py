@@ -429,6 +429,9 @@ def measure(
         spies = _profile_workers(server.proc.pid, logdir / f"{spec.name}-{scenario.name}") if profile else []
         before = _snapshot(server.proc.pid)
         t0 = time.perf_counter()
+        dump = logdir / f"{spec.name}-{scenario.name}-requests.txt"
+        if "poisson" in load_args:  # each request's start and latency, for the in-flight table
+            load_args += ["-dump", str(dump)]
         load = run_loadgen(loadgen, server.port, certs, body, expect_patch, tuple(load_args))
         wall = time.perf_counter() - t0
         after = _snapshot(server.proc.pid)
@@ -444,6 +447,7 @@ def measure(
     return {
         "server": spec.name,
         "scenario": scenario.name,
+        "in_flight": by_in_flight(dump) if dump.exists() else None,
         "ready_s": server.ready_s,
         "workers": len(after.workers),
         "worker_restarts": len(set(after.workers) - set(before.workers)),
@@ -475,6 +479,50 @@ def _profile_workers(master: int, prefix: Path) -> list[subprocess.Popen[bytes]]
         spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(1.0)  # attached before the load starts
     return spies
+
+
+IN_FLIGHT_CLASSES = ("0", "1", "2", "3+")
+
+
+def by_in_flight(dump: Path) -> dict[str, dict[str, float]]:
+    """Latency by how many earlier requests were still unanswered when a request started (the
+    load generator's `-dump`: start ms, latency ms, connection reused, one request a line): the
+    tail of a lone request (0) against the tail of one that may wait behind others."""
+    rows = sorted((float(start), float(latency)) for start, latency, *_ in (line.split() for line in dump.open()))
+    ends: list[float] = []  # answer times of the requests started so far
+    groups: dict[str, list[float]] = {name: [] for name in IN_FLIGHT_CLASSES}
+    for start, latency in rows:
+        waiting = sum(1 for end in ends[-64:] if end > start)
+        groups[IN_FLIGHT_CLASSES[min(waiting, 3)]].append(latency)
+        ends.append(start + latency)
+    summary = {}
+    for name, latencies in groups.items():
+        if latencies:
+            latencies.sort()
+            n = len(latencies)
+            summary[name] = {"n": n, "p50_ms": latencies[n // 2], "p99_ms": latencies[min(n - 1, int(0.99 * n))]}
+    return summary
+
+
+def render_in_flight(results: list[dict[str, Any]], servers: list[str]) -> str:
+    lines = [
+        "Latency by requests in flight when a request started (open-loop scenarios; `-dump` of the load generator):",
+        "",
+        "| scenario | server | " + " | ".join(f"{c} in flight: n, p50 / p99 ms" for c in IN_FLIGHT_CLASSES) + " |",
+        "|---|---|" + "---:|" * len(IN_FLIGHT_CLASSES),
+    ]
+    by_key = {(r["scenario"], r["server"]): r for r in results if r.get("in_flight")}
+    for sc in SCENARIOS:
+        for s in servers:
+            r = by_key.get((sc.name, s))
+            if r is None:
+                continue
+            cells = []
+            for c in IN_FLIGHT_CLASSES:
+                g = r["in_flight"].get(c)
+                cells.append(f"{g['n']}, {g['p50_ms']:.2f} / {g['p99_ms']:.2f}" if g else "–")
+            lines.append(f"| {sc.name} | {s} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n" if by_key else ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -665,6 +713,9 @@ def main(argv: list[str] | None = None) -> int:
             "servers": {s: known[s].describe for s in servers},
         }
         report = render(merged, servers, meta)
+        in_flight = render_in_flight(merged, servers)
+        if in_flight:
+            report += "\n" + in_flight
         if args.repeat > 1 and len(servers) >= 2:
             for other in servers[1:]:
                 report += "\n" + render_paired(results, [servers[0], other])

@@ -70,6 +70,9 @@ def test_the_report_is_a_side_by_side_table_with_ratios(smoke):
     assert len(ratio_rows) == len(SCENARIOS)
     assert all("×" in line for line in ratio_rows)
     assert "policy+patch µs" in report  # the in-process micro-benchmark is part of the report
+    # the open-loop scenario's latency by requests in flight at its start, for both servers
+    assert "| poisson200 | ours | " in report.split("requests in flight", 1)[1]
+    assert "| poisson200 | baseline | " in report.split("requests in flight", 1)[1]
 
 
 def test_micro_benchmark_covers_the_typical_and_the_200_container_pod(run_python):
