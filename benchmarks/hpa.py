@@ -1,0 +1,533 @@
+"""The chart's HorizontalPodAutoscaler under sustained admission load, on real nodes.
+
+On a cluster of `scripts/cluster up --nodes N` with the image loaded (`scripts/image`):
+
+1. metrics-server (sigs.k8s.io/metrics-server, METRICS_SERVER_VERSION) built once with `go install`
+   into ~/.cache/netqos-webhook/metrics-server-<version>, niced. It runs in the nodes' network
+   namespace (started from the cluster's directory, so `scripts/cluster down` stops it with the
+   rest), listening on the node address: the API server reaches it as it reaches a webhook, through
+   a ClusterIP Service (no selector) whose EndpointSlice names that address, and serves it as the
+   APIService v1beta1.metrics.k8s.io. It scrapes each kubelet's /metrics/resource at its InternalIP
+   and its own port (the kubelets' serving certificates are self-signed: --kubelet-insecure-tls).
+   The harness's API server has no front-proxy client certificate, so the aggregated requests reach
+   metrics-server without a user; a ClusterRole lets system:anonymous read metrics.k8s.io, and
+   nothing else, on this throwaway cluster.
+2. The chart (`helm install`, `certificates.source=secret`, `autoscaling.enabled=true`, plus any
+   `--set`), its Deployment ready on the real nodes; the HPA waits for its first CPU reading.
+3. Sustained admission load for `--seconds`: `--clients` threads sending server-side dry-run creates
+   of a latency-sensitive pod (the API server calls the webhook through its Service for each; every
+   answer is checked for the preference), and a Deployment of `--pods` latency-sensitive replicas
+   that no node can take (a nodeSelector no node matches), so that only admission costs.
+4. Every `--interval` seconds: the HPA's current and desired replicas and the CPU utilisation it
+   saw, the webhook Deployment's ready replicas, the pods' CPU from the metrics API, the dry-run
+   creates per second, `apiserver_admission_webhook_fail_open_count`; then `--cooldown` seconds
+   more without load (the HPA scales down only after its 300 s stabilisation window).
+
+    scripts/cluster up --nodes 2 && scripts/image
+    .venv/bin/python -m benchmarks.hpa [--seconds 240] [--clients 6] [--pods 2000] [--set KEY=VALUE]
+
+Not part of the test suite: it takes minutes and its figures depend on the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.scaleup import metrics, summed, with_preference
+from webhook.names import INJECTED_ANNOTATION
+from webhook.testing import nodes as realnodes
+from webhook.testing.controlplane import (
+    LOOPBACK,
+    Cluster,
+    ControlPlaneError,
+    attach,
+    cache_root,
+    default_directory,
+    find_go,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+CHART = REPO / "deploy/helm/netqos-webhook"
+METRICS_SERVER_MODULE = "sigs.k8s.io/metrics-server"
+METRICS_SERVER_VERSION = "v0.9.0"
+METRICS_SERVER_PORT = 4443  # in the nodes' network namespace, on the node address
+RELEASE = "netqos-hpa"  # the chart's release, namespace and fullname
+LOAD_NAMESPACE = "hpa-load"
+NOWHERE = {"netqos.io/benchmark-nowhere": "true"}  # a nodeSelector no node matches
+FAIL_OPEN = "apiserver_admission_webhook_fail_open_count"
+REJECTED = "apiserver_admission_webhook_rejection_count"
+APISERVICE = "v1beta1.metrics.k8s.io"
+
+
+# --- metrics-server ---------------------------------------------------------------------------------
+
+
+def build_metrics_server() -> Path:
+    """The metrics-server binary, built once from its Go module into the cache (outside the repository)."""
+    directory = cache_root() / f"metrics-server-{METRICS_SERVER_VERSION}"
+    binary = directory / "metrics-server"
+    if binary.exists():
+        return binary
+    go = find_go()
+    if go is None:
+        raise ControlPlaneError("no Go toolchain to build metrics-server (set GO=/path/to/go)")
+    directory.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["nice", "-n", "10", go, "install", f"{METRICS_SERVER_MODULE}/cmd/metrics-server@{METRICS_SERVER_VERSION}"],
+        env={**os.environ, "GOBIN": str(directory), "CGO_ENABLED": "0"},
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        raise ControlPlaneError(f"go install {METRICS_SERVER_MODULE}@{METRICS_SERVER_VERSION}: {done.stderr[-2000:]}")
+    return binary
+
+
+def _api_objects(address: str) -> list[dict[str, Any]]:
+    """The Service without selector, its EndpointSlice (the node address), the APIService, and the
+    read access to metrics.k8s.io that the unauthenticated aggregated requests need (module docstring)."""
+    name, ns = "metrics-server", "kube-system"
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": METRICS_SERVER_PORT, "protocol": "TCP"}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {"name": name, "namespace": ns, "labels": {"kubernetes.io/service-name": name}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+            "ports": [{"name": "https", "port": METRICS_SERVER_PORT, "protocol": "TCP"}],
+        },
+        {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": APISERVICE},
+            "spec": {
+                "service": {"name": name, "namespace": ns, "port": 443},
+                "group": "metrics.k8s.io",
+                "version": "v1beta1",
+                "insecureSkipTLSVerify": True,  # its self-signed serving certificate
+                "groupPriorityMinimum": 100,
+                "versionPriority": 100,
+            },
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "netqos-benchmark-metrics-reader"},
+            "rules": [
+                {"apiGroups": ["metrics.k8s.io"], "resources": ["pods", "nodes"], "verbs": ["get", "list"]},
+                # its discovery document, which the API server's availability check reads
+                {"nonResourceURLs": ["/apis/metrics.k8s.io", "/apis/metrics.k8s.io/*"], "verbs": ["get"]},
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "netqos-benchmark-metrics-reader"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "netqos-benchmark-metrics-reader",
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"}],
+        },
+    ]
+
+
+@contextmanager
+def metrics_server(cluster: Cluster, binary: Path, timeout: float = 120) -> Iterator[int]:
+    """metrics-server running and serving the metrics API through the API server; yields its pid."""
+    network = realnodes.recorded(cluster.directory)
+    if network is None or not cluster.nodes:
+        raise ControlPlaneError("no real nodes: start the cluster with 'scripts/cluster up --nodes 2'")
+    workdir = cluster.directory / "metrics-server"
+    workdir.mkdir(exist_ok=True)
+    # The API server as the nodes dial it (the host's end of their link), with the admin's credentials.
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://{network.host_address}:{cluster.ports['kube-apiserver']}"
+    kubeconfig = workdir / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    kubeconfig.chmod(0o600)
+    command = [
+        "nsenter", f"--net=/run/netns/{network.namespace}", "--", str(binary),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--bind-address={network.node_address}",
+        f"--secure-port={METRICS_SERVER_PORT}",
+        f"--cert-dir={workdir / 'certs'}",
+        "--kubelet-insecure-tls",
+        "--kubelet-preferred-address-types=InternalIP",
+        "--kubelet-use-node-status-port",  # each kubelet serves on its own port
+        "--metric-resolution=15s",
+    ]  # fmt: skip
+    with open(workdir / "metrics-server.log", "ab") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cluster.directory,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        for obj in _api_objects(network.node_address):
+            cluster.kubectl("apply", "-f", "-", input=json.dumps(obj))
+        deadline = time.monotonic() + timeout
+        while _nodes_measured(cluster) < len(cluster.nodes):
+            if process.poll() is not None or time.monotonic() > deadline:
+                tail = (workdir / "metrics-server.log").read_text(errors="replace")[-3000:]
+                raise ControlPlaneError(f"metrics-server serves no node metrics within {timeout:.0f} s:\n{tail}")
+            time.sleep(2)
+        yield process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        cluster.request("DELETE", f"/apis/apiregistration.k8s.io/v1/apiservices/{APISERVICE}")
+
+
+def _nodes_measured(cluster: Cluster) -> int:
+    """The nodes the metrics API has a reading of (0 while the APIService is not available)."""
+    status, body = cluster.request("GET", "/apis/metrics.k8s.io/v1beta1/nodes")
+    return len(body.get("items") or []) if status == 200 and isinstance(body, dict) else 0
+
+
+# --- the chart ----------------------------------------------------------------------------------------
+
+
+def helm_binary() -> str:
+    done = subprocess.run([str(REPO / "scripts/helm"), "--path"], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise ControlPlaneError(f"scripts/helm --path: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+@contextmanager
+def chart(cluster: Cluster, sets: list[str], workdir: Path) -> Iterator[None]:
+    """The chart installed with its HPA on, ready on the real nodes; uninstalled afterwards."""
+    helm, env = helm_binary(), {**os.environ, **cluster.env()}
+    certs = workdir / "certs"
+    cli = [sys.executable, "-m", "webhook", "certs", "--out", str(certs), "--service", RELEASE, "--namespace", RELEASE]
+    subprocess.run(cli, check=True, capture_output=True, timeout=120, env=env)
+    cluster.create_namespace(RELEASE)
+    cluster.kubectl(
+        "-n", RELEASE, "create", "secret", "tls", f"{RELEASE}-tls",
+        f"--cert={certs / 'tls.crt'}", f"--key={certs / 'tls.key'}",
+    )  # fmt: skip
+    command = [
+        helm, "install", RELEASE, str(CHART), "-n", RELEASE, "--kubeconfig", env["KUBECONFIG"],
+        "--set", f"fullnameOverride={RELEASE}", "--set", "certificates.source=secret",
+        "--set-file", f"certificates.secret.caBundle={certs / 'ca.crt'}", "--set", "autoscaling.enabled=true",
+        *(arg for value in sets for arg in ("--set", value)), "--wait", "--timeout", "300s",
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=360)
+        if done.returncode != 0:
+            raise ControlPlaneError(f"helm install: {done.stderr.strip()}")
+        cluster.wait_webhook(active=True, timeout=60)
+        yield
+    finally:
+        uninstall = [helm, "uninstall", RELEASE, "-n", RELEASE, "--kubeconfig", env["KUBECONFIG"], "--wait"]
+        subprocess.run(uninstall, capture_output=True, timeout=180)
+        cluster.delete_namespace(RELEASE, timeout=180)
+
+
+# --- the load -----------------------------------------------------------------------------------------
+
+
+def probe_pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "hpa-load-", "labels": {"qos": "latency-sensitive"}},
+        "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}], "nodeSelector": NOWHERE},
+    }
+
+
+def carries_preference(pod: dict[str, Any]) -> bool:
+    terms = ((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ) or []
+    keys = {e["key"] for t in terms for e in t["preference"].get("matchExpressions", [])}
+    return INJECTED_ANNOTATION in (pod["metadata"].get("annotations") or {}) and "net" in keys
+
+
+@dataclass
+class Load:
+    """Dry-run creates from `clients` threads, each on its own kept-alive connection, until stopped."""
+
+    cluster: Cluster
+    clients: int
+    sent: int = 0
+    carrying: int = 0
+    errors: list[str] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self) -> list[threading.Thread]:
+        threads = [threading.Thread(target=self._client, daemon=True) for _ in range(self.clients)]
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def _client(self) -> None:
+        body = json.dumps(probe_pod()).encode()
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        path = f"/api/v1/namespaces/{LOAD_NAMESPACE}/pods?dryRun=All"
+        conn = None
+        while not self.stopping.is_set():
+            try:
+                if conn is None:
+                    port = self.cluster.ports["kube-apiserver"]
+                    conn = http.client.HTTPSConnection(LOOPBACK, port, context=self.cluster.ssl_context(), timeout=60)
+                conn.request("POST", path, body=body, headers=headers)
+                response = conn.getresponse()
+                raw = response.read()
+                ok = response.status == 201 and carries_preference(json.loads(raw))
+                with self.lock:
+                    self.sent += 1
+                    self.carrying += ok
+                    if response.status != 201 and len(self.errors) < 20:
+                        self.errors.append(f"{response.status}: {raw[:200]!r}")
+            except (OSError, http.client.HTTPException) as err:
+                conn = None
+                with self.lock:
+                    if len(self.errors) < 20:
+                        self.errors.append(repr(err))
+                time.sleep(0.5)
+
+
+def unschedulable_deployment(replicas: int) -> dict[str, Any]:
+    labels = {"app": "hpa-load", "qos": "latency-sensitive"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "hpa-load", "namespace": LOAD_NAMESPACE},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "hpa-load"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeSelector": NOWHERE,
+                    "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
+                },
+            },
+        },
+    }
+
+
+# --- samples -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    seconds: float
+    phase: str  # load / cooldown
+    hpa_current: int
+    hpa_desired: int
+    cpu_percent: int | None  # the HPA's status: average utilisation of the CPU request
+    ready: int  # the webhook Deployment's ready replicas
+    pod_millicores: list[int]  # each webhook pod's CPU, from the metrics API
+    creates_per_second: float  # dry-run creates answered since the previous sample
+    pods_created: int  # of the unschedulable Deployment
+    fail_open: float  # since the start
+    load_average: float
+
+
+def sample(cluster: Cluster, t0: float, phase: str, load: Load, previous: tuple[float, int], base: float) -> Sample:
+    hpa = cluster.get(f"/apis/autoscaling/v2/namespaces/{RELEASE}/horizontalpodautoscalers/{RELEASE}") or {}
+    status = hpa.get("status") or {}
+    cpu = None
+    for current in status.get("currentMetrics") or []:
+        cpu = ((current.get("resource") or {}).get("current") or {}).get("averageUtilization")
+    deployment = cluster.get(f"/apis/apps/v1/namespaces/{RELEASE}/deployments/{RELEASE}") or {}
+    pod_metrics = cluster.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{RELEASE}/pods") or {}
+    millicores = sorted(
+        sum(_millicores(c["usage"]["cpu"]) for c in item.get("containers", [])) for item in pod_metrics.get("items", [])
+    )
+    now = time.monotonic()
+    with load.lock:
+        sent = load.sent
+    rate = (sent - previous[1]) / max(now - previous[0], 1e-9)
+    listed = cluster.get(f"/api/v1/namespaces/{LOAD_NAMESPACE}/pods?limit=1") or {}
+    created = len(listed.get("items") or []) + int((listed.get("metadata") or {}).get("remainingItemCount") or 0)
+    return Sample(
+        seconds=now - t0,
+        phase=phase,
+        hpa_current=int(status.get("currentReplicas") or 0),
+        hpa_desired=int(status.get("desiredReplicas") or 0),
+        cpu_percent=cpu,
+        ready=int((deployment.get("status") or {}).get("readyReplicas") or 0),
+        pod_millicores=millicores,
+        creates_per_second=rate,
+        pods_created=created,
+        fail_open=summed(metrics(cluster), FAIL_OPEN) - base,
+        load_average=os.getloadavg()[0],
+    )
+
+
+def _millicores(quantity: str) -> int:
+    """A CPU quantity as the metrics API writes it (nanocores "12345n", "250m", "1") in millicores."""
+    units = {"n": 1e-6, "u": 1e-3, "m": 1.0}
+    if quantity[-1] in units:
+        return round(float(quantity[:-1]) * units[quantity[-1]])
+    return round(float(quantity) * 1000)
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    samples: list[Sample]
+    dry_run_creates: int
+    dry_run_with_preference: int
+    pods: int
+    pods_with_preference: int
+    fail_open: float
+    rejected: float
+    errors: list[str]
+    sets: list[str]
+
+
+def run(cluster: Cluster, args: argparse.Namespace) -> Result:
+    binary = build_metrics_server()
+    with tempfile.TemporaryDirectory(prefix="netqos-hpa-") as tmp, metrics_server(cluster, binary):
+        with chart(cluster, args.set, Path(tmp)):
+            _wait_first_reading(cluster, timeout=180)
+            cluster.create_namespace(LOAD_NAMESPACE)
+            try:
+                return _measure(cluster, args)
+            finally:
+                _remove_load(cluster)
+
+
+def _remove_load(cluster: Cluster) -> None:
+    """The load's namespace and its thousands of pods (one request may outlast its 30 s: retried)."""
+    for attempt in range(3):
+        try:
+            cluster.delete_namespace(LOAD_NAMESPACE, timeout=600)
+            return
+        except TimeoutError:
+            if attempt == 2:
+                raise
+
+
+def _wait_first_reading(cluster: Cluster, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    path = f"/apis/autoscaling/v2/namespaces/{RELEASE}/horizontalpodautoscalers/{RELEASE}"
+    while not ((cluster.get(path) or {}).get("status") or {}).get("currentMetrics"):
+        if time.monotonic() > deadline:
+            raise ControlPlaneError(
+                f"the HPA has no CPU reading {timeout:.0f} s after the install: {cluster.get(path)}"
+            )
+        time.sleep(3)
+
+
+def _measure(cluster: Cluster, args: argparse.Namespace) -> Result:
+    before = metrics(cluster)
+    base = summed(before, FAIL_OPEN)
+    load = Load(cluster, args.clients)
+    t0 = time.monotonic()
+    samples = [sample(cluster, t0, "idle", load, (t0, 0), base)]
+    threads = load.run()
+    if args.pods:
+        cluster.create(unschedulable_deployment(args.pods), LOAD_NAMESPACE)
+    previous = (time.monotonic(), 0)
+    for phase, seconds in (("load", args.seconds), ("cooldown", args.cooldown)):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            time.sleep(args.interval)
+            samples.append(sample(cluster, t0, phase, load, previous, base))
+            previous = (time.monotonic(), load.sent)
+            print(json.dumps(asdict(samples[-1])), file=sys.stderr)
+        if phase == "load":
+            load.stopping.set()
+            for thread in threads:
+                thread.join(timeout=70)
+    after = metrics(cluster)
+    pods, carrying = with_preference(cluster, LOAD_NAMESPACE)
+    return Result(
+        samples=samples,
+        dry_run_creates=load.sent,
+        dry_run_with_preference=load.carrying,
+        pods=pods,
+        pods_with_preference=carrying,
+        fail_open=summed(after, FAIL_OPEN) - base,
+        rejected=summed(after, REJECTED) - summed(before, REJECTED),
+        errors=load.errors,
+        sets=args.set,
+    )
+
+
+def table(result: Result) -> str:
+    lines = [
+        "| t s | phase | HPA current / desired | CPU % of request (HPA) | ready | webhook pods' CPU m "
+        "(metrics API) | dry-run creates/s | pods created | fail-open | load avg |",
+        "|---:|---|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for s in result.samples:
+        cpu = "-" if s.cpu_percent is None else str(s.cpu_percent)
+        lines.append(
+            f"| {s.seconds:.0f} | {s.phase} | {s.hpa_current} / {s.hpa_desired} | {cpu} | {s.ready} | "
+            f"{', '.join(map(str, s.pod_millicores)) or '-'} | {s.creates_per_second:.0f} | {s.pods_created} | "
+            f"{s.fail_open:.0f} | {s.load_average:.1f} |"
+        )
+    lines += [
+        "",
+        f"dry-run creates: {result.dry_run_creates}, with the preference: {result.dry_run_with_preference}; "
+        f"pods of the unschedulable Deployment: {result.pods}, with the preference: {result.pods_with_preference}; "
+        f"fail-open: {result.fail_open:.0f}, rejected: {result.rejected:.0f}; "
+        f"chart values: autoscaling.enabled=true {' '.join(result.sets)}",
+    ]
+    if result.errors:
+        lines.append(f"client errors (first {len(result.errors)}): {result.errors}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.hpa", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=240, help="of sustained load (default 240)")
+    parser.add_argument("--cooldown", type=float, default=60, help="of sampling after the load (default 60)")
+    parser.add_argument("--interval", type=float, default=10, help="between samples (default 10 s)")
+    parser.add_argument("--clients", type=int, default=6, help="threads sending dry-run creates (default 6)")
+    parser.add_argument(
+        "--pods", type=int, default=2000, help="replicas of the unschedulable Deployment (default 2,000; 0: none)"
+    )
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="another chart value (repeatable)"
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
+    args = parser.parse_args(argv)
+    cluster = attach(default_directory())
+    result = run(cluster, args)
+    print(table(result))
+    if args.json:
+        args.json.write_text(json.dumps(asdict(result), indent=2))
+    ok = result.fail_open == 0 and result.dry_run_creates == result.dry_run_with_preference
+    return 0 if ok and result.pods == result.pods_with_preference else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
