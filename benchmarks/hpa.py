@@ -48,8 +48,8 @@ from typing import Any
 
 import yaml
 
-from benchmarks.scaleup import metrics, summed, with_preference
-from webhook.names import INJECTED_ANNOTATION
+from benchmarks.scaleup import carries_preference, metrics, summed, with_preference
+from webhook.resources import parse_quantity
 from webhook.testing import nodes as realnodes
 from webhook.testing.controlplane import (
     LOOPBACK,
@@ -264,14 +264,6 @@ def probe_pod() -> dict[str, Any]:
     }
 
 
-def carries_preference(pod: dict[str, Any]) -> bool:
-    terms = ((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "preferredDuringSchedulingIgnoredDuringExecution"
-    ) or []
-    keys = {e["key"] for t in terms for e in t["preference"].get("matchExpressions", [])}
-    return INJECTED_ANNOTATION in (pod["metadata"].get("annotations") or {}) and "net" in keys
-
-
 @dataclass
 class Load:
     """Dry-run creates from `clients` threads, each on its own kept-alive connection, until stopped."""
@@ -389,10 +381,7 @@ def sample(cluster: Cluster, t0: float, phase: str, load: Load, previous: tuple[
 
 def _millicores(quantity: str) -> int:
     """A CPU quantity as the metrics API writes it (nanocores "12345n", "250m", "1") in millicores."""
-    units = {"n": 1e-6, "u": 1e-3, "m": 1.0}
-    if quantity[-1] in units:
-        return round(float(quantity[:-1]) * units[quantity[-1]])
-    return round(float(quantity) * 1000)
+    return round(parse_quantity(quantity, "usage.cpu") * 1000)
 
 
 # --- the run -----------------------------------------------------------------------------------------

@@ -318,6 +318,15 @@ def count_pods(cluster: Cluster, namespace: str) -> int:
     return len(body.get("items") or []) + int((body.get("metadata") or {}).get("remainingItemCount") or 0)
 
 
+def carries_preference(pod: dict[str, Any]) -> bool:
+    """The injected annotation and a `net` term among the preferred node affinity terms."""
+    terms = ((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ) or []
+    keys = {e["key"] for t in terms for e in t["preference"].get("matchExpressions", [])}
+    return INJECTED_ANNOTATION in (pod["metadata"].get("annotations") or {}) and "net" in keys
+
+
 def with_preference(cluster: Cluster, namespace: str) -> tuple[int, int]:
     """(pods, pods carrying the preference: the injected annotation and the net terms), read page by page."""
     token, pods, carrying = "", 0, 0
@@ -326,12 +335,7 @@ def with_preference(cluster: Cluster, namespace: str) -> tuple[int, int]:
         assert page is not None
         for pod in page["items"]:
             pods += 1
-            terms = ((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
-                "preferredDuringSchedulingIgnoredDuringExecution"
-            ) or []
-            keys = {e["key"] for t in terms for e in t["preference"].get("matchExpressions", [])}
-            if INJECTED_ANNOTATION in (pod["metadata"].get("annotations") or {}) and "net" in keys:
-                carrying += 1
+            carrying += carries_preference(pod)
         token = page["metadata"].get("continue") or ""
         if not token:
             return pods, carrying

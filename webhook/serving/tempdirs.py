@@ -159,10 +159,10 @@ def _still_running(record: dict[str, Any]) -> bool:
     here = _identity(os.getpid())
     if record.get("boot_id") != here["boot_id"] or record.get("pid_namespace") != here["pid_namespace"]:
         return False
-    now = _identity(record["pid"])
-    if now["start_ticks"] is None:
+    ticks = _start_ticks(record["pid"])
+    if ticks is None:
         return _signalable(record["pid"])
-    return bool(now["start_ticks"] == record.get("start_ticks"))
+    return ticks == record.get("start_ticks")
 
 
 def _signalable(pid: int) -> bool:
