@@ -21,9 +21,10 @@ The layout of one cluster's nodes (slot k, one of `SLOTS`, chosen free under a l
 
 `teardown(directory)` undoes all of it from what `nodes/network.json` records, written before
 anything is created, so it also cleans up after a crash (a killed `scripts/cluster up`): it kills
-every process in the cluster's cgroups and network namespace, unmounts what is mounted under the
-directory, deletes the namespace (its bridge, rules and sysctls go with it), the host link (its
-routes and sysctl go with it), the nftables table and the cgroups. No sysctl of the host's own
+every process in the cluster's cgroups and network namespace (the nodes' mount namespaces and their
+mounts end with them), unmounts what is mounted under the directory, deletes the namespace (its
+bridge, rules and sysctls go with it), the host link (its routes and sysctl go with it), the
+nftables table and the cgroups. No sysctl of the host's own
 interfaces or of the host as a whole is changed.
 
 What differs from a production node (docs/real-nodes.md): the machines are cgroup v1, so the
@@ -41,6 +42,7 @@ import io
 import ipaddress
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -70,6 +72,15 @@ DEBIAN_PACKAGES = {
 }
 # Node names and labels as deploy/examples uses them: the fast node, the slow node, then unlabelled.
 NAMED_NODES = (("fake-node-1", {"net": "high"}), ("minikube", {"net": "low"}))
+# Where a kubelet writes whatever its flags say: the device-plugin registration socket and its
+# checkpoint (`pluginapi.KubeletSocket`, a constant under /var/lib/kubelet/device-plugins:
+# pkg/kubelet/cm/devicemanager/manager.go, NewManagerImpl) and the container-log links
+# (`DefaultContainerLogsDir`, /var/log/containers: pkg/kubelet/kubelet.go). On one shared directory
+# two kubelets starting together race for one socket (each removes the sockets it finds, then
+# listens: "bind: address already in use") and share one checkpoint, and every node writes into the
+# host's /var. So each node's mount namespace overlays these directories: the host's files stay
+# readable, every write lands under the node's directory, and the host's are never touched.
+PRIVATE_HOST_DIRS = ("/var/lib", "/var/log")
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 3.0  # before SIGKILL: a throwaway cluster's pods need no graceful shutdown
 
@@ -90,7 +101,7 @@ def unavailable_reason() -> str | None:
     missing = [name for name, path in DEBIAN_PACKAGES.items() if not Path(path).exists()]
     if missing and shutil.which("apt-get") is None:
         return f"real nodes need the Debian packages {', '.join(missing)} and there is no apt-get to install them"
-    for tool in ("ip", "nsenter", "mount"):
+    for tool in ("ip", "nsenter", "unshare", "mount"):
         if shutil.which(tool) is None:
             return f"real nodes need `{tool}` (iproute2, util-linux)"
     if not (CGROUP_FS / "memory").is_dir() and not (CGROUP_FS / "cgroup.controllers").exists():
@@ -501,6 +512,36 @@ def _spawn(directory: Path, network: Network, log_name: str, cgroup: str, comman
     return process.pid
 
 
+def overlay_dir(directory: Path, name: str, host_dir: str) -> Path:
+    """Where node `name`'s writes to `host_dir` (one of `PRIVATE_HOST_DIRS`) land."""
+    return node_dir(directory, name) / "host" / host_dir.strip("/").replace("/", "-")
+
+
+def in_own_mount_namespace(directory: Path, name: str, command: Sequence[str]) -> list[str]:
+    """`command` run in a new mount namespace, private (nothing mounted in it reaches the host, and
+    it ends with its last process), with `PRIVATE_HOST_DIRS` overlaid (see there); it execs, so the
+    pid stays the command's and `/proc/<pid>/ns/mnt` names the namespace for the node's kubelet."""
+    mounts = []
+    for host_dir in PRIVATE_HOST_DIRS:
+        layer = overlay_dir(directory, name, host_dir)
+        (layer / "upper").mkdir(parents=True, exist_ok=True)
+        (layer / "work").mkdir(parents=True, exist_ok=True)
+        options = f"lowerdir={host_dir},upperdir={layer / 'upper'},workdir={layer / 'work'}"
+        mounts.append(f"mount -t overlay netqos-node -o {shlex.quote(options)} {shlex.quote(host_dir)}")
+    script = " && ".join([*mounts, 'exec "$@"'])
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *command]
+
+
+def _check_outside_private_dirs(directory: Path) -> None:
+    root = directory.resolve()
+    for host_dir in PRIVATE_HOST_DIRS:
+        if root == Path(host_dir) or Path(host_dir) in root.parents:
+            raise NodesError(
+                f"the cluster directory {directory} is under {host_dir}, which every node overlays; "
+                "set NETQOS_CLUSTER_DIR to a directory elsewhere (for example under /tmp)"
+            )
+
+
 def start(
     directory: Path,
     network: Network,
@@ -514,6 +555,7 @@ def start(
     state["nodes"] = names
     (directory / STATE).write_text(json.dumps(state))
     labels = dict(node_names(len(names)))
+    _check_outside_private_dirs(directory)
     pids: dict[str, int] = {}
     system = f"{network.cgroup}/system"
     for index, name in enumerate(names):
@@ -521,9 +563,8 @@ def start(
         (base / "containerd").mkdir(parents=True, exist_ok=True)
         config = base / "containerd" / "config.toml"
         config.write_text(_containerd_config(directory, name, index, network))
-        pids[f"containerd-{name}"] = _spawn(
-            directory, network, f"containerd-{name}", system, ["containerd", "--config", str(config)]
-        )
+        containerd = in_own_mount_namespace(directory, name, ["containerd", "--config", str(config)])
+        pids[f"containerd-{name}"] = _spawn(directory, network, f"containerd-{name}", system, containerd)
     for name in names:
         _wait_for(lambda n=name: containerd_socket(directory, n).exists(), f"containerd of {name}", directory)  # type: ignore[misc]
         import_image(directory, name, pause)
@@ -535,6 +576,9 @@ def start(
         _make_cgroup(f"{network.cgroup}/{name}")
         node_labels = ",".join(f"{k}={v}" for k, v in labels.get(name, {}).items())
         command = [
+            "nsenter",
+            f"--mount=/proc/{pids[f'containerd-{name}']}/ns/mnt",  # its containerd's: see there
+            "--",
             str(bin_dir / "kubelet"),
             f"--config={config}",
             f"--kubeconfig={credentials.kubelets[name]}",

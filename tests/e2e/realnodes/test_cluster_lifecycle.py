@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -99,3 +100,27 @@ def test_a_second_up_after_a_killed_one_works_and_down_leaves_nothing(real_clust
     assert down.returncode == 0, down.stderr
     assert leftovers(directory, network) == []
     assert leftovers(directory, killed) == []
+
+
+def test_every_kubelet_registers_device_plugins_in_its_own_directory_and_writes_nothing_on_the_hosts_var(
+    real_cluster,
+):
+    # the kubelet's device-plugin socket is a constant path; shared, two kubelets starting together
+    # fail with "bind: address already in use" (each removes the other's socket before listening)
+    directory = real_cluster.directory
+    registered = {}
+    for name in real_cluster.nodes:
+        kubelet = real_cluster.node_pids[f"kubelet-{name}"]
+        seen = Path(f"/proc/{kubelet}/root/var/lib/kubelet/device-plugins/kubelet.sock")
+        assert stat.S_ISSOCK(seen.stat().st_mode), f"the kubelet of {name} has no registration socket"
+        own = nodes.overlay_dir(directory, name, "/var/lib") / "upper/kubelet/device-plugins/kubelet.sock"
+        assert stat.S_ISSOCK(own.stat().st_mode), f"{name}'s socket is not under its directory: {own}"
+        registered[name] = own.stat().st_mtime
+    host = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
+    if host.exists():  # another kubelet's on this machine, never one of ours
+        assert host.stat().st_mtime < min(registered.values()), f"{host} was written by one of the nodes"
+    logs = Path("/var/log/containers")
+    ours = [
+        link for link in (logs.iterdir() if logs.is_dir() else []) if str(directory.resolve()) in os.path.realpath(link)
+    ]
+    assert ours == [], f"container-log links of the nodes on the host: {ours}"
