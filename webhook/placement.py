@@ -172,14 +172,17 @@ class WhyNotHigh:
 
     def _answer(self, obj: Mapping[str, Any]) -> tuple[str, ...]:
         pod = dataclasses.replace(read.pod_info(obj), node_name="")
-        return self._by_spec.get(keys.filter_key(pod), lambda: self._judge(pod))
+        return self._by_spec.get(keys.filter_key(pod, self.profile), lambda: self._judge(pod))
 
     def _judge(self, pod: PodInfo) -> tuple[str, ...]:
-        node_only_counts, passing = self._node_only.get(keys.node_filter_key(pod), lambda: self._node_only_pass(pod))
+        node_key = keys.node_filter_key(pod, self.profile)
+        node_only_counts, passing = self._node_only.get(node_key, lambda: self._node_only_pass(pod))
         usage = self.usage or {}
         counts = Counter(node_only_counts)
+        late = cycle.late_node_checks(pod, self.profile)
         for node in passing:
             why = cycle.usage_reasons(pod, node, usage.get(node.name, EMPTY_USAGE), self.profile)
+            why = why or cycle.cluster_reasons(late, node)
             if not why:
                 return (feasible_now(self.target) if self.usage is not None else feasible_without_usage(self.target),)
             counts.update(why)

@@ -766,6 +766,44 @@ def test_a_pod_of_another_scheduler_is_judged_and_counted_by_its_profile_when_a_
     )
 
 
+# --- the cluster's release: its scheduler's filters -----------------------------------------------
+
+# NodeDeclaredFeatures filters from 1.36 (absent in 1.34, alpha and off in 1.35), last: a pod with
+# hostNetwork and hostUsers false needs UserNamespacesHostNetworkSupport, which no node declares
+# here; fast-1 has room for the pod, fast-2 none (NodeResourcesFit rejects it first)
+UNDECLARED = [
+    "1/2 net=high node(s): Insufficient cpu",
+    "1/2 net=high node(s): node(s) didn't match Pod's required features",
+]
+OUTSIDE = "Kubernetes 1.33 is outside the versions netqos-webhook knows (1.34 to 1.37); computing as 1.34"
+RELEASES = [
+    ({"major": "1", "minor": "34", "gitVersion": "v1.34.4"}, [FEASIBLE_NOW], []),
+    ({"major": "1", "minor": "35", "gitVersion": "v1.35.4"}, [FEASIBLE_NOW], []),
+    ({"major": "1", "minor": "36", "gitVersion": "v1.36.3"}, UNDECLARED, []),
+    ({"major": "1", "minor": "37", "gitVersion": "v1.37.2"}, UNDECLARED, []),
+    ({"major": "1", "minor": "33", "gitVersion": "v1.33.9"}, [FEASIBLE_NOW], [OUTSIDE]),
+]
+
+
+@pytest.mark.parametrize(("version", "why", "unknown"), RELEASES, ids=[v["gitVersion"] for v, *_ in RELEASES])
+def test_a_pod_off_the_fast_nodes_is_judged_by_the_filters_of_the_clusters_own_release(
+    version: dict[str, str], why: list[str], unknown: list[str], tls: kubeapi.TLS, tmp_path: Path
+) -> None:
+    cluster = Cluster(tls)
+    high_node_with_room(cluster)
+    cluster.pods = [p for p in cluster.pods if p["metadata"]["name"] != "web-6f9c-e"]
+    stranded = next(p for p in cluster.pods if p["metadata"]["name"] == "web-6f9c-c")
+    stranded["spec"] |= {"hostNetwork": True, "hostUsers": False}
+    snapshot = cluster.snapshot()
+    snapshot.version = version
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        out = io.StringIO()
+        run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), out, now=NOW)
+    report = json.loads(out.getvalue())
+    assert report["not_on_high"] == [off_high("web-6f9c-c", "slow-1", "low", why)]
+    assert report["unknown"] == unknown
+
+
 # --- the command line: exit codes, one-line errors, the table ------------------------------------
 
 

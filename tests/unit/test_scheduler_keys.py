@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from webhook.scheduler import read
 from webhook.scheduler.keys import UsageFold, pod_filter_key, usage_key
 from webhook.scheduler.model import UsageTally, usage_by_node, usage_of
@@ -36,6 +38,34 @@ def test_any_other_container_field_still_counts_in_the_filter_key():
     b = copy.deepcopy(a)
     b["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
     assert pod_filter_key(a) != pod_filter_key(b)
+
+
+def on_host_network(pod: dict, **spec) -> dict:
+    changed = copy.deepcopy(pod)
+    changed["spec"] |= {"hostNetwork": True, **spec}
+    return changed
+
+
+def with_bind_mount_options(pod: dict) -> dict:
+    changed = copy.deepcopy(pod)
+    changed["spec"]["containers"][0]["volumeMounts"][0]["bindMountOptions"] = {"propagation": "Private"}
+    return changed
+
+
+TOKEN = stored("kube-api-access-x7k2p")
+
+
+@pytest.mark.parametrize(
+    ("plain", "needs_a_feature"),
+    [
+        (on_host_network(TOKEN), on_host_network(TOKEN, hostUsers=False)),  # UserNamespacesHostNetworkSupport
+        (TOKEN, with_bind_mount_options(TOKEN)),  # VolumeBindMountOptions
+    ],
+    ids=["hostUsers false", "bindMountOptions"],
+)
+def test_a_pod_that_needs_a_node_feature_declared_gets_another_filter_key(plain, needs_a_feature):
+    # NodeDeclaredFeatures reads hostUsers and a mount's bindMountOptions, fields no other filter reads
+    assert pod_filter_key(plain) != pod_filter_key(needs_a_feature)
 
 
 def bound(name: str, node: str, cpu: str = "100m", image: str = "app:1", **meta) -> dict:

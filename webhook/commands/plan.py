@@ -85,12 +85,14 @@ def read_plan(
     options: rebalance.Options,
     schedulers: SchedulerProfiles | None = None,
     read: rebalance.Inventory | None = None,
+    version: KubeVersion | None = None,
 ) -> rebalance.Plan:
     """The plan for the cluster `reader` reads: every node, every bound pod, the candidates' owners,
     the registration; each replacement predicted with its scheduler's profile among `schedulers`.
     `status` asks it too, for how many pods would move now, passing the inventory it already
     folded every node and every bound pod into (`read`, of `policy` and `options`): those are not
-    read again, and a list that expires is then the caller's to restart (it started `read`)."""
+    read again, and a list that expires is then the caller's to restart (it started `read`);
+    `version`, the cluster's release when the caller read it already (else /version is read)."""
     schedulers = schedulers or SchedulerProfiles()
     if read is None:
         state, registration = reader.restarting(lambda: _state(reader, policy, options))
@@ -104,7 +106,7 @@ def read_plan(
     }
     budgets = _budgets(reader)
     selectors = _selectors(reader, state, controllers)
-    version = server_version(reader, state.notes)
+    version = version or server_version(reader, state.notes)
     return rebalance.plan(
         state,
         registration,

@@ -29,7 +29,7 @@ from webhook import apidata, cluster, placement, rebalance, scope, status
 from webhook.apidata import ShapeError
 from webhook.commands import flags, typed
 from webhook.commands.installed import get_object, policy_of
-from webhook.commands.plan import SchedulerProfiles, read_plan
+from webhook.commands.plan import SchedulerProfiles, read_plan, server_version
 from webhook.errors import UsageError
 from webhook.manifests import check_namespace
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
@@ -196,7 +196,8 @@ def _movable(
         return
     options = rebalance.Options(now=view.now, webhook_namespace=view.webhook_namespace)
     try:
-        plan = read_plan(reader, view.policy, options, schedulers, read=bound.inventory if bound.complete else None)
+        read = bound.inventory if bound.complete else None
+        plan = read_plan(reader, view.policy, options, schedulers, read=read, version=view.version)
     except cluster.Forbidden:
         report.unknown.append(
             "cannot read the pods of every node (forbidden by RBAC): how many pods rebalance would move"
@@ -217,6 +218,9 @@ def _view(
     deployment = get_object(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
     policy, source, problem = policy_of(reader, deployment, ns, override, args.config)
     options = rebalance.Options(now=now, webhook_namespace=ns)
+    # pods are judged as the cluster's own release's scheduler filters and scores them
+    version_notes: list[str] = []
+    version = server_version(reader, version_notes)
     configuration = get_object(
         reader, "MutatingWebhookConfiguration", status.WebhookConfigurationJSON, CONFIGURATION_NAME
     )
@@ -242,8 +246,10 @@ def _view(
         admission_policy_bindings=_admission_listed(
             reader, "MutatingAdmissionPolicyBinding", cluster.BETA_MUTATING_ADMISSION_POLICY_BINDING
         ),
-        profiles=schedulers.profiles,
+        profiles=schedulers.for_cluster(version),
         unknown_scheduler=schedulers.unknown(),
+        version=version,
+        version_notes=tuple(version_notes),
     )
 
 

@@ -37,6 +37,7 @@ from webhook.scheduler.scores import NETQOS_NODE_LABEL, netqos_score
 
 MIN_FEASIBLE_NODES_TO_FIND = 100  # below this many nodes the scheduler evaluates every node
 MIN_FEASIBLE_NODES_PERCENTAGE = 5
+NO_SNAPSHOT = Snapshot(nodes=(), usage={})  # what a PreFilter that reads the pod alone is given
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,13 @@ def cluster_checks(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> list[C
     """The PreFilter of each Filter plugin that reads the whole cluster (PodTopologySpread,
     InterPodAffinity), as the Filter of one node; those whose PreFilter skips the pod left out."""
     checks = (p.prefilter(pod, snapshot, profile) for p in plugins.cluster_filters(profile) if p.prefilter)
+    return [c for c in checks if c is not None]
+
+
+def late_node_checks(pod: PodInfo, profile: Profile) -> list[Callable[[Node], tuple[str, ...]]]:
+    """`cluster_checks` of the plugins that need no snapshot (NodeDeclaredFeatures), for a judge
+    that reads no other pod (`placement.WhyNotHigh`); they filter last, as in the cycle."""
+    checks = (p.prefilter(pod, NO_SNAPSHOT, profile) for p in plugins.late_node_filters(profile) if p.prefilter)
     return [c for c in checks if c is not None]
 
 

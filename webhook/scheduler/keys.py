@@ -104,11 +104,13 @@ RESIZE_STATUS_LISTS = ("containerStatuses", "initContainerStatuses")
 def pod_filter_key(pod: Mapping[str, Any]) -> bytes:
     """The pod fields PreFilter and Filter read (`cycle.filter_reasons`): node selector,
     required node affinity, tolerations; the requests of containers, init containers, overhead and
-    pod-level resources; host ports. Containers go in whole but for their volume mounts, a superset
-    of what is read, so the key cannot go stale when the filters read another container field, and
-    pods of one template still share it on a real API server, which mounts each pod's service
-    account token from a volume of its own random name (kube-api-access-xxxxx); no filter reads a
-    mount. spec.nodeName is left out: the pod is judged as if unbound."""
+    pod-level resources; host ports; the node features the pod needs declared. Containers go in
+    whole but for their volume mounts, a superset of what is read, so the key cannot go stale when
+    the filters read another container field, and pods of one template still share it on a real
+    API server, which mounts each pod's service account token from a volume of its own random name
+    (kube-api-access-xxxxx); of a mount, only NodeDeclaredFeatures reads whether it has
+    bindMountOptions, which the features needed hold. spec.nodeName is left out: the pod is judged
+    as if unbound."""
     spec = pod.get("spec") or {}
     if not isinstance(spec, Mapping):
         return orjson.dumps([spec])
@@ -117,7 +119,9 @@ def pod_filter_key(pod: Mapping[str, Any]) -> bytes:
     required = node_affinity.get(REQUIRED) if isinstance(node_affinity, Mapping) else node_affinity
     fields = ("nodeSelector", "tolerations", "overhead", "resources", "hostNetwork")
     containers = [_unmounted(spec.get(key)) for key in ("containers", "initContainers")]
-    return spec_key(spec, fields, None, required, resize_status(pod.get("status")), *containers)
+    # what NodeDeclaredFeatures reads, mounts and ephemeral containers included: the features needed
+    features = sorted(read.declared_features_needed(spec))
+    return spec_key(spec, fields, None, required, resize_status(pod.get("status")), features, *containers)
 
 
 def _unmounted(containers: Any) -> Any:
@@ -132,8 +136,9 @@ def node_filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) ->
 
 
 def filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:
-    """What PreFilter and every Filter plugin read of the pod."""
-    return node_filter_key(pod, profile), tuple(p.key(pod) for p in plugins.usage_filters(profile))
+    """What PreFilter and every Filter plugin that needs no snapshot read of the pod."""
+    usage = tuple(p.key(pod) for p in plugins.usage_filters(profile))
+    return node_filter_key(pod, profile), usage, tuple(p.key(pod) for p in plugins.late_node_filters(profile))
 
 
 def scheduling_key(

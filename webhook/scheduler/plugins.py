@@ -88,6 +88,9 @@ class FilterPlugin:
     node_names: NodeNamesFunction | None = None
     conflict: str = ""
     variant: str = ""
+    # a plugin that filters with the last ones whose PreFilter reads the pod alone and whose Filter
+    # reads the node alone: judged without the snapshot, as `status` judges (`late_node_filters`)
+    snapshot_free: bool = False
 
     @property
     def entry(self) -> str:
@@ -308,7 +311,14 @@ FILTER_PLUGINS: tuple[FilterPlugin, ...] = (
     # Appended to the default plugins where its feature gate is on (default_plugins.go
     # applyFeatureGates), so it filters last; it reads the node alone, but sits with the plugins
     # that run last, whose PreFilter may skip the pod as its own does.
-    FilterPlugin(NODE_DECLARED_FEATURES, _no_filter, Reads.CLUSTER, _features_key, _declared_features(_FEATURES_137)),
+    FilterPlugin(
+        NODE_DECLARED_FEATURES,
+        _no_filter,
+        Reads.CLUSTER,
+        _features_key,
+        _declared_features(_FEATURES_137),
+        snapshot_free=True,
+    ),
     FilterPlugin(
         NODE_DECLARED_FEATURES,
         _no_filter,
@@ -316,6 +326,7 @@ FILTER_PLUGINS: tuple[FilterPlugin, ...] = (
         _features_key,
         _declared_features(_FEATURES_136),
         variant=NODE_DECLARED_FEATURES_136,
+        snapshot_free=True,
     ),
     FilterPlugin(NODE_DECLARED_FEATURES, _no_filter, Reads.CLUSTER, _features_key, variant=NODE_DECLARED_FEATURES_OFF),
 )
@@ -473,6 +484,11 @@ def usage_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
 def cluster_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
     """The Filter plugins that read every node's pods, in order (after the others)."""
     return tuple(p for p in filter_plugins(profile) if p.reads is Reads.CLUSTER)
+
+
+def late_node_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
+    """Those of `cluster_filters` that need no snapshot (`FilterPlugin.snapshot_free`), in order."""
+    return tuple(p for p in cluster_filters(profile) if p.snapshot_free)
 
 
 def node_name_prefilters(profile: Profile) -> tuple[FilterPlugin, ...]:

@@ -82,6 +82,7 @@ def analyse(view: ClusterView) -> Report:
     if view.policy_problem:
         report.problems.append(view.policy_problem)
     report.problems += [f"policy {view.policy_source}: {w}" for w in policy_warnings(view.policy)]
+    report.unknown += view.version_notes
     registered = registration.check(view, report)
     coverage.check(view, report, registered)
     return report

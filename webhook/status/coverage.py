@@ -16,7 +16,8 @@ Placement: the class of each selected pod's node by the policy's target (`scores
 which ranks as `explain` does, given what the pods bound to the target nodes already take
 (NodeResourcesFit, NodePorts), with the Filter plugins of the profile of the pod's
 `spec.schedulerName`: a profile of `ClusterView.profiles` (`status --scheduler-config`), else
-kube-scheduler's default profile, which for a pod of another scheduler is a guess the reasons say.
+kube-scheduler's default profile, which for a pod of another scheduler is a guess the reasons say;
+each as the cluster's release runs it (`ClusterView.version`).
 
 Owners: the command reads what `owner_lookups` names, `with_owners` climbs one level.
 """
@@ -156,7 +157,7 @@ class _Placement:
                 else:
                     self.usage = placement.high_usage(pods, high)
             usage = None if isinstance(self.usage, Unknown) else self.usage
-            profile = self.profiles.get(scheduler, DEFAULT_PROFILE)
+            profile = self.profiles.get(scheduler) or self.profiles.get(DEFAULT_SCHEDULER, DEFAULT_PROFILE)
             judge = self.why_not_high[scheduler] = placement.WhyNotHigh(high, usage, self.nodes.classes.target, profile)
         return judge
 

@@ -12,6 +12,7 @@ from typing import Any, TypeAlias, TypedDict, TypeVar
 
 from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME
 from webhook.evictability import UNKNOWN_SCHEDULER
+from webhook.kubeversion import KubeVersion
 from webhook.policy import Policy
 from webhook.scheduler.model import Profile, Target
 from webhook.scheduler.scores import NETQOS_TARGET
@@ -87,9 +88,13 @@ class ClusterView:
     pods_namespace: str | None = None  # -n: only the pods of this namespace
     # schedulerName -> the profile its pods are judged by (`status --scheduler-config`); a pod of
     # default-scheduler without one is judged by kube-scheduler's default profile, a pod of another
-    # scheduler too, with `unknown_scheduler` (what to do) among its reasons
+    # scheduler by default-scheduler's, with `unknown_scheduler` (what to do) among its reasons
     profiles: Mapping[str, Profile] = field(default_factory=dict)
     unknown_scheduler: str = UNKNOWN_SCHEDULER
+    # the cluster's release, whose scheduler `profiles` are adjusted to (None: not read), and what
+    # could not be known of it (/version forbidden, a release outside those known): under `unknown`
+    version: KubeVersion | None = None
+    version_notes: Sequence[str] = ()
 
     def namespace_exists(self, namespace: str) -> bool:
         """Whether `namespace` exists; True when the Namespaces could not be read (not known otherwise)."""
