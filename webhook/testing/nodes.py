@@ -45,7 +45,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import tarfile
 import time
@@ -81,6 +80,7 @@ NAMED_NODES = (("fake-node-1", {"net": "high"}), ("minikube", {"net": "low"}))
 # host's /var. So each node's mount namespace overlays these directories: the host's files stay
 # readable, every write lands under the node's directory, and the host's are never touched.
 PRIVATE_HOST_DIRS = ("/var/lib", "/var/log")
+KUBELET_PORT_BASE = 20250
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 3.0  # before SIGKILL: a throwaway cluster's pods need no graceful shutdown
 
@@ -479,11 +479,12 @@ def _kube_proxy_config(kubeconfig: Path, hostname: str) -> dict[str, object]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+def _kubelet_ports(index: int) -> tuple[int, int]:
+    """Node `index`'s kubelet API and healthz ports. They are bound in the cluster's own network
+    namespace, so fixed ports serve every cluster; they sit below its ephemeral range (32768 up:
+    containerd's stream server takes port 0 there) and clear of kube-proxy's 10249 and 10256. A port
+    found free on the host said nothing about the namespace, and two picks could coincide."""
+    return KUBELET_PORT_BASE + 2 * index, KUBELET_PORT_BASE + 2 * index + 1
 
 
 @dataclass(frozen=True)
@@ -568,9 +569,9 @@ def start(
     for name in names:
         _wait_for(lambda n=name: containerd_socket(directory, n).exists(), f"containerd of {name}", directory)  # type: ignore[misc]
         import_image(directory, name, pause)
-    for name in names:
+    for index, name in enumerate(names):
         base = node_dir(directory, name)
-        ports = (_free_port(), _free_port())
+        ports = _kubelet_ports(index)
         config = base / "kubelet.json"
         config.write_text(json.dumps(_kubelet_config(directory, name, network, credentials.ca, ports), indent=2))
         _make_cgroup(f"{network.cgroup}/{name}")
