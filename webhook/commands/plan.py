@@ -106,7 +106,7 @@ def read_plan(
     }
     budgets = _budgets(reader)
     selectors = _selectors(reader, state, controllers)
-    version = version or server_version(reader, state.notes)
+    version = version if version is not None else server_version(reader, state.notes)
     return rebalance.plan(
         state,
         registration,

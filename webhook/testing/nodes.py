@@ -24,8 +24,8 @@ anything is created, so it also cleans up after a crash (a killed `scripts/clust
 every process in the cluster's cgroups and network namespace (the nodes' mount namespaces and their
 mounts end with them), unmounts what is mounted under the directory, deletes the namespace (its
 bridge, rules and sysctls go with it), the host link (its routes and sysctl go with it), the
-nftables table and the cgroups. No sysctl of the host's own
-interfaces or of the host as a whole is changed.
+nftables table and the cgroups. No sysctl of the host's own interfaces or of the host as a whole
+is changed.
 
 What differs from a production node (docs/real-nodes.md): the machines are cgroup v1, so the
 kubelet runs with `failCgroupV1: false`; containerd runs with `restrict_oom_score_adj` (root here
@@ -533,8 +533,15 @@ def in_own_mount_namespace(directory: Path, name: str, command: Sequence[str]) -
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *command]
 
 
-def _check_outside_private_dirs(directory: Path) -> None:
+def check_directory(directory: Path) -> None:
+    """The overlays can be made for `directory`: it lies outside what they cover, and its path has
+    none of the characters that separate overlayfs' mount options (`,`) and lower layers (`:`)."""
     root = directory.resolve()
+    if any(c in str(root) for c in ",:"):
+        raise NodesError(
+            f"the cluster directory {root} has a ',' or ':' in its path, which overlayfs' mount options "
+            "cannot hold; set NETQOS_CLUSTER_DIR to a path without them"
+        )
     for host_dir in PRIVATE_HOST_DIRS:
         if root == Path(host_dir) or Path(host_dir) in root.parents:
             raise NodesError(
@@ -556,7 +563,7 @@ def start(
     state["nodes"] = names
     (directory / STATE).write_text(json.dumps(state))
     labels = dict(node_names(len(names)))
-    _check_outside_private_dirs(directory)
+    check_directory(directory)
     pids: dict[str, int] = {}
     system = f"{network.cgroup}/system"
     for index, name in enumerate(names):
