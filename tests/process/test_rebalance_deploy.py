@@ -7,6 +7,7 @@ evictions.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
@@ -22,11 +23,13 @@ from tests.process.test_deploy import HARDENING, K8S_VERSIONS, at, one
 from webhook import __version__
 
 REBALANCE = REPO / "deploy/overlays/rebalance"
+SCHEDULER_CONFIG = REPO / "deploy/overlays/rebalance-scheduler-config"
 KUBECTL = shutil.which("kubectl")
 
 
-def render(tree: Path, base: str) -> list[dict[str, Any]]:
-    """`base` (a deploy/ tree) with the rebalance component, as a user's kustomization combines them."""
+def render(tree: Path, base: str, components: tuple[Path, ...] = (REBALANCE,), **more: Any) -> list[dict[str, Any]]:
+    """`base` (a deploy/ tree) with the rebalance component (and `components`), as a user's
+    kustomization combines them; `more` goes into that kustomization too."""
     (tree / "kustomization.yaml").write_text(
         yaml.safe_dump(
             {
@@ -34,7 +37,8 @@ def render(tree: Path, base: str) -> list[dict[str, Any]]:
                 "kind": "Kustomization",
                 # kustomize takes only relative paths
                 "resources": [os.path.relpath(REPO / "deploy" / base, tree)],
-                "components": [os.path.relpath(REBALANCE, tree)],
+                "components": [os.path.relpath(c, tree) for c in components],
+                **more,
             }
         )
     )
@@ -201,3 +205,87 @@ def test_the_container_command_is_a_valid_rebalance_command_line(container) -> N
     args = build_parser().parse_args([*container["command"][1:], *container["args"]])
     assert (args.command, args.apply, args.max_evictions, args.config) == ("rebalance", True, 1, "/config/policy.yaml")
     assert args.movable_exit_code == 0  # pods left to move are the next run's work, not a failed Job
+
+
+# --- deploy/overlays/rebalance-scheduler-config: the cluster's scheduler configuration ------------
+
+needs_kubectl = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl is not installed: cannot render deploy/ with 'kubectl kustomize'"
+)
+
+
+def scheduler_config_job(objs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The CronJob's pod spec and container, and the ConfigMap its scheduler-config volume names."""
+    spec = one(objs, "CronJob", "netqos-rebalance")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "scheduler-config"]
+    (config_map,) = [
+        o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == volume["configMap"]["name"]
+    ]
+    return spec, spec["containers"][0], config_map
+
+
+@needs_kubectl
+def test_the_scheduler_config_component_mounts_its_file_and_passes_it_as_scheduler_config(tmp_path: Path) -> None:
+    from webhook.cli import build_parser
+    from webhook.commands.plan import SchedulerProfiles
+
+    objs = render(tmp_path, "base", (SCHEDULER_CONFIG,))
+    _, container, config_map = scheduler_config_job(objs)
+    # the rebalance component's objects and this ConfigMap; its CronJob with the file added alone
+    (tmp_path / "plain").mkdir()
+    plain = render(tmp_path / "plain", "base")
+    expected = copy.deepcopy(one(plain, "CronJob", "netqos-rebalance"))
+    plain_spec = expected["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    plain_spec["containers"][0]["args"].append("--scheduler-config=/scheduler-config/scheduler-config.yaml")
+    plain_spec["containers"][0]["volumeMounts"].append(
+        {"name": "scheduler-config", "mountPath": "/scheduler-config", "readOnly": True}
+    )
+    plain_spec["volumes"].append({"name": "scheduler-config", "configMap": {"name": config_map["metadata"]["name"]}})
+    assert one(objs, "CronJob", "netqos-rebalance") == expected
+    assert [o for o in objs if o["kind"] != "CronJob" and o is not config_map] == [
+        o for o in plain if o["kind"] != "CronJob"
+    ]
+    assert config_map["metadata"]["name"].startswith("netqos-rebalance-scheduler-config-")  # hashed: a change rolls
+    assert config_map["metadata"]["namespace"] == "netqos-system"
+    assert {"name": "scheduler-config", "mountPath": "/scheduler-config", "readOnly": True} in container["volumeMounts"]
+    args = build_parser().parse_args([*container["command"][1:], *container["args"]])
+    assert args.scheduler_config == ["/scheduler-config/scheduler-config.yaml"]
+    assert args.apply and args.max_evictions == 1  # the rest of the command as the rebalance component has it
+    file = tmp_path / "scheduler-config.yaml"
+    file.write_text(config_map["data"]["scheduler-config.yaml"])
+    assert set(SchedulerProfiles.read([str(file)], ValueError).profiles) == {"default-scheduler", "netqos-scheduler"}
+    for version in K8S_VERSIONS:
+        for obj in objs:
+            kubernetes_validate.validate(obj, version, strict=True)
+
+
+@needs_kubectl
+def test_a_users_own_scheduler_config_replaces_the_example_and_the_job_mounts_it(tmp_path: Path) -> None:
+    from webhook.commands.plan import SchedulerProfiles
+
+    # as the component's comment tells the user: a component of their own, listed after it
+    own = (REPO / "tests/fixtures/scheduler-config-pool-b.yaml").read_text()
+    mine = tmp_path / "scheduler-config"
+    mine.mkdir()
+    (mine / "my-kube-scheduler-config.yaml").write_text(own)
+    replace = {
+        "name": "netqos-rebalance-scheduler-config",
+        "namespace": "netqos-system",
+        "behavior": "replace",
+        "files": ["scheduler-config.yaml=my-kube-scheduler-config.yaml"],
+    }
+    component = {"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component", "configMapGenerator": [replace]}
+    (mine / "kustomization.yaml").write_text(yaml.safe_dump(component))
+    objs = render(tmp_path, "base", (SCHEDULER_CONFIG, mine))
+    _, _, config_map = scheduler_config_job(objs)
+    assert config_map["data"] == {"scheduler-config.yaml": own}
+    assert len([o for o in objs if o["kind"] == "ConfigMap" and "scheduler-config" in o["metadata"]["name"]]) == 1
+    file = tmp_path / "rendered.yaml"
+    file.write_text(config_map["data"]["scheduler-config.yaml"])
+    assert set(SchedulerProfiles.read([str(file)], ValueError).profiles) == {"pool-b-scheduler"}
+
+
+@needs_kubectl
+def test_without_the_scheduler_config_component_the_job_passes_no_scheduler_config(container) -> None:
+    assert not any(a.startswith("--scheduler-config") for a in container["args"])
+    assert all(m["name"] != "scheduler-config" for m in container["volumeMounts"])
