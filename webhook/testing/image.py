@@ -100,6 +100,13 @@ def cache_dir() -> Path:
     return Path(base) / "netqos-webhook" / "images"
 
 
+def archive_path(name: str = IMAGE) -> Path:
+    """Where the image `name` is saved, its directory made: buildah's store may hold the base
+    already (it outlives the cache), so the base step, which makes the directory too, may not run."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    return cache_dir() / f"{name.replace(':', '-')}.tar"
+
+
 def _run(*command: str, timeout: float = BUILD_TIMEOUT, cwd: Path | None = None) -> str:
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     if result.returncode != 0:
@@ -227,7 +234,7 @@ def build() -> Built:
         str(DOCKERFILE),
         str(REPO),
     )
-    archive = cache_dir() / f"{IMAGE.replace(':', '-')}.tar"
+    archive = archive_path()
     archive.unlink(missing_ok=True)
     _run("buildah", "push", "-q", _qualified(IMAGE), f"docker-archive:{archive}:{_qualified(IMAGE)}")
     return Built(archive, archive.stat().st_size, base_seconds, time.monotonic() - started)
