@@ -25,6 +25,9 @@ from webhook import __version__
 REBALANCE = REPO / "deploy/overlays/rebalance"
 SCHEDULER_CONFIG = REPO / "deploy/overlays/rebalance-scheduler-config"
 KUBECTL = shutil.which("kubectl")
+needs_kubectl = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl is not installed: cannot render deploy/ with 'kubectl kustomize'"
+)
 
 
 def render(tree: Path, base: str, components: tuple[Path, ...] = (REBALANCE,), **more: Any) -> list[dict[str, Any]]:
@@ -102,7 +105,7 @@ def test_the_component_adds_its_own_objects_and_changes_nothing_of_the_base(rend
     assert rest == [d for d in yaml.safe_load_all(base.stdout) if d]
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed: cannot render deploy/ with 'kubectl kustomize'")
+@needs_kubectl
 def test_the_component_composes_with_the_cert_manager_overlay(tmp_path: Path) -> None:
     objs = render(tmp_path, "overlays/cert-manager")
     assert one(objs, "CronJob", "netqos-rebalance")
@@ -208,10 +211,6 @@ def test_the_container_command_is_a_valid_rebalance_command_line(container) -> N
 
 
 # --- deploy/overlays/rebalance-scheduler-config: the cluster's scheduler configuration ------------
-
-needs_kubectl = pytest.mark.skipif(
-    KUBECTL is None, reason="kubectl is not installed: cannot render deploy/ with 'kubectl kustomize'"
-)
 
 
 def scheduler_config_job(objs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
