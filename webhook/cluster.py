@@ -2,16 +2,22 @@
 
 - `connect` finds the credentials as kubectl does: `--kubeconfig`, else $KUBECONFIG, else
   ~/.kube/config; with none of them, in a pod, the pod's service account.
-- `list_nodes` and `list_pods` read every Node, and every Pod bound to a node and not finished, as
-  the API's JSON, the data `kubectl get nodes/pods -o json` prints, so parsing, filtering and
-  scoring stay in pure code that the file mode shares; `fold_pods` (for `explain`) hands each pod
-  to a fold as its page arrives instead of keeping it. Pods are read in pages.
+- `list_nodes`, `list_namespaces` and `list_pods` read every Node, every Namespace, and every Pod
+  bound to a node and not finished, as the API's JSON, the data `kubectl get nodes/pods -o json`
+  prints, so parsing, filtering and scoring stay in pure code that the file mode shares;
+  `fold_pods` (for `explain`) hands each pod to a fold as its page arrives instead of keeping it.
+  Pods are read in pages.
 - `Reader` (for `status`, and under `list_pods`) gets and lists any of the objects `status` reads,
   read-only, as API JSON: lists go page by page (`limit`/`continue`) with the label and field
   selectors the caller derives, so the server filters and memory holds one page at a time; what
   RBAC forbids raises `Forbidden`, for the caller to report as unknown. A continue token that
   expired (410: etcd compacted past the list's snapshot) raises `Expired`, and
   `Reader.restarting` runs the whole read again from the first page, once.
+- `Reader.may` asks the API server whether RBAC allows a request (a SelfSubjectAccessReview);
+  `Reader.admit_pod` creates a pod in dry run (`dryRun=All`) and returns it as the API server would
+  store it, every admission plugin and webhook applied, nothing written (for `rebalance`).
+- `Evictor` (for `rebalance --apply`) evicts pods through the Eviction API, records
+  `events.k8s.io/v1` Events and writes the ConfigMap of the evictions made.
 - `apply` (for `register`) sends each object by server-side apply under the field manager
   `netqos-webhook`. Server-side apply creates what is missing and changes only the fields in the
   object we send: labels, annotations or other webhook entries added by anyone else stay as they
@@ -48,6 +54,9 @@ from webhook.names import ADMISSION_API_VERSION, FIELD_MANAGER
 # With one retry of a failed connect and none of a read, a cluster that never answers is one line
 # within 10 s: 2 x 4 s when connections go nowhere, 8 s when it accepts and stays silent.
 REQUEST_TIMEOUT = (4, 8)
+# A dry-run create passes through every mutating and validating webhook, each allowed up to its
+# timeoutSeconds (at most 30 s; 10 s by default): its answer may take that long.
+DRY_RUN_TIMEOUT = (4, 32)
 PAGE_SIZE = 500  # objects per list request: kubectl's chunk size; bounds the memory of one page
 MAX_POD_PAGES = 1000  # explain holds every pod: at most 500,000, far above Kubernetes' tested 150,000
 MAX_PAGES = 10_000  # any other list is read a page at a time: a bound on a list that never ends
@@ -77,6 +86,15 @@ class NotFound(ClusterError):
 
 class TooMany(ClusterError):
     """A list went on past the reader's page bound."""
+
+
+class Invalid(ClusterError):
+    """The API server answered 422: the object fails its validation."""
+
+
+class Conflict(ClusterError):
+    """The API server answered 409: the object changed since it was read (its resourceVersion), or
+    one of that name exists already."""
 
 
 class Expired(ClusterError):
@@ -281,6 +299,13 @@ def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> lis
         return reader.restarting(lambda: list(reader.list("Node")))
 
 
+def list_namespaces(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
+    """Every Namespace of the cluster, as API JSON data, read PAGE_SIZE at a time; `Forbidden`
+    when RBAC does not let the credentials list them."""
+    with Reader(connect(kubeconfig, context)) as reader:
+        return reader.restarting(lambda: list(reader.list("Namespace")))
+
+
 # The beta API's names for the kinds whose GA version has the plain name.
 BETA_MUTATING_ADMISSION_POLICY = "MutatingAdmissionPolicy (v1beta1)"
 BETA_MUTATING_ADMISSION_POLICY_BINDING = "MutatingAdmissionPolicyBinding (v1beta1)"
@@ -305,6 +330,8 @@ _READ = {
     ),
     "Job": ("BatchV1Api", "read_namespaced_job", "list_namespaced_job", False, "jobs"),
     "CronJob": ("BatchV1Api", "read_namespaced_cron_job", "list_namespaced_cron_job", False, "cronjobs"),
+    "LimitRange": ("CoreV1Api", "read_namespaced_limit_range", "list_namespaced_limit_range", False, "limitranges"),
+    "RuntimeClass": ("NodeV1Api", "read_runtime_class", "list_runtime_class", True, "runtimeclasses"),
     "PodDisruptionBudget": (
         "PolicyV1Api",
         "read_namespaced_pod_disruption_budget",
@@ -361,6 +388,7 @@ _READ = {
 _LIST_ALL = {
     "Pod": "list_pod_for_all_namespaces",
     "PodDisruptionBudget": "list_pod_disruption_budget_for_all_namespaces",
+    "LimitRange": "list_limit_range_for_all_namespaces",
     "Service": "list_service_for_all_namespaces",
     "Deployment": "list_deployment_for_all_namespaces",
     "ReplicaSet": "list_replica_set_for_all_namespaces",
@@ -543,6 +571,46 @@ class Reader:
             f"{self.max_pages * self.page_size} {plural}{where}"
         )
 
+    def may(self, verb: str, resource: str, namespace: str) -> bool:
+        """Whether RBAC lets these credentials `verb` `resource` in `namespace`: a
+        SelfSubjectAccessReview, which every authenticated user may create (system:basic-user)
+        and which changes nothing. `Forbidden` where even that is refused."""
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": namespace}},
+        }
+        api = self._client("AuthorizationV1Api")
+        self.requests += 1
+        response = _request(
+            self.cluster,
+            f"review whether it may {verb} {resource} in namespace {namespace}",
+            lambda: (
+                api.create_self_subject_access_review(
+                    body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ).data
+            ),
+            forbidden="check that your user may create selfsubjectaccessreviews (system:basic-user grants it)",
+        )
+        return self._decode(response, "the access review").get("status", {}).get("allowed") is True
+
+    def admit_pod(self, namespace: str, pod: dict[str, Any]) -> dict[str, Any]:
+        """The pod as the API server would store it if `pod` were created in `namespace` now: a
+        server-side dry run (`dryRun=All`), which runs every admission plugin and every mutating
+        and validating webhook and admission policy (each registered with sideEffects None or
+        NoneOnDryRun) and writes nothing. `Forbidden` when RBAC or an admission plugin or webhook
+        refuses it, `Invalid` when it fails validation, another `ClusterError` when it fails.
+        A webhook may take up to its timeoutSeconds (at most 30 s), so the read waits longer."""
+        self.requests += 1
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        response = _request(
+            self.cluster,
+            f"create (dry run) a pod in namespace {namespace}",
+            lambda: _post_json(self._api, path, [("dryRun", "All")], pod, DRY_RUN_TIMEOUT),
+            forbidden=_can_i("create", "pods", namespace),
+        )
+        return self._decode(response, "the dry run of a pod")
+
     def _client(self, name: str) -> Any:
         if name not in self._apis:
             from kubernetes import client
@@ -563,6 +631,28 @@ class Reader:
                 "JSON object; check that --kubeconfig/--context point at a Kubernetes API server"
             )
         return decoded
+
+
+def _post_json(api: Any, path: str, query: list[tuple[str, str]], body: dict[str, Any], timeout: Any) -> bytes:
+    """POST `body` to `path` as the JSON it is, and the answer's bytes; a non-2xx answer raises the
+    client's ApiException, as its generated methods do. The generated `create_namespaced_pod`
+    would first validate the body against the client's own Pod model, which refuses fields newer
+    than the client and ownerReferences without a uid: the API server is the judge of the pod."""
+    from kubernetes.client.exceptions import ApiException
+
+    request = api.param_serialize(
+        "POST",
+        path,
+        query_params=query,
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(*request, _request_timeout=timeout)
+    data = response.read()
+    if not 200 <= response.status <= 299:
+        raise ApiException.from_response(http_resp=response, body=None, data=None)
+    return bytes(data)
 
 
 def _can_i(verb: str, plural: str, namespace: str | None) -> str:
@@ -612,6 +702,53 @@ class Evictor:
                 f"(kubectl auth can-i create pods/eviction -n {namespace})"
             ),
         )
+
+    def record_event(self, event: dict[str, Any]) -> None:
+        """Create an `events.k8s.io/v1` Event (in its metadata's namespace). Raises `ClusterError`."""
+        namespace = event["metadata"]["namespace"]
+        events = self._events()
+        _request(
+            self.cluster,
+            f"create an event in namespace {namespace}",
+            lambda: events.create_namespaced_event(
+                namespace, event, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            ),
+            forbidden=(
+                "check that your user may create events.events.k8s.io "
+                f"(kubectl auth can-i create events.events.k8s.io -n {namespace})"
+            ),
+        )
+
+    def write_config_map(
+        self, namespace: str, name: str, data: dict[str, str], existing: dict[str, Any] | None
+    ) -> None:
+        """Write the ConfigMap's data: `existing` (as read) with `data` in place of its own, by an
+        update that holds only while it is still at the resourceVersion it was read at (else
+        `Conflict`); None: create it (`Conflict` when one of that name exists). Raises
+        `ClusterError`."""
+        if existing is None:
+            verb = "create"
+            body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+            send = lambda: self._core.create_namespaced_config_map(  # noqa: E731
+                namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+        else:
+            verb = "update"
+            body = {**existing, "data": data}
+            send = lambda: self._core.replace_namespaced_config_map(  # noqa: E731
+                name, namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+        _request(
+            self.cluster,
+            f"{verb} configmap {name} in namespace {namespace}",
+            send,
+            forbidden=f"check that your user may {verb} it (kubectl auth can-i {verb} configmap/{name} -n {namespace})",
+        )
+
+    def _events(self) -> Any:
+        from kubernetes import client
+
+        return client.EventsV1Api(self._api)
 
 
 def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
@@ -855,7 +992,14 @@ def _request(
                 403: forbidden,
                 404: missing,
             }.get(err.status)
-            error = {403: Forbidden, 404: NotFound, 410: Expired, 429: TooManyRequests}.get(err.status, ClusterError)
+            error = {
+                403: Forbidden,
+                404: NotFound,
+                409: Conflict,
+                410: Expired,
+                422: Invalid,
+                429: TooManyRequests,
+            }.get(err.status, ClusterError)
             refused = error(
                 f"the API server at {cluster.host} ({cluster.where}) refused to {action}: {_api_error(err)}"
                 + (f"; {hint}" if hint else "")

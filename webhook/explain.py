@@ -13,7 +13,8 @@ the NetQoS plugin's Score (weight `netqos_weight`) for the pod without the injec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +26,21 @@ from webhook.apidata import ShapeError
 from webhook.errors import UsageError
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
 from webhook.policy import Decision, Policy, Rule, own_points
-from webhook.scheduler import cycle, read
+from webhook.scheduler import cycle, read, sampling
+from webhook.scheduler.config import not_evaluated_summary
 from webhook.scheduler.cycle import Ranking
-from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, usage_by_node
-from webhook.scheduler.plugins import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY, POD_TOPOLOGY_SPREAD
+from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Target, cache_order, usage_by_node
+from webhook.scheduler.plugins import (
+    BALANCED_ALLOCATION,
+    DEFAULT_PROFILE,
+    IMAGE_LOCALITY,
+    NETQOS,
+    NODE_AFFINITY,
+    POD_TOPOLOGY_SPREAD,
+)
 from webhook.scheduler.read import NO_SELECTORS, Selectors
+from webhook.scheduler.sampling import Landing
+from webhook.scheduler.scores import NETQOS_TARGET, fast_target
 from webhook.scope import NOT_CALLED, not_called_reason
 from webhook.scoretable import SchedulerWeights
 
@@ -67,6 +78,22 @@ class Mutation:
 
 
 @dataclass(frozen=True)
+class ImageSizes:
+    """An image the pod uses that nodes report at different sizes. kube-scheduler's cache keeps
+    one size per image name and ImageLocality scores every node holding it by that size
+    (`scores.image_states`): here `size`, that of `node`, the oldest node listing the image.
+    `reported`: each size with the nodes reporting it, in cache order (the kept size first).
+    `decides`: had the cache kept the smallest or the largest size reported instead (it adds
+    nodes in an order explain can only guess), a prediction would name other nodes."""
+
+    image: str
+    size: int
+    node: str
+    reported: tuple[tuple[int, tuple[str, ...]], ...]
+    decides: bool
+
+
+@dataclass(frozen=True)
 class Explanation:
     pod_name: str
     namespace: str
@@ -78,6 +105,16 @@ class Explanation:
     netqos_weight: int
     not_evaluated: tuple[str, ...]
     notes: tuple[str, ...]
+    image_sizes: tuple[ImageSizes, ...] = ()  # the pod's images that nodes report at different sizes
+    # where one cycle binds the pod over the scheduler's rotating samples of 100 nodes or more
+    # (`sampling.landing`), for the stock scheduler and the NetQoS scheduler's profile; `target`:
+    # the policy's fast nodes, whose probability explain states
+    landing: Landing | None = None
+    netqos_landing: Landing | None = None
+    target: Target = NETQOS_TARGET
+    fast: tuple[str, ...] = ()  # the target's nodes, by name
+    # what the --scheduler-config profile says that is not evaluated (`Profile.settings_not_evaluated`)
+    settings_not_evaluated: tuple[str, ...] = ()
 
     def choices_match(self) -> bool:
         return set(self.ranking.affinity_choice) == set(self.ranking.netqos_choice)
@@ -99,6 +136,7 @@ def explain(
     selectors: Selectors = NO_SELECTORS,
     notes: Sequence[str] = (),
     usage: Mapping[str, NodeUsage] | None = None,
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Explanation:
     """The stock scheduler's view of the mutated pod, and the NetQoS scheduler's of the pod as
     written, on `nodes` with `pods` already running (those bound to a node and not finished), or,
@@ -106,7 +144,9 @@ def explain(
     (`keys.UsageFold`, the pod itself left out): `pods` are then not read.
     A pod in a namespace the registration excludes (the webhook running in `webhook_namespace`)
     is never sent to the webhook: it is scheduled as written. `notes` come first (what the caller
-    knows, such as the Kubernetes version scored as); every note is a sentence (`sentence`)."""
+    knows, such as the Kubernetes version scored as); every note is a sentence (`sentence`).
+    `namespaces`: the namespaces' labels, which pod affinity's namespaceSelectors match (a
+    namespace not there has its `kubernetes.io/metadata.name` label alone)."""
     reason = not_called_reason(_namespace(pod), webhook_namespace)
     mutation = mutate(policy, pod) if reason is None else Mutation(pod, Decision.UNCHANGED, (), (), (), reason)
     try:
@@ -116,8 +156,21 @@ def explain(
         raise ExplainError(f"{pod_source}: {err}; fix the field (the API server would reject this pod)") from None
     if usage is None:
         usage = usage_by_node(p for p in pods if (p.namespace, p.name) != (after.namespace, after.name))
-    ranking = cycle.rank(after, nodes, usage, profile)
-    netqos = cycle.rank(before, nodes, usage, profile.with_plugin(NETQOS, netqos_weight))
+    netqos_profile = profile.with_plugin(NETQOS, netqos_weight)
+
+    def rank_both(seen: Sequence[Node]) -> tuple[Ranking, Ranking]:
+        return (
+            cycle.rank(after, seen, usage, profile, namespaces=namespaces),
+            cycle.rank(before, seen, usage, netqos_profile, namespaces=namespaces),
+        )
+
+    ranking, netqos = rank_both(nodes)
+    landing = sampling.landing(after, nodes, usage, profile, namespaces, ranking=ranking)
+    netqos_landing = sampling.landing(before, nodes, usage, netqos_profile, namespaces, ranking=netqos)
+    target = fast_target(policy)
+    fast = tuple(n.name for n in nodes if target.matches(n.labels))
+    scored = after.images if IMAGE_LOCALITY in profile.weights else ()  # a profile may disable it
+    image_sizes = image_size_disagreements(scored, nodes, (ranking, netqos), rank_both)
     added = after.preferred[len(before.preferred) :]  # the policy appends after the pod's own terms
     # The shapes were checked by pod_view above.
     spec = apidata.obj(mutation.pod, "spec", "spec")
@@ -133,15 +186,61 @@ def explain(
         netqos=netqos,
         netqos_weight=netqos_weight,
         not_evaluated=profile.not_evaluated,
+        settings_not_evaluated=profile.settings_not_evaluated,
         notes=tuple(
             sentence(note)
             for note in (
                 *notes,
                 *_policy_notes(policy, mutation, ranking, netqos, profile, netqos_weight, before.preferred),
-                *_notes(after, ranking, nodes, profile, pods_given),
+                *_notes(after, ranking, nodes, profile, pods_given, image_sizes),
+                *_sampling_notes(landing, netqos_landing, profile, target, fast),
             )
         ),
+        image_sizes=image_sizes,
+        landing=landing,
+        netqos_landing=netqos_landing,
+        target=target,
+        fast=fast,
     )
+
+
+def image_size_disagreements(
+    images: Sequence[str],
+    nodes: Sequence[Node],
+    rankings: tuple[Ranking, Ranking],
+    rank_both: Callable[[Sequence[Node]], tuple[Ranking, Ranking]],
+) -> tuple[ImageSizes, ...]:
+    """The images of `images` that nodes report at different sizes (`ImageSizes`). `rankings`
+    are the stock and NetQoS rankings over `nodes`; `rank_both` ranks both again over other
+    nodes, to tell whether the size kept decides a prediction: ImageLocality grows with the size,
+    so the smallest and the largest size reported bound what another cache order would give."""
+    found = []
+    for image in dict.fromkeys(images):
+        holders = sorted((n for n in nodes if image in n.images), key=cache_order)
+        by_size: dict[int, list[str]] = {}
+        for node in holders:
+            by_size.setdefault(node.images[image], []).append(node.name)
+        if len(by_size) < 2:
+            continue
+        first = holders[0]
+        kept = first.images[image]
+        decides = any(
+            _predictions(rank_both(_with_size(nodes, first, image, size))) != _predictions(rankings)
+            for size in sorted({min(by_size), max(by_size)} - {kept})
+        )
+        reported = tuple((size, tuple(names)) for size, names in by_size.items())
+        found.append(ImageSizes(image, kept, first.name, reported, decides))
+    return tuple(found)
+
+
+def _with_size(nodes: Sequence[Node], first: Node, image: str, size: int) -> list[Node]:
+    """`nodes` with `first` (the node whose size the cache keeps) reporting `image` at `size`."""
+    changed = dataclasses.replace(first, images={**first.images, image: size})
+    return [changed if node is first else node for node in nodes]
+
+
+def _predictions(rankings: tuple[Ranking, Ranking]) -> tuple[frozenset[str], frozenset[str]]:
+    return frozenset(rankings[0].predicted), frozenset(rankings[1].predicted)
 
 
 def mutate(policy: Policy, pod: dict[str, Any]) -> Mutation:
@@ -245,9 +344,10 @@ def _notes(
     nodes: Sequence[Node],
     profile: Profile,
     pods_given: bool,
+    image_sizes: Sequence[ImageSizes] = (),
 ) -> tuple[str, ...]:
     notes = []
-    total, feasible = len(ranking.nodes), len(ranking.feasible)
+    feasible = len(ranking.feasible)
     if pod.node_name:
         notes.append(
             f"spec.nodeName is {pod.node_name!r}: the scheduler never sees this pod; "
@@ -281,13 +381,7 @@ def _notes(
             )
         )
     elif len(ranking.predicted) > 1:
-        notes.append("the best totals tie: the scheduler picks one of the predicted nodes at random")
-    sampled = cycle.nodes_scored_at_most(total)
-    if sampled < total:
-        notes.append(
-            f"{total} nodes: kube-scheduler stops filtering once it has found {sampled} feasible nodes "
-            "(percentageOfNodesToScore), so it normalises over those, not over all the nodes shown"
-        )
+        notes.append(f"the best totals tie: {cycle.TIES}")
     if pod.scheduler_name != profile.scheduler_name:
         notes.append(
             f"spec.schedulerName is {pod.scheduler_name!r}: shown under the default profile; give that "
@@ -306,6 +400,7 @@ def _notes(
             "the pod requests no cpu or memory: NodeResourcesBalancedAllocation skips it (best-effort pod), "
             "and NodeResourcesFit counts it as 100m CPU and 200Mi memory"
         )
+    notes += [_image_sizes_note(sizes) for sizes in image_sizes]
     spread = _spread_note(pod, profile)
     if spread:
         notes.append(spread)
@@ -313,16 +408,66 @@ def _notes(
     return tuple(notes)
 
 
+def _sampling_notes(
+    landing: Landing, netqos: Landing, profile: Profile, target: Target, fast: Sequence[str]
+) -> tuple[str, ...]:
+    """What sampling does to this pod (`fast`: the target's nodes), when a cycle scores only some
+    of the feasible nodes."""
+    if not landing.sampled and not netqos.sampled:
+        return ()
+    percentage = profile.percentage_of_nodes_to_score
+    return (
+        f"{landing.walked} nodes: kube-scheduler stops filtering once it has found {landing.wanted} of the "
+        f"{landing.feasible} feasible nodes (percentageOfNodesToScore {percentage or 'adaptive'}), starting where "
+        f"the cycle before stopped, and scores only those: over every start, the pod lands on a {target} node "
+        f"with probability {landing.of(fast):.2f} (under the NetQoS scheduler plugin's profile, "
+        f"{netqos.of(fast):.2f}); P is each node's share, TOTAL is over every feasible node",
+    )
+
+
+def _image_sizes_note(sizes: ImageSizes) -> str:
+    """What explain takes for an image nodes report at different sizes, and whether it matters."""
+    reported = "; ".join(f"{_size(size)} on {_listed(names)}" for size, names in sizes.reported)
+    note = (
+        f"nodes report image {sizes.image} at different sizes ({reported}): kube-scheduler's cache keeps one "
+        "size per image name, the first node's it adds, and ImageLocality scores every node that has the image "
+        f"by it; taken as {sizes.node}'s {_size(sizes.size)}, the oldest such node (by creationTimestamp, then name)"
+    )
+    if sizes.decides:
+        note += (
+            "; the prediction turns on it: had the scheduler added the nodes in another order (by name, when it "
+            "started after they joined), it could keep another size and pick other nodes"
+        )
+    return note
+
+
+def _size(size: int) -> str:
+    """A size in MiB when whole, else in bytes: two sizes never read alike."""
+    return f"{size:,} bytes" if size % 2**20 else f"{size // 2**20} MiB"
+
+
+def _listed(names: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def _spread_note(pod: PodInfo, profile: Profile) -> str | None:
     """What PodTopologySpread spreads the pod by, when its default constraints are in play."""
     if POD_TOPOLOGY_SPREAD not in profile.weights or pod.spread:
         return None
+    if profile.spread_defaults == () and (
+        pod.default_spread is not None or any(k in SPREAD_OWNERS for k in pod.owner_kinds)
+    ):
+        return (
+            "PodTopologySpread's args give defaultingType List and no defaultConstraints: the pod, without "
+            "topologySpreadConstraints of its own, is not spread"
+        )
     if pod.default_spread is not None:
         labels = ", ".join(f"{k}={v}" for k, v in pod.default_spread.match_labels)
         more = " and more" if pod.default_spread.match_expressions else ""
         return (
-            "PodTopologySpread's system default constraints (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) "
-            f"spread the pod from the pods its Services and controller select ({labels or 'by expressions'}{more})"
+            f"PodTopologySpread's {_default_constraints(profile)} spread the pod from the pods its Services and "
+            f"controller select ({labels or 'by expressions'}{more})"
         )
     owner = next((k for k in pod.owner_kinds if k in SPREAD_OWNERS), None)
     if owner:
@@ -331,6 +476,14 @@ def _spread_note(pod: PodInfo, profile: Profile) -> str | None:
             "PodTopologySpread's default spreading from its siblings is not evaluated"
         )
     return None
+
+
+def _default_constraints(profile: Profile) -> str:
+    """The profile's default spread constraints, in words."""
+    if profile.spread_defaults is None:
+        return "system default constraints (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway)"
+    listed = ", ".join(f"{c.topology_key} maxSkew {c.max_skew} {c.when_unsatisfiable}" for c in profile.spread_defaults)
+    return f"default constraints of its args ({listed})"
 
 
 def _not_evaluated_note(pod: PodInfo, profile: Profile) -> str:
@@ -343,4 +496,5 @@ def _not_evaluated_note(pod: PodInfo, profile: Profile) -> str:
             concerns.append(f"{what} are not evaluated")
     listed = ", ".join(profile.not_evaluated)
     head = f"not evaluated: {listed}; the prediction assumes they pass every node and score all nodes alike"
-    return head + (f" ({'; '.join(concerns)})" if concerns else "")
+    settings = not_evaluated_summary(profile)
+    return head + (f" ({'; '.join(concerns)})" if concerns else "") + (f"; {settings}" if settings else "")

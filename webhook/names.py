@@ -13,6 +13,7 @@ DEFAULT_SERVICE = "netqos-webhook"  # the Service the API server calls, and the 
 DEFAULT_NAMESPACE = "netqos-system"
 TLS_SECRET = "netqos-webhook-tls"  # kubernetes.io/tls Secret mounted by the Deployment at /tls
 CONFIGURATION_NAME = "netqos-webhook"  # the MutatingWebhookConfiguration
+REBALANCE_HISTORY = "netqos-rebalance-history"  # the ConfigMap of the evictions `rebalance --apply` made
 FIELD_MANAGER = "netqos-webhook"  # server-side apply owner of what `register` sends
 WEBHOOK_DOMAIN = "netqos.io"  # webhook entries are named <rule>.netqos.io
 LABELS = {"app.kubernetes.io/name": "netqos-webhook", "app.kubernetes.io/component": "webhook"}

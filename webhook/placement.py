@@ -14,7 +14,9 @@ the pods bound to those nodes already take (NodeResourcesFit, NodePorts; `high_u
 one pod at a time, so memory holds one tally per high node, never the pods). The Filter plugins
 that read every node's pods (PodTopologySpread, InterPodAffinity: `plugins.Reads.CLUSTER`) are
 not run here, since only the pods of the `net=high` nodes are read; `status`'s count of pods that
-would move comes from the rebalance plan, which runs them.
+would move comes from the rebalance plan, which runs them, and where that plan finds that no
+`net=high` node passes them for a pod called feasible here, status gives the plan's reasons
+instead (`status.with_unfit`): the two commands never disagree on a pod.
 """
 
 from __future__ import annotations

@@ -12,8 +12,11 @@ move updates:
   that is not `net=high`.
 - **Never evicted**, each with its reason: what `webhook.evictability`'s named constraints
   protect (terminating, mirror, no controller, DaemonSet, system-critical priority, the live
-  registration's scope, local storage, min age, replicas), and a second pod of one owner (the
-  top owner: a Deployment over its ReplicaSets). Without an active registration nothing moves.
+  registration's scope, local storage, min age, replicas), a second pod of one owner (the
+  top owner: a Deployment over its ReplicaSets), and a pod of an owner whose last eviction was
+  wasted, its replacement on a slower node in the world the plan still sees (`repeat`: the
+  records `webhook.evictions` reads, given to the `Inventory`). Without an active registration
+  nothing moves.
 - **The replacement** is the pod its controller would create in its place, from the controller's
   pod template (`workloads.pod_of`; not from the running pod, which may carry an older policy's
   terms or an older spec): the webhook's outcome for it (its terms), no nodeName.
@@ -22,11 +25,17 @@ move updates:
   the command was given, the NetQoS scheduler plugin's profile among them; a scheduler whose
   profile is not known is the `scheduler` constraint's), over every node by
   `webhook.scheduler.incremental`, given what the
-  pods on each node take, with the candidate itself gone from its node and every move planned so
-  far counted on its target. The move is planned when kube-scheduler's prediction (the best total,
+  pods on each node take, with the candidate itself still on its node, Terminating (as the
+  scheduler's cache holds an evicted pod for its grace period while its replacement is placed:
+  its requests, host ports and pod affinity still count, spreading leaves it out), and every move
+  planned so far counted on its target. The move is planned when kube-scheduler's prediction (the best total,
   as `explain` computes it) is a `net=high` node, which becomes the target; otherwise it is skipped
   with the reason: no `net=high` node passes the filters (their reasons, counted as the
   scheduler's FitError counts them), or a slower node scores better.
+
+Pod affinity's namespaceSelectors match the namespaces' labels (`Inventory.add_namespaces`: the
+Namespaces the registration's reading lists anyway); where RBAC hides them, each namespace has its
+`kubernetes.io/metadata.name` label alone, and a note says so when a selector is in play.
 
 Nothing here does I/O; pods and nodes are folded in one at a time (`Inventory.add_node`,
 `Inventory.add_pod`), so memory holds a usage tally per node and a small record per candidate.
@@ -35,29 +44,37 @@ Nothing here does I/O; pods and nodes are folded in one at a time (`Inventory.ad
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook import evictability, owners, workloads
+from webhook import admitted, evictability, evictions, owners, workloads
 from webhook.apidata import ShapeError
 from webhook.evictability import DEFAULT_MIN_AGE, DEFAULT_MIN_REPLICAS, Facts
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER, INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.owners import Owner
 from webhook.policy import Decision, Policy, evaluate
 from webhook.scheduler import keys, read
-from webhook.scheduler.config import unevaluated_scores
+from webhook.scheduler.config import profile_notes, unevaluated_scores
 from webhook.scheduler.incremental import World
-from webhook.scheduler.model import Node, PodInfo, Profile, Target, UsageTally
+from webhook.scheduler.model import Node, PodInfo, Profile, Target, UsageTally, selects_namespaces
 from webhook.scheduler.plugins import DEFAULT_PROFILE
 from webhook.scheduler.read import NO_SELECTORS, Selectors
+from webhook.scheduler.sampling import Landing
 from webhook.scheduler.scores import NETQOS_NODE_LABEL, fast_target
 from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES, Registration
 
 __all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Inventory", "Options", "Owner", "Plan", "plan"]
 
 EVICT = "evict"
+# How a replacement's scheduling view was made: by the API server's dry-run create, or by the model
+# of its admission (`webhook.admitted`).
+DRY_RUN, MODELLED = "dry-run", "model"
+# A move is planned only where its replacement lands on a target node with at least this
+# probability over the scheduler's rotating samples of nodes (`scheduler.sampling`).
+DEFAULT_MIN_PROBABILITY = 0.9
 # A StatefulSet's replacement keeps the name and ordinal of the pod it replaces.
 STATEFUL_LABELS = ("statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
 NOT_MUTATED = {
@@ -73,6 +90,7 @@ SKIP = "skip"
 @dataclass(frozen=True)
 class Options(evictability.Options):
     webhook_namespace: str = DEFAULT_NAMESPACE  # the webhook is never called for its own namespace
+    min_probability: float = DEFAULT_MIN_PROBABILITY
 
 
 @dataclass(frozen=True)
@@ -89,6 +107,13 @@ class Candidate:
     reason: str
     uid: str = ""
     constraint: str = ""  # for a skip: the named check that kept the pod (`evictability`, or the plan's own)
+    # for a skip because no net=high node passes the filters: each reason, counted over those nodes
+    unfit: tuple[str, ...] = ()
+    # for a move, and a skip for too low a one: that its replacement lands on a net=high node
+    probability: float | None = None
+    # how the replacement was admitted: DRY_RUN (the API server's own answer), MODELLED, or "" (never built)
+    admission: str = ""
+    controller: Owner | None = None  # for a move: the pod's controller, with its uid (`evictions.Record`)
 
 
 @dataclass
@@ -100,6 +125,9 @@ class Plan:
     registration: str = ""  # why no registration is active: nothing may be evicted ("" when one is)
     off_high: int = 0  # selected pods not on a net=high node, Pending ones included, as status counts them
     pending: int = 0  # of those, the pods no node is bound to yet (the scheduler still places them)
+    world: str = ""  # the digest of the net=high nodes and the pods on them (`evictions.Seen.world`)
+    # for each move's controller uid: when its newest pod was created (`evictions.Record.newest`)
+    newest: dict[str, dt.datetime] = field(default_factory=dict)
 
     @property
     def movable(self) -> list[Candidate]:
@@ -118,6 +146,16 @@ class _Template:
     decision: Decision
     replacement: PodInfo | None
     error: str = ""
+    admission: str = ""  # for a replacement: DRY_RUN or MODELLED
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """The API server's answer to a dry-run create of a replacement: the pod as it would store it,
+    or why it refuses to create it."""
+
+    pod: Mapping[str, Any] | None = None
+    refused: str = ""
 
 
 @dataclass(frozen=True)
@@ -138,6 +176,7 @@ class _Pending:
     node: str
     since: str  # when it was bound to its node (RFC 3339), for the order
     template: _Template
+    counted: PodInfo | None = None  # the pod as its node's usage counts it (None: it takes nothing there)
 
     @property
     def namespace(self) -> str:
@@ -150,9 +189,16 @@ class _Pending:
 
 class Inventory:
     """The cluster as the plan needs it, folded from API objects one at a time: `add_node` for
-    every Node, then `add_pod` for every pod bound to a node and not finished."""
+    every Node, then `add_pod` for every pod bound to a node and not finished; and the namespaces'
+    labels (`add_namespaces`), which pod affinity's namespaceSelectors match."""
 
-    def __init__(self, policy: Policy, options: Options, target: Target | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        options: Options,
+        target: Target | None = None,
+        history: evictions.History = evictions.NO_HISTORY,
+    ) -> None:
         self.policy = policy
         self.options = options
         self.target = target or fast_target(policy)  # the policy's top-scoring nodes: net=high by default
@@ -168,6 +214,26 @@ class Inventory:
         self.pending_pods = 0  # of those, the ones no node is bound to
         self.notes: list[str] = []
         self._excluded = {*ALWAYS_EXCLUDED_NAMESPACES, options.webhook_namespace}
+        # None: not read (RBAC forbids listing them); each namespace then has its name label alone
+        self.namespaces: dict[str, dict[str, str]] | None = None
+        # What the model of admission reads (LimitRanges, RuntimeClasses), and the API server's own
+        # answers for the replacements it admitted in dry run, by `replacement_key`: the command's.
+        self.admission = admitted.Objects()
+        self.dry_runs: dict[bytes, DryRun] = {}
+        self._replacements: keys.Memo[bytes, _Template] = keys.Memo()
+        # the evictions made before (`history`): the net=high nodes' world, the recorded controllers' pods
+        self.seen = evictions.Seen(history)
+
+    def add_namespaces(self, labels: Mapping[str, Mapping[str, str]]) -> None:
+        """Every namespace's labels, by name (the Namespaces listed)."""
+        self.namespaces = {**(self.namespaces or {}), **{name: dict(of) for name, of in labels.items()}}
+
+    def selects_namespaces(self) -> bool:
+        """Whether the namespaces' labels can change a prediction: a term of a pod on a node or of
+        a candidate's replacement has a namespaceSelector (`model.selects_namespaces`)."""
+        replacements = [p.template.replacement for p in self.pending if p.template.replacement is not None]
+        on_nodes = [p for tally in self._tallies.values() for p in tally.with_affinity]
+        return selects_namespaces((*replacements, *on_nodes))
 
     def add_node(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -180,6 +246,7 @@ class Inventory:
         self.net[node.name] = node.labels.get(NETQOS_NODE_LABEL)
         if self.target.matches(node.labels):
             self.fast.add(node.name)
+        self.seen.add_node(node, node.name in self.fast)
         self._tallies[node.name] = UsageTally()
 
     def add_pod(self, pod: Mapping[str, Any]) -> None:
@@ -192,17 +259,20 @@ class Inventory:
         if view is not None:
             tally.add(view)
         controller = owners.controller_of(pod)
+        self.seen.add_pod(meta, controller, node, node in self.fast)
         if controller is not None and _ready(status):
             self.ready[controller.uid] += 1
         if node not in self.fast and self._selected(meta):
             self.off_high += 1
         if node not in self.fast and status.get("phase") == "Running":
-            self._consider(pod, meta, spec, status, node)
+            self._consider(pod, meta, spec, status, node, view)
 
     def add_unbound_pod(self, pod: Mapping[str, Any]) -> None:
         """A pod no node is bound to yet (Pending): counted off the net=high nodes, as `status`
         counts it; never a candidate (the scheduler has yet to place it)."""
         meta, spec = _mapping(pod, "metadata"), _mapping(pod, "spec")
+        if not spec.get("nodeName"):
+            self.seen.add_pod(meta, owners.controller_of(pod), "", fast=False)
         if not spec.get("nodeName") and meta.get("deletionTimestamp") is None and self._selected(meta):
             self.off_high += 1
             self.pending_pods += 1
@@ -227,6 +297,7 @@ class Inventory:
         spec: Mapping[str, Any],
         status: Mapping[str, Any],
         node: str,
+        counted: PodInfo | None,
     ) -> None:
         labels = meta.get("labels") or {}
         namespace = str(meta.get("namespace") or "")
@@ -242,6 +313,7 @@ class Inventory:
                 node=node,
                 since=_scheduled_at(meta, status),
                 template=template,
+                counted=counted,
             )
         )
 
@@ -275,7 +347,36 @@ class Inventory:
     ) -> _Replacement | str:
         """The pod the candidate's controller would create in its place, from the controller's pod
         template (not from the running pod: the template may have changed since, and the pod may
-        carry terms of an older policy), run through the policy; or why it cannot be known."""
+        carry terms of an older policy), as the API server would admit it (`_admit`); or why it
+        cannot be known."""
+        pod = self.replacement_pod(pending, controllers)
+        if isinstance(pod, str):
+            return pod
+        meta = pod["metadata"]
+        key = replacement_key(pod)
+        template = self._replacements.get(key, lambda: self._admit(pod, self.dry_runs.get(key)))
+        spec = pod.get("spec") or {}
+        scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
+        return _Replacement(template, dict(meta.get("labels") or {}), str(scheduler or DEFAULT_SCHEDULER))
+
+    def replacement_pods(
+        self, controllers: Mapping[tuple[str, str, str], Mapping[str, Any] | str]
+    ) -> dict[bytes, dict[str, Any]]:
+        """Each distinct replacement pod by `replacement_key`, in plan order: what the command may
+        have the API server admit in dry run (`dry_runs`)."""
+        pods: dict[bytes, dict[str, Any]] = {}
+        for pending in sorted(self.pending, key=lambda p: (p.since, p.namespace, p.name)):
+            pod = self.replacement_pod(pending, controllers)
+            if isinstance(pod, dict):
+                pods.setdefault(replacement_key(pod), pod)
+        return pods
+
+    def replacement_pod(
+        self, pending: _Pending, controllers: Mapping[tuple[str, str, str], Mapping[str, Any] | str]
+    ) -> dict[str, Any] | str:
+        """The pod the candidate's controller would send to the API server in its place (its
+        template's, in its namespace; a StatefulSet's with the candidate's name and ordinal
+        labels), or why it cannot be known."""
         controller = pending.facts.controller
         if controller is None:
             return "no controller: nothing would re-create it"
@@ -295,13 +396,51 @@ class Inventory:
         except workloads.NotAWorkload as err:
             return f"its {controller} has no usable pod template: {err}"
         meta = pod["metadata"]
+        meta["namespace"] = pending.namespace  # where the controller creates it (a template may name none)
+        uid = (found.get("metadata") or {}).get("uid")
+        for ref in meta.get("ownerReferences") or ():  # the controller's own uid, as it sets it
+            if uid:
+                ref["uid"] = uid
         if kind.kind == "StatefulSet":  # the replacement keeps the pod's name and ordinal
             own = pending.facts.labels
             meta["labels"] = {**(meta.get("labels") or {}), **{k: own[k] for k in STATEFUL_LABELS if k in own}}
-        template = self._templates.get(_template_key(meta, pod.get("spec") or {}), lambda: self._judge(pod))
-        spec = pod.get("spec") or {}
-        scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
-        return _Replacement(template, dict(meta.get("labels") or {}), str(scheduler or DEFAULT_SCHEDULER))
+            meta.pop("name", None)  # its name is the candidate's, still taken: a dry run generates one
+            meta["generateName"] = f"{controller.name}-"
+        return pod
+
+    def _admit(self, pod: Mapping[str, Any], answer: DryRun | None) -> _Template:
+        """The replacement as the API server would store it, and the webhook's decision for it.
+
+        The webhook's decision is taken on the pod as the mutating webhooks receive it (the
+        template's pod through `admitted.before_webhooks`). Its scheduling view is the API
+        server's dry-run answer where the command got one (every admission plugin and webhook
+        applied; where it lacks the policy's terms, the webhook was not called for it, and the
+        policy's outcome on it is used, as the registration's constraint judges that case);
+        else the model: the policy's outcome through `admitted.on_create`."""
+        local = admitted.before_webhooks(pod, self.admission)
+        if local.rejected:
+            error = f"the API server would refuse to create its replacement: {local.rejected}"
+            return _Template(Decision.ERROR, None, error, MODELLED)
+        outcome = evaluate(self.policy, local.pod)
+        if outcome.decision not in (Decision.MUTATED, Decision.UNCHANGED):
+            error = f"the webhook would not give its replacement the preference: {NOT_MUTATED[outcome.decision]}"
+            return _Template(outcome.decision, None, error, MODELLED)
+        if answer is not None and answer.refused:
+            error = f"the API server refuses to create its replacement (dry run): {answer.refused}"
+            return _Template(outcome.decision, None, error, DRY_RUN)
+        if answer is not None and answer.pod is not None:
+            stored, admission = dict(answer.pod), DRY_RUN
+            served = evaluate(self.policy, stored)
+            if served.decision == Decision.MUTATED:
+                stored = served.pod
+        else:
+            stored, admission = admitted.on_create(outcome.pod), MODELLED
+        try:
+            replacement = dataclasses.replace(read.pod_info(stored), node_name="")
+        except ShapeError as err:
+            error = f"cannot evaluate the replacement's scheduling fields: {err}"
+            return _Template(outcome.decision, None, error, admission)
+        return _Template(outcome.decision, replacement, "", admission)
 
     def owner_lookups(self) -> set[tuple[str, str, str]]:
         """(namespace, kind, name) of each candidate's controller that may itself be owned
@@ -357,21 +496,29 @@ def plan(
     result = Plan(
         nodes=len(cluster.nodes),
         high_nodes=len(state.world.fast),
-        notes=list(cluster.notes),
+        notes=[*cluster.notes, *profile_notes(profiles.values())],
         registration=registration.problem(),
         off_high=cluster.off_high,
         pending=cluster.pending_pods,
+        world=cluster.seen.world(str(cluster.target)),
     )
     if budgets is None:
         result.notes.append(
             "cannot read PodDisruptionBudgets (forbidden by RBAC): the plan does not know them; the Eviction API "
             "still enforces them (429)"
         )
+    if cluster.namespaces is None and cluster.selects_namespaces():
+        result.notes.append(
+            "cannot list namespaces (forbidden by RBAC): pod affinity's namespaceSelector is matched against each "
+            "namespace's kubernetes.io/metadata.name label alone"
+        )
     planned_owners: set[tuple[str, Owner]] = set()
     for pending in sorted(cluster.pending, key=lambda p: (p.since, p.namespace, p.name)):
         owner = _owner(pending, owners)
         row = _Row(pending, cluster.net.get(pending.node), owner)
         replacement = cluster.replacement(pending, controllers)
+        if isinstance(replacement, _Replacement):
+            row = dataclasses.replace(row, admission=replacement.template.admission)
         facts = pending.facts
         if isinstance(replacement, _Replacement):
             facts = dataclasses.replace(
@@ -379,28 +526,36 @@ def plan(
             )
         verdict = evictability.judge(facts, context)
         if verdict is not None:
-            result.candidates.append(row.skip(verdict.reason, verdict.constraint))
+            result.candidates.append(row.skip(verdict.reason, verdict.constraint, state.unfit(pending, replacement)))
             continue
         if isinstance(replacement, str):
             result.candidates.append(row.skip(replacement, "replacement"))
             continue
+        repeat = cluster.seen.repeat(pending.namespace, owner, cluster.fast, result.world)
+        if repeat:  # its owner's last eviction was wasted, in the world the plan sees now
+            result.candidates.append(row.skip(repeat, evictions.REPEAT))
+            continue
         if owner is not None and (pending.namespace, owner) in planned_owners:
             reason = f"another pod of {owner} is moved in this run (one pod per owner)"
-            result.candidates.append(row.skip(reason, "one-per-owner"))
+            result.candidates.append(row.skip(reason, "one-per-owner", state.unfit(pending, replacement)))
             continue
         template = replacement.template
         if template.replacement is None:
             result.candidates.append(row.skip(template.error, "replacement"))
             continue
-        target, why = state.place(pending, template, replacement.scheduler)
-        if target is None:
-            result.candidates.append(row.skip(why, "placement"))
+        placed = state.place(pending, template, replacement.scheduler)
+        if placed.target is None:
+            probability = placed.probability if placed.constraint == "probability" else None
+            result.candidates.append(row.skip(placed.reason, placed.constraint, placed.unfit, probability))
             continue
         if owner is not None:
             planned_owners.add((pending.namespace, owner))
         if budgets is not None:
             budgets.take(facts)
-        result.candidates.append(row.evict(target, why))
+        result.candidates.append(row.evict(placed.target, placed.reason, placed.probability))
+    for move in result.movable:
+        if move.controller is not None and (newest := cluster.seen.newest(move.controller.uid)) is not None:
+            result.newest[move.controller.uid] = newest
     return result
 
 
@@ -409,14 +564,44 @@ class _Row:
     pending: _Pending
     net: str | None
     owner: Owner | None
+    admission: str = ""  # how its replacement was admitted (DRY_RUN, MODELLED)
 
-    def skip(self, reason: str, constraint: str) -> Candidate:
+    def skip(
+        self, reason: str, constraint: str, unfit: tuple[str, ...] = (), probability: float | None = None
+    ) -> Candidate:
         p = self.pending
-        return Candidate(p.namespace, p.name, p.node, self.net, self.owner, SKIP, None, reason, p.uid, constraint)
+        return Candidate(
+            p.namespace,
+            p.name,
+            p.node,
+            self.net,
+            self.owner,
+            SKIP,
+            None,
+            reason,
+            p.uid,
+            constraint,
+            unfit,
+            probability,
+            self.admission,
+        )
 
-    def evict(self, target: str, reason: str) -> Candidate:
+    def evict(self, target: str, reason: str, probability: float) -> Candidate:
         p = self.pending
-        return Candidate(p.namespace, p.name, p.node, self.net, self.owner, EVICT, target, reason, p.uid)
+        return Candidate(
+            p.namespace,
+            p.name,
+            p.node,
+            self.net,
+            self.owner,
+            EVICT,
+            target,
+            reason,
+            p.uid,
+            probability=probability,
+            admission=self.admission,
+            controller=p.facts.controller,
+        )
 
 
 def _owner(pending: _Pending, found: Mapping[tuple[str, str, str], Owner]) -> Owner | None:
@@ -426,6 +611,19 @@ def _owner(pending: _Pending, found: Mapping[tuple[str, str, str], Owner]) -> Ow
     return found.get((pending.namespace, controller.kind, controller.name)) or controller
 
 
+@dataclass(frozen=True)
+class _Placement:
+    """Where a candidate's replacement lands: its target (None: no move, `constraint` says why),
+    the reason, the net=high nodes' filter reasons when none passes, and the probability that
+    it lands on one of them."""
+
+    target: str | None
+    reason: str
+    constraint: str = "placement"
+    unfit: tuple[str, ...] = ()
+    probability: float = 0.0
+
+
 class _State:
     """The cluster during planning: the what-if world of `scheduler.incremental`, every planned
     move counted in it."""
@@ -433,36 +631,96 @@ class _State:
     def __init__(
         self, cluster: Inventory, profile: Profile, selectors: Selectors, profiles: Mapping[str, Profile]
     ) -> None:
-        self.world = World(cluster.nodes, cluster.usage(), profile, cluster.target)
+        self.world = World(cluster.nodes, cluster.usage(), profile, cluster.target, cluster.namespaces)
         self.selectors = selectors
         self.profiles = profiles
+        self.min_probability = cluster.options.min_probability
 
-    def place(self, pending: _Pending, template: _Template, scheduler: str) -> tuple[str | None, str]:
-        """The target of the candidate's replacement, predicted with the profile of `scheduler`
-        (its schedulerName), and the reason, or (None, why not)."""
-        view = template.replacement
-        assert view is not None
+    def unfit(self, pending: _Pending, replacement: _Replacement | str) -> tuple[str, ...]:
+        """For a candidate kept for another reason: the net=high nodes' filter reasons when none
+        passes for its replacement now, else (); `status` says them rather than calling a
+        net=high node feasible. Nothing moves."""
+        if isinstance(replacement, str) or replacement.template.replacement is None or not self.world.fast:
+            return ()
+        profile = self.profiles.get(replacement.scheduler)
+        if profile is None:
+            return ()
+        predictor = self.world.predictor(self._view(pending, replacement.template.replacement), profile)
+        return () if predictor.feasible_fast else predictor.unfit()
+
+    def _view(self, pending: _Pending, view: PodInfo) -> PodInfo:
+        """The replacement's scheduling view in the candidate's namespace, spread as its controller's."""
         controller = pending.facts.controller
         owner = (controller.kind, controller.name) if controller else None
         spread = read.spread_selector(pending.namespace, view.labels, owner, self.selectors)
-        view = dataclasses.replace(view, namespace=pending.namespace, default_spread=spread)
+        return dataclasses.replace(view, namespace=pending.namespace, default_spread=spread)
+
+    def place(self, pending: _Pending, template: _Template, scheduler: str) -> _Placement:
+        """The target of the candidate's replacement, predicted with the profile of `scheduler`
+        (its schedulerName), or why there is none. A target is kube-scheduler's prediction over
+        every feasible node; in a cluster of 100 nodes or more it must also win often enough
+        among the nodes one cycle samples (`World.landing`, at least `min_probability`)."""
+        assert template.replacement is not None
+        view = self._view(pending, template.replacement)
         world = self.world
         if not world.fast:
-            return None, f"no node is labelled {world.target}"
+            return _Placement(None, f"no node is labelled {world.target}")
         profile = self.profiles[scheduler]
         predictor = world.predictor(view, profile)
         if not predictor.feasible_fast:
-            return None, predictor.why_no_fast()
-        source = world.index[pending.node]
-        world.move(source, view, remove=True)  # the pod leaves its node before its replacement is scheduled
+            return _Placement(None, predictor.why_no_fast(), unfit=predictor.unfit())
+        leaving = _Terminating(world, world.index[pending.node], pending.counted)
+        leaving.begin()
         predictor.sync()
         choice = predictor.choice()
         if choice.target is None:
-            world.move(source, view, remove=False)
-            return None, choice.reason
+            leaving.undo()
+            return _Placement(None, choice.reason, unfit=choice.unfit)
+        landing = world.landing(view, profile)
+        probability = landing.of(world.nodes[i].name for i in world.fast) if landing is not None else 1.0
+        sampled = "" if landing is None else _sampled(landing, probability, world.target)
+        if probability < self.min_probability:
+            leaving.undo()
+            reason = f"{sampled}, below --min-probability {self.min_probability:g}"
+            return _Placement(None, reason, "probability", probability=probability)
         world.move(world.index[choice.target], view, remove=False)
         by = f" ({scheduler}'s profile)" if scheduler != DEFAULT_SCHEDULER else ""
-        return choice.target, choice.reason + by + _not_evaluated(view)
+        sampled = f"; {sampled}" if sampled else ""
+        return _Placement(choice.target, choice.reason + by + sampled + _not_evaluated(view), probability=probability)
+
+
+def _sampled(landing: Landing, probability: float, target: Target) -> str:
+    """What sampling does to the move, for its reason."""
+    return (
+        f"kube-scheduler scores {landing.wanted} of the {landing.feasible} feasible nodes in a cycle, from a "
+        f"rotating start: the replacement lands on a {target} node with probability {probability:.2f}"
+    )
+
+
+class _Terminating:
+    """An evicted pod as the scheduler's cache holds it while its replacement is scheduled: still
+    on its node, Terminating, for its grace period. The ReplicaSet (or StatefulSet, Job) controller
+    creates the replacement as soon as the pod is marked for deletion, and the scheduler places it
+    while the old pod still takes its requests and host ports and still counts for InterPodAffinity
+    (every pod of the NodeInfo); only PodTopologySpread leaves terminating pods out of its counts
+    (kubernetes v1.36.3 pkg/scheduler/backend/cache/cache.go: a pod leaves the cache on its
+    delete event, not on its deletionTimestamp; podtopologyspread/common.go countPodsMatchSelector).
+    Planned moves keep it so for the rest of the run: the pod's grace period outlasts the plan."""
+
+    def __init__(self, world: World, node: int, pod: PodInfo | None) -> None:
+        self.world, self.node, self.pod = world, node, pod
+
+    def begin(self) -> None:
+        """The pod turns Terminating on its node: counted as before but for spreading."""
+        if self.pod is not None and not self.pod.terminating:
+            self.world.move(self.node, self.pod, remove=True)
+            self.world.move(self.node, dataclasses.replace(self.pod, terminating=True), remove=False)
+
+    def undo(self) -> None:
+        """The pod is not evicted after all: it counts as it did."""
+        if self.pod is not None and not self.pod.terminating:
+            self.world.move(self.node, dataclasses.replace(self.pod, terminating=True), remove=True)
+            self.world.move(self.node, self.pod, remove=False)
 
 
 def _unpredictable(profile: Profile) -> str:
@@ -535,6 +793,15 @@ def _template_key(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bytes:
         bool(spec.get("topologySpreadConstraints")),
         bool(spec.get("resourceClaims")),
     )
+
+
+def replacement_key(pod: Mapping[str, Any]) -> bytes:
+    """What a replacement's admission and scheduling view read: its template's key (`_template_key`)
+    and what admission reads besides: its namespace (its LimitRanges, a dry run's answer), its
+    RuntimeClass and PriorityClass."""
+    meta, spec = _mapping(pod, "metadata"), _mapping(pod, "spec")
+    extra = [meta.get("namespace"), spec.get("runtimeClassName"), spec.get("priorityClassName")]
+    return _template_key(meta, spec) + keys.spec_key({}, (), None, *extra)
 
 
 def summary(candidates: Sequence[Candidate], results: Iterable[Any] = ()) -> dict[str, int]:

@@ -160,6 +160,9 @@ def test_the_plugins_experiment_as_json_has_the_documented_shape():
                 "scores": {"TaintToleration": 100, "NodeAffinity": 50, "NodeResourcesFit": 97, "ImageLocality": 0},
                 "total": 497,
                 "netqos_total": 397,
+                # two nodes: every cycle scores both, so the best node is certain
+                "probability": 0.0,
+                "netqos_probability": 0.0,
             },
             {
                 "name": "fake-node-1",
@@ -174,6 +177,8 @@ def test_the_plugins_experiment_as_json_has_the_documented_shape():
                 "scores": {"TaintToleration": 100, "NodeAffinity": 100, "NodeResourcesFit": 97, "ImageLocality": 0},
                 "total": 597,
                 "netqos_total": 497,
+                "probability": 1.0,
+                "netqos_probability": 1.0,
             },
         ],
         "affinity_choice": ["fake-node-1"],
@@ -191,6 +196,15 @@ def test_the_plugins_experiment_as_json_has_the_documented_shape():
         "ImageLocality": 1,
     }
     assert (document["predicted"], document["netqos_predicted"]) == (["fake-node-1"], ["fake-node-1"])
+    assert document["sampling"] == {
+        "nodes": 2,
+        "scored_per_cycle": 2,
+        "feasible": 2,
+        "sampled": False,
+        "target": "net=high",
+        "target_probability": 1.0,
+        "netqos_target_probability": 1.0,
+    }
     # evaluated now (no constraints, no Service, no pod with affinity terms: both skip this pod)
     assert "PodTopologySpread" not in document["not_evaluated"] and "InterPodAffinity" not in document["not_evaluated"]
 
@@ -449,12 +463,31 @@ def test_nodes_from_the_cluster_are_checked_like_a_files():
         explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=lambda k, c: [{"metadata": {}}])
 
 
-def test_a_large_cluster_notes_that_the_scheduler_samples_nodes():
-    items = [{"metadata": {"name": f"n{i:03}", "labels": {"net": "high" if i % 2 else "low"}}} for i in range(500)]
-    notes = json.loads(explained("--pod", TEST_POD, "--kubeconfig", "k", "-o", "json", list_nodes=lambda k, c: items))[
-        "notes"
+def test_a_large_cluster_notes_that_the_scheduler_samples_nodes_and_gives_each_nodes_probability():
+    """500 nodes, one of them net=high: 46% of them are scored per cycle (230), so the fast node
+    is in 230 of the 500 samples a cycle can start with, and wins each."""
+    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    items = [
+        {
+            "metadata": {"name": f"n{i:03}", "labels": {"net": "high" if i == 7 else "low"}},
+            "status": {"allocatable": allocatable},
+        }
+        for i in range(500)
     ]
-    assert any("500 nodes: kube-scheduler stops filtering once it has found 230 feasible nodes" in n for n in notes)
+    document = json.loads(
+        explained("--pod", TEST_POD, "--kubeconfig", "k", "-o", "json", list_nodes=lambda k, c: items)
+    )
+    assert any(
+        n.startswith("500 nodes: kube-scheduler stops filtering once it has found 230 of the 500 feasible nodes")
+        and "lands on a net=high node with probability 0.46 (under the NetQoS scheduler plugin's profile, 0.46)" in n
+        for n in document["notes"]
+    ), document["notes"]
+    assert document["sampling"]["target_probability"] == 0.46 and document["sampling"]["sampled"] is True
+    assert {n["name"]: n["probability"] for n in document["nodes"]}["n007"] == 0.46
+    assert sum(n["probability"] for n in document["nodes"]) == pytest.approx(1.0)
+    table = explained("--pod", TEST_POD, "--kubeconfig", "k", list_nodes=lambda k, c: items)
+    header, fast = table.splitlines()[6], next(line for line in table.splitlines() if " n007 " in line)
+    assert header.split()[-2:] == ["P", "REASON"] and fast.split()[-1] == "0.46", (header, fast)
 
 
 # --- the program and its edges ----------------------------------------------------------------
@@ -715,3 +748,63 @@ def test_a_pod_in_an_excluded_namespace_is_explained_as_written_because_the_webh
     assert (document["decision"], document["mutated"], document["injected_terms"]) == ("not_called", False, [])
     table = explained("--pod", str(path), "--nodes", EXPERIMENT_NODES)
     assert "not mutated: the webhook is not called: namespace kube-system is excluded" in table.splitlines()[0]
+
+
+# --- pod affinity's namespaceSelector: the namespaces' labels ---------------------------------------
+# checkout (net=high preferred, and required beside app=db of a namespace labelled team=payments)
+# can only join db on slow-1; with the namespaces' labels unknown, no pod matches and it stays Pending.
+
+NS_POD = str(FIXTURES / "namespace-selector-pod.yaml")
+NS_NODES = FIXTURES / "namespace-selector-nodes.yaml"
+NS_PODS = FIXTURES / "namespace-selector-pods.yaml"
+NO_POD_AFFINITY = "node(s) didn't match pod affinity rules"
+
+
+def _objects_of(path: Path, *kinds: str) -> list[dict]:
+    return [o for o in yaml.safe_load(path.read_text())["items"] if o["kind"] in kinds]
+
+
+def _namespace_notes(document: dict) -> list[str]:
+    return [n for n in document["notes"] if "namespaceSelector" in n]
+
+
+@pytest.mark.parametrize(
+    "kinds, predicted, notes",
+    [
+        pytest.param(("Pod", "Namespace"), ["slow-1"], [], id="namespaces-given"),
+        pytest.param(("Pod",), [], [explain.sentence(explain.NAMESPACES_MISSING)], id="no-namespaces"),
+    ],
+)
+def test_a_namespace_selector_matches_the_labels_of_the_pods_files_namespaces(kinds, predicted, notes, tmp_path):
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": _objects_of(NS_PODS, *kinds)}))
+    document = json.loads(explained("--pod", NS_POD, "--nodes", str(NS_NODES), "--pods", str(pods), "-o", "json"))
+    assert (document["predicted"], document["netqos_predicted"]) == (predicted, predicted)
+    assert {n["name"]: n["reasons"] for n in document["nodes"]}["fast-1"] == [NO_POD_AFFINITY]
+    assert _namespace_notes(document) == notes
+
+
+@pytest.mark.parametrize(
+    "pod, forbidden, predicted, notes, listed",
+    [
+        pytest.param(NS_POD, set(), ["slow-1"], [], True, id="listed"),
+        pytest.param(
+            NS_POD, {"namespaces"}, [], [explain.sentence(explain.NAMESPACES_FORBIDDEN)], True, id="forbidden"
+        ),
+        # no term has a namespaceSelector: the namespaces are not read
+        pytest.param(TEST_POD, set(), ["fast-1"], [], False, id="not-needed"),
+    ],
+)
+def test_live_mode_lists_the_namespaces_only_when_a_namespace_selector_reads_them(
+    pod, forbidden, predicted, notes, listed, tmp_path, monkeypatch, capsys
+):
+    objects = [*_objects_of(NS_NODES, "Node"), *_objects_of(NS_PODS, "Pod", "Namespace")]
+    snapshot = kubeapi.Snapshot(forbidden=forbidden).add_all(objects)
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig))
+        code, out, err = command("--pod", pod, "-o", "json", capsys=capsys)
+    assert (code, err) == (0, "")
+    document = json.loads(out)
+    assert document["predicted"] == predicted
+    assert _namespace_notes(document) == notes
+    assert any(p.split("?")[0] == "/api/v1/namespaces" for p in api.requests) == listed

@@ -709,7 +709,8 @@ def test_fullname_override_renames_every_object_and_the_references_between_them(
 
 
 def policy_of(objs: list[dict[str, Any]], values: dict[str, Any]) -> Any:
-    configmaps = [o for o in objs if o["kind"] == "ConfigMap"]
+    # the policy's ConfigMap (the rebalancer's records are another)
+    configmaps = [o for o in objs if o["kind"] == "ConfigMap" and "policy.yaml" in (o.get("data") or {})]
     if configmaps:
         return policy_from_bytes(configmaps[0]["data"]["policy.yaml"].encode(), "the chart's ConfigMap")
     rules = values["policy"].get("rules") or yaml.safe_load((REPO / "deploy/base/policy.yaml").read_text())["rules"]

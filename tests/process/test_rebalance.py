@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,12 @@ import pytest
 import yaml
 
 from tests.fixtures import CLASSIC_TERMS, FIXTURES, REPO
-from webhook import cluster
+from webhook import cluster, evictions
 from webhook.cli import main
 from webhook.commands.rebalance import RebalanceArgs, run
+from webhook.evictions import Record
 from webhook.manifests import webhook_configuration
+from webhook.owners import Owner
 from webhook.policy import Policy
 from webhook.policy_file import load_policy, policy_from_bytes
 from webhook.testing import kubeapi
@@ -132,6 +135,13 @@ def _with(args: RebalanceArgs, flag: str, value: Any) -> RebalanceArgs:
 NOTHING_DONE = dict.fromkeys(("evicted", "blocked", "gone", "throttled", "blocked_in_plan"), 0)
 
 
+def writes(requests: list[str]) -> list[str]:
+    """The requests that could change the cluster: every POST but an access review (it asks) and a
+    dry-run create (nothing is stored)."""
+    asks = ("selfsubjectaccessreviews", "dryRun=All")
+    return [r for r in requests if r.startswith("POST") and not any(a in r for a in asks)]
+
+
 def plan_rows(report: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return [(c["name"], c["action"], c["target"]) for c in report["candidates"]]
 
@@ -190,6 +200,8 @@ def test_the_plan_names_the_pods_and_targets_reserving_room_and_evicts_nothing(t
         "target": "fast-1",
         "reason": first["reason"],
         "constraint": "",
+        "probability": 1.0,  # below 100 nodes every cycle scores every node
+        "admission": "model",  # the fake API server lets nobody create pods, even in dry run
     }
     assert first["reason"].startswith("kube-scheduler would place the replacement on fast-1 (net=high): total ")
     assert report["candidates"][1]["net"] is None  # plain-1 has no net label
@@ -199,7 +211,7 @@ def test_the_plan_names_the_pods_and_targets_reserving_room_and_evicts_nothing(t
     assert report["evicted"] == []
     assert report["summary"] == {**NOTHING_DONE, "candidates": 3, "movable": 2, "skipped": 1}
     assert code == 3
-    assert evictions == [] and not any(r.startswith("POST") for r in requests)
+    assert evictions == [] and writes(requests) == []
 
 
 def test_nothing_movable_is_exit_0(tmp_path: Path) -> None:
@@ -220,16 +232,19 @@ def test_pods_and_nodes_are_read_with_one_paginated_list_each_and_owners_by_get(
         "/apis/policy/v1/poddisruptionbudgets",
     ]
     # the pods: those bound to a node, then the unbound (Pending) ones, counted off the net=high nodes;
-    # and the Services of the candidates' one namespace, for PodTopologySpread's default spreading
+    # the Services of the candidates' one namespace, for PodTopologySpread's default spreading; and
+    # what admission reads, for the replacements as the API server would admit them
     services = "/api/v1/namespaces/shop/services"
-    assert lists == sorted(["/api/v1/nodes", "/api/v1/pods", "/api/v1/pods", services, *registration])
+    admission = ["/api/v1/limitranges", "/apis/node.k8s.io/v1/runtimeclasses"]
+    assert lists == sorted(["/api/v1/nodes", "/api/v1/pods", "/api/v1/pods", services, *registration, *admission])
     pods = next(r for r in requests if r.startswith("/api/v1/pods?"))
     assert "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed" in pods
     assert "limit=500" in pods
     slices = next(r for r in requests if "endpointslices?" in r)
     assert "labelSelector=kubernetes.io/service-name%3Dnetqos-webhook" in slices
-    gets = sorted(r for r in requests if "?" not in r)
+    gets = sorted(r for r in requests if "?" not in r and not r.startswith("POST"))
     assert gets == [
+        f"/api/v1/namespaces/{NS}/configmaps/netqos-rebalance-history",  # the evictions made before
         "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/netqos-webhook",
         *(f"/apis/apps/v1/namespaces/shop/replicasets/{d}-rs" for d in ("web-a", "web-b", "web-c")),
         "/version/",  # which Kubernetes version to score the replacements as
@@ -574,10 +589,12 @@ def test_forbidden_pods_are_one_line_and_exit_1(tmp_path: Path, capsys: pytest.C
 
 
 def test_the_cronjobs_cluster_role_grants_exactly_the_requests_rebalance_apply_sends(tmp_path: Path) -> None:
-    """Every request of `rebalance --apply --config FILE` (as the CronJob runs it), as an RBAC
-    (apiGroup, resource, verb), is granted by deploy/overlays/rebalance's ClusterRole, and the role
-    grants nothing else."""
-    objs = base_cluster()
+    """Every request of `rebalance --apply --config FILE` (as the CronJob runs it, beside the
+    ConfigMap of the evictions made that it ships), as an RBAC (apiGroup, resource, verb), is
+    granted by deploy/overlays/rebalance's ClusterRole, or its Role in the webhook's namespace for
+    that one ConfigMap, and the roles grant nothing else."""
+    shipped = yaml.safe_load((REPO / "deploy/overlays/rebalance/history.yaml").read_text())
+    objs = [*base_cluster(), shipped]
     objs += [workload("CronJob", "shop", "nightly"), workload("Job", "shop", "nightly-1", owner=("CronJob", "nightly"))]
     objs += [workload("StatefulSet", "shop", "db"), workload("ReplicationController", "shop", "legacy")]
     for i in range(2):
@@ -605,20 +622,31 @@ def test_the_cronjobs_cluster_role_grants_exactly_the_requests_rebalance_apply_s
         if rest[0] == "namespaces" and len(rest) > 2:
             rest = rest[2:]
         resource = "/".join([rest[0], *rest[2:]])
-        verb = "create" if method == "POST" else "get" if len(rest) > 1 else "list"
+        verb = {"POST": "create", "PUT": "update"}.get(method) or ("get" if len(rest) > 1 else "list")
         return group, resource, verb
 
-    # GET /version, a non-resource URL every authenticated user may read (system:public-info-viewer)
-    used = {permission(r) for r in requests if r.split("?")[0].rstrip("/").rpartition(" ")[2] != "/version"}
-    [role] = [
-        d
-        for d in yaml.safe_load_all((REPO / "deploy/overlays/rebalance/rbac.yaml").read_text())
-        if d["kind"] == "ClusterRole"
-    ]
+    # GET /version, a non-resource URL every authenticated user may read (system:public-info-viewer),
+    # and the SelfSubjectAccessReview asking whether it may create pods (system:basic-user grants it)
+    public = ("/version", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+    used = {permission(r) for r in requests if r.split("?")[0].rstrip("/").rpartition(" ")[2] not in public}
+    rbac = list(yaml.safe_load_all((REPO / "deploy/overlays/rebalance/rbac.yaml").read_text()))
+    [role] = [d for d in rbac if d["kind"] == "ClusterRole"]
+    [own] = [d for d in rbac if d["kind"] == "Role"]
     granted = {
-        (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+        (g, r, v)
+        for rule in [*role["rules"], *own["rules"]]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
     }
     assert used == granted
+    # the Role's grants are the shipped ConfigMap's alone, where the command reads and writes it
+    history = shipped["metadata"]
+    assert {(own["metadata"]["namespace"], *rule["resourceNames"]) for rule in own["rules"]} == {
+        (history["namespace"], history["name"])
+    }
+    configmaps = {r.split("?")[0].rpartition(" ")[2] for r in requests if "/configmaps" in r}
+    assert configmaps == {f"/api/v1/namespaces/{history['namespace']}/configmaps/{history['name']}"}
 
 
 # --- the live registration ----------------------------------------------------------------------
@@ -646,7 +674,7 @@ def test_apply_without_an_active_registration_evicts_nothing_says_so_and_exits_3
     case: str, objs: Any, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, report, evictions, requests = rebalance(objs(), tmp_path, "apply", "true", "max_evictions", "5")
-    assert evictions == [] and not any(r.startswith("POST") for r in requests)
+    assert evictions == [] and writes(requests) == []
     assert report["registration"] == {"active": False, "problem": problem}
     assert {(c["action"], c["constraint"]) for c in report["candidates"]} == {("skip", "scope")}
     assert code == 3
@@ -721,3 +749,199 @@ def test_the_registration_is_read_from_the_v1beta1_admission_policies_where_v1_i
     ]
     assert f"{group}/v1/mutatingadmissionpolicies" in asked  # v1 first
     assert scope.Registration.read(live).why_not_called("shop", {"qos": "latency-sensitive"}) == ""
+
+
+# --- pod affinity's namespaceSelector --------------------------------------------------------------
+
+
+def _beside_payments_db() -> list[dict[str, Any]]:
+    """web's pods must run beside app=db of a namespace labelled team=payments; payments' db runs on
+    fast-1 (net=high, room), web's one pod on slow-1."""
+    term = {
+        "labelSelector": {"matchLabels": {"app": "db"}},
+        "namespaceSelector": {"matchLabels": {"team": "payments"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    rs = workload("ReplicaSet", "shop", "web-rs", owner=("Deployment", "web"), template=template())
+    rs["spec"]["template"]["spec"]["affinity"] = affinity
+    payments = kubeapi.namespace("payments")
+    payments["metadata"]["labels"]["team"] = "payments"
+    return [
+        *registration(),
+        kubeapi.namespace("shop"),
+        payments,
+        sized(node("fast-1", "high"), "4"),
+        sized(node("slow-1", "low"), "16"),
+        workload("Deployment", "shop", "web"),
+        rs,
+        pod("payments", "db", {"app": "db"}, "fast-1"),
+        app("web-slow", "slow-1", "web-rs", preferred=CLASSIC_TERMS, affinity=affinity),
+    ]
+
+
+@pytest.mark.parametrize(
+    "forbidden, row, notes",
+    [
+        pytest.param(set(), ("web-slow", "evict", "fast-1"), [], id="namespaces-listed"),
+        pytest.param(
+            {"namespaces"},
+            ("web-slow", "skip", None),
+            [
+                "cannot list namespaces (forbidden by RBAC): pod affinity's namespaceSelector is matched against each "
+                "namespace's kubernetes.io/metadata.name label alone"
+            ],
+            id="namespaces-forbidden",
+        ),
+    ],
+)
+def test_a_replacements_namespace_selector_matches_the_namespaces_labels(
+    forbidden: set[str], row: tuple[str, str, str | None], notes: list[str], tmp_path: Path, capsys
+) -> None:
+    snapshot = Snapshot(forbidden=forbidden)
+    _, report, _, _ = rebalance(_beside_payments_db(), tmp_path, "min_replicas", "1", snapshot=snapshot)
+    assert plan_rows(report) == [row]
+    said = capsys.readouterr().err.splitlines()  # -o json: the notes go to stderr
+    assert [n.removeprefix("netqos-webhook rebalance: ") for n in said if "namespaceSelector" in n] == notes
+
+
+# --- what --apply records: the evictions made (the `repeat` constraint), and Events ----------------
+
+HISTORY = "netqos-rebalance-history"
+LATER = NOW + dt.timedelta(hours=1)
+
+
+@dataclass
+class Applied:
+    code: int
+    report: dict[str, Any]
+    evictions: list[tuple[str, str, int]]
+    events: list[dict[str, Any]]
+    history: dict[str, Any] | None  # the ConfigMap after the run
+    requests: list[str]
+
+
+def applied(objs: list[dict[str, Any]], tmp_path: Path, now: dt.datetime = NOW, **changes: Any) -> Applied:
+    """`rebalance --apply -o json` once against the objects, at `now`."""
+    snapshot = changes.pop("snapshot", None) or Snapshot()
+    snapshot.add_all(objs)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        out = io.StringIO()
+        args = RebalanceArgs(kubeconfig=str(api.kubeconfig), output="json", config=POLICY, apply=True, **changes)
+        code = run(args, out, now=now)
+        history = api.config_map(NS, HISTORY)
+        return Applied(code, json.loads(out.getvalue()), api.evictions, api.events, history, api.requests)
+
+
+def records(history: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return json.loads((history or {}).get("data", {}).get("evictions.json") or "[]")
+
+
+def after_the_eviction(history: dict[str, Any] | None, replacement_node: str, more: int = 0) -> list[dict[str, Any]]:
+    """base_cluster once web-a-slow was evicted: its ReplicaSet's replacement bound to
+    `replacement_node` a few seconds after, and running; `more` pods joined fast-2 since; the
+    records' ConfigMap as the first run left it."""
+    objs = [o for o in base_cluster() if o["metadata"]["name"] != "web-a-slow"]
+    objs.append(app("web-a-new", replacement_node, "web-a-rs", "2026-06-01T00:00:05Z", preferred=CLASSIC_TERMS))
+    objs += [pod("shop", f"other-{i}", {"app": "other"}, "fast-2") for i in range(more)]
+    return [*objs, history] if history is not None else objs
+
+
+def test_apply_records_the_eviction_for_its_owner_in_the_history_configmap(tmp_path: Path) -> None:
+    first = applied(base_cluster(), tmp_path)
+    assert first.evictions == [("shop", "web-a-slow", 201)]
+    assert f"POST /api/v1/namespaces/{NS}/configmaps" in first.requests  # none yet: created
+    [record] = records(first.history)
+    assert {k: v for k, v in record.items() if k not in ("evicted", "world", "newest")} == {
+        "namespace": "shop",
+        "owner": {"kind": "Deployment", "name": "web-a"},
+        "controller": {"kind": "ReplicaSet", "name": "web-a-rs", "uid": "uid-web-a-rs"},
+        "pod": {"name": "web-a-slow", "uid": "uid-shop-web-a-slow"},
+        "node": "slow-1",
+        "target": "fast-1",
+    }
+    assert record["evicted"].startswith("2026-06-01T00:00:0") and len(record["world"]) == 32
+    assert record["newest"] == "2026-05-01T00:00:00Z"  # its ReplicaSet's newest pod when planned
+    assert first.report["warnings"] == []
+
+
+def test_a_second_run_does_not_evict_the_owner_whose_replacement_went_to_a_slower_node(tmp_path: Path) -> None:
+    first = applied(base_cluster(), tmp_path / "first")
+    second = applied(after_the_eviction(first.history, "slow-1"), tmp_path / "second", LATER)
+    rows = {c["name"]: c for c in second.report["candidates"]}
+    assert (rows["web-a-new"]["action"], rows["web-a-new"]["constraint"]) == ("skip", "repeat")
+    assert rows["web-a-new"]["reason"] == (
+        "evicted 2026-06-01T00:00Z, predicted fast-1, its replacement went to slow-1: not evicted again until the "
+        "net=high nodes or the pods on them change, or until 2026-06-02T00:00Z (--forget-after)"
+    )
+    # the next owner moves instead, and both records are kept (PUT: the ConfigMap is updated)
+    assert second.evictions == [("shop", "web-b-slow", 201)]
+    assert f"PUT /api/v1/namespaces/{NS}/configmaps/{HISTORY}" in second.requests
+    assert [r["owner"]["name"] for r in records(second.history)] == ["web-a", "web-b"]
+
+
+@pytest.mark.parametrize(
+    ("case", "replacement_node", "more", "changes", "now"),
+    [
+        ("its replacement landed on a net=high node", "fast-1", 0, {}, LATER),
+        ("a pod joined a net=high node since", "slow-1", 1, {}, LATER),
+        ("the record is forgotten", "slow-1", 0, {"forget_after": dt.timedelta(minutes=30)}, LATER),
+        ("no record is read: another ConfigMap", "slow-1", 0, {"history_configmap": "elsewhere"}, LATER),
+    ],
+)
+def test_the_owner_may_move_again_once_the_world_changed_or_the_record_is_forgotten(
+    case: str, replacement_node: str, more: int, changes: dict[str, Any], now: dt.datetime, tmp_path: Path
+) -> None:
+    first = applied(base_cluster(), tmp_path / "first")
+    second = applied(after_the_eviction(first.history, replacement_node, more), tmp_path / "second", now, **changes)
+    assert "repeat" not in [c["constraint"] for c in second.report["candidates"]], case
+
+
+def test_apply_records_an_event_on_the_evicted_pod_and_on_its_owner(tmp_path: Path) -> None:
+    first = applied(base_cluster(), tmp_path)
+    assert [e["regarding"] for e in first.events] == [
+        {"apiVersion": "v1", "kind": "Pod", "namespace": "shop", "name": "web-a-slow", "uid": "uid-shop-web-a-slow"},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "shop", "name": "web-a", "uid": "uid-web-a"},
+    ]
+    assert [e["related"]["name"] for e in first.events] == ["web-a", "web-a-slow"]
+    [move] = [c for c in first.report["candidates"] if c["action"] == "evict" and c["name"] == "web-a-slow"]
+    for event in first.events:
+        assert (event["type"], event["reason"], event["action"]) == ("Normal", "NetQoSRebalanced", "Evict")
+        assert event["reportingController"] == "netqos-webhook/rebalance"
+        assert event["metadata"]["namespace"] == "shop"
+        assert "from slow-1" in event["note"] and "lands on fast-1: " + move["reason"][:40] in event["note"]
+    assert "POST /apis/events.k8s.io/v1/namespaces/shop/events" in first.requests
+
+
+@pytest.mark.parametrize(
+    ("forbidden", "warned"),
+    [
+        ({"events"}, ["no Event recorded on Pod shop/web-a-slow", "no Event recorded on Deployment shop/web-a"]),
+        ({"configmaps@write"}, [f"the evictions of this run are not recorded in ConfigMap {NS}/{HISTORY}"]),
+        ({"configmaps"}, [f"the evictions of this run are not recorded: ConfigMap {NS}/{HISTORY} cannot be read"]),
+    ],
+)
+def test_what_cannot_be_recorded_is_a_warning_and_never_fails_the_eviction(
+    forbidden: set[str], warned: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done = applied(base_cluster(), tmp_path, snapshot=Snapshot(forbidden=forbidden))
+    assert [e["result"] for e in done.report["evicted"]] == ["evicted"]
+    assert done.code == 3  # as without the failure: web-b-slow is still movable
+    assert [w[: len(p)] for w, p in zip(done.report["warnings"], warned, strict=True)] == warned
+    err = capsys.readouterr().err
+    assert all(f"netqos-webhook rebalance: warning: {w}" in err for w in done.report["warnings"])
+
+
+def test_a_configmap_changed_by_another_writer_is_read_again_and_merged(tmp_path: Path) -> None:
+    api = (Owner("Deployment", "api"), Owner("ReplicaSet", "api-1", "uid-api-1"))
+    other = Record("shop", *api, "api-x", "u", "slow-1", "fast-2", NOW, "w")
+    shipped = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": HISTORY, "namespace": NS}}
+    theirs = {**shipped, "metadata": {**shipped["metadata"], "resourceVersion": "7"}, "data": evictions.data([other])}
+    snapshot = Snapshot(concurrent_writes={f"{NS}/{HISTORY}": theirs})
+    done = applied([*base_cluster(), shipped], tmp_path, snapshot=snapshot)
+    assert [r.split("?")[0] for r in done.requests if r.startswith("PUT")] == [
+        f"PUT /api/v1/namespaces/{NS}/configmaps/{HISTORY}"
+    ] * 2  # the first answered 409
+    assert [r["owner"]["name"] for r in records(done.history)] == ["api", "web-a"]
+    assert done.report["warnings"] == []

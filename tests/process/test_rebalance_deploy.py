@@ -2,7 +2,8 @@
 (strict schemas, as every other tree), is hardened like the webhook's pod, runs one `rebalance
 --apply` at a time every ten minutes with the webhook's own policy ConfigMap, and its ClusterRole
 grants exactly what the command does: list pods and nodes, get the controllers it checks, create
-evictions.
+evictions and their Events; its Role, get and update of the one ConfigMap that keeps the evictions
+made, in its own namespace, which the command is pointed at.
 """
 
 from __future__ import annotations
@@ -93,14 +94,16 @@ def test_the_component_adds_its_own_objects_and_changes_nothing_of_the_base(rend
     assert added == [
         ("ClusterRole", "netqos-rebalance"),
         ("ClusterRoleBinding", "netqos-rebalance"),
+        ("ConfigMap", "netqos-rebalance-history"),
         ("CronJob", "netqos-rebalance"),
+        ("Role", "netqos-rebalance"),
+        ("RoleBinding", "netqos-rebalance"),
         ("ServiceAccount", "netqos-rebalance"),
     ]
     base = subprocess.run(
         [KUBECTL, "kustomize", str(REPO / "deploy/base")], capture_output=True, text=True, timeout=120
     )
-    ours = {("ClusterRole", "netqos-rebalance"), ("ClusterRoleBinding", "netqos-rebalance")}
-    ours |= {("CronJob", "netqos-rebalance"), ("ServiceAccount", "netqos-rebalance")}
+    ours = set(added)
     rest = [o for o in rendered if (o["kind"], o["metadata"]["name"]) not in ours]
     assert rest == [d for d in yaml.safe_load_all(base.stdout) if d]
 
@@ -179,8 +182,43 @@ def test_the_cluster_role_grants_exactly_what_rebalance_does(rendered) -> None:
         ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings", "list"),
         ("discovery.k8s.io", "endpointslices", "list"),
         ("", "namespaces", "list"),
+        # what admission reads: the replacements are predicted as the API server would admit them
+        ("", "limitranges", "list"),
+        ("node.k8s.io", "runtimeclasses", "list"),
         ("", "pods/eviction", "create"),
+        # an Event on each evicted pod and on its owner, as the descheduler records its evictions
+        ("events.k8s.io", "events", "create"),
     }
+
+
+def test_the_role_grants_get_and_update_of_the_history_configmap_alone_in_the_cronjobs_namespace(
+    rendered, container
+) -> None:
+    """The one namespaced write `rebalance --apply` makes: the records of the evictions made, in the
+    ConfigMap the component ships (without data: applying again keeps the records), which the
+    command is pointed at in its own namespace (the downward API)."""
+    from webhook.cli import build_parser
+
+    namespace = one(rendered, "CronJob", "netqos-rebalance")["metadata"]["namespace"]
+    history = one(rendered, "ConfigMap", "netqos-rebalance-history")
+    assert history["metadata"]["namespace"] == namespace and "data" not in history
+    role = one(rendered, "Role", "netqos-rebalance")
+    assert role["metadata"]["namespace"] == namespace
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": ["netqos-rebalance-history"],
+            "verbs": ["get", "update"],
+        }
+    ]
+    binding = one(rendered, "RoleBinding", "netqos-rebalance")
+    assert binding["metadata"]["namespace"] == namespace
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "netqos-rebalance"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "netqos-rebalance", "namespace": namespace}]
+    args = build_parser().parse_args([*container["command"][1:], *container["args"]])
+    assert (args.webhook_namespace, args.history_configmap) == ("$(POD_NAMESPACE)", "netqos-rebalance-history")
+    assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in container["env"]
 
 
 def test_the_policy_is_the_webhooks_own_configmap(rendered, pod_spec, container) -> None:

@@ -25,6 +25,8 @@ from tests.fixtures import CLASSIC_TERMS, FIXTURES, NETQOS_TERMS, REPO
 from webhook.admission_policy import admission_policies as generate_admission_policies
 from webhook.affinity import Requirement
 from webhook.cli import main
+from webhook.commands.rebalance import RebalanceArgs
+from webhook.commands.rebalance import run as rebalance_run
 from webhook.commands.status import StatusArgs, label_selector, run
 from webhook.policy_file import load_policy
 from webhook.selector import LabelSelector
@@ -804,6 +806,45 @@ def test_a_pod_off_the_fast_nodes_is_judged_by_the_filters_of_the_clusters_own_r
     assert report["unknown"] == unknown
 
 
+# --- status and rebalance judge a pod alike ------------------------------------------------------
+
+ONE_WEB_POD_PER_NODE = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]
+    }
+}
+
+
+def test_a_pod_whose_anti_affinity_every_fast_node_fails_is_not_called_feasible_and_rebalance_agrees(
+    tls: kubeapi.TLS, tmp_path: Path
+) -> None:
+    """fast-1 has room for web-6f9c-c but holds a pod of web, which its required anti-affinity
+    refuses (InterPodAffinity's Filter, which reads every node's pods); so does fast-2 for the
+    pod its controller would create (its template requests nothing). Status says so, as
+    rebalance's plan does, instead of "a net=high node is feasible now"."""
+    cluster = Cluster(tls)
+    high_node_with_room(cluster)
+    cluster.pods = [p for p in cluster.pods if p["metadata"]["name"] != "web-6f9c-e"]
+    stranded = next(p for p in cluster.pods if p["metadata"]["name"] == "web-6f9c-c")
+    stranded["spec"]["affinity"] |= ONE_WEB_POD_PER_NODE
+    template = cluster.workloads[1]["spec"]["template"]["spec"]
+    template["affinity"] = {**template.get("affinity", {}), **ONE_WEB_POD_PER_NODE}
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), out, now=NOW)
+        plan = io.StringIO()
+        rebalance_run(RebalanceArgs(kubeconfig=str(api.kubeconfig), output="json"), plan, now=NOW)
+    report = json.loads(out.getvalue())
+    why = ["2/2 net=high node(s): node(s) didn't match pod anti-affinity rules"]
+    assert report["not_on_high"] == [off_high("web-6f9c-c", "slow-1", "low", why)]
+    assert report["placement"]["movable"] == 0
+    [row] = json.loads(plan.getvalue())["candidates"]
+    assert (row["name"], row["action"]) == ("web-6f9c-c", "skip")
+    assert row["reason"] == f"no net=high node fits the replacement: {'; '.join(why)}"
+
+
 # --- the command line: exit codes, one-line errors, the table ------------------------------------
 
 
@@ -1066,3 +1107,52 @@ def test_table_cuts_long_lists_and_says_how_many_more() -> None:
     table = render_table(report, limit=20)
     assert "shop/p19 on slow-1" in table and "shop/p20" not in table
     assert "  ... and 5 more (-o json lists all)" in table
+
+
+# --- pod affinity's namespaceSelector in the count of pods rebalance would move --------------------
+
+BESIDE_PAYMENTS_DB = {
+    "podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"app": "db"}},
+                "namespaceSelector": {"matchLabels": {"team": "payments"}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+}
+BESIDE_NO_DB = "2/2 net=high node(s): node(s) didn't match pod affinity rules"
+
+
+@pytest.mark.parametrize(
+    "forbidden, movable, why",
+    [
+        pytest.param(set(), 1, FEASIBLE_NOW, id="namespaces-listed"),
+        pytest.param({"namespaces"}, 0, BESIDE_NO_DB, id="namespaces-forbidden"),
+    ],
+)
+def test_the_movable_count_matches_a_replacements_namespace_selector_against_the_namespaces_labels(
+    forbidden: set[str], movable: int, why: str, tls: kubeapi.TLS, tmp_path: Path
+) -> None:
+    """web-6f9c-c (on slow-1) must run beside app=db of a namespace labelled team=payments, as its
+    controller's replacements must: payments' db runs on fast-1, which has room. With the
+    Namespaces' labels read, the replacement fits there and the pod would move; where RBAC hides
+    them, a namespace has its name label alone, and no net=high node fits."""
+    cluster = Cluster(tls)
+    high_node_with_room(cluster)
+    cluster.pods = [p for p in cluster.pods if p["metadata"]["name"] != "web-6f9c-e"]
+    stranded = next(p for p in cluster.pods if p["metadata"]["name"] == "web-6f9c-c")
+    stranded["spec"]["affinity"] |= BESIDE_PAYMENTS_DB
+    cluster.workloads[1]["spec"]["template"]["spec"]["affinity"] = BESIDE_PAYMENTS_DB
+    cluster.pods.append(pod("payments", "db-0", {"app": "db"}, "fast-1", ("StatefulSet", "db")))
+    payments = kubeapi.namespace("payments")
+    payments["metadata"]["labels"]["team"] = "payments"
+    snapshot = cluster.snapshot().add_all([payments])
+    snapshot.forbidden |= forbidden
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        out = io.StringIO()
+        run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), out, now=NOW)
+    report = json.loads(out.getvalue())
+    assert report["placement"]["movable"] == movable
+    assert report["not_on_high"] == [off_high("web-6f9c-c", "slow-1", "low", [why])]

@@ -14,7 +14,7 @@ from webhook.resources import HostPort
 from webhook.scheduler.filters import REASON_TOO_MANY_PODS, insufficient_resources
 from webhook.scheduler.model import EMPTY_USAGE, Node
 from webhook.scheduler.read import node_info, pod_info, usage_info
-from webhook.scheduler.scores import image_locality
+from webhook.scheduler.scores import image_locality, image_states
 from webhook.testing.pods import pod
 
 GI, MI = 2**30, 2**20
@@ -157,7 +157,8 @@ def test_image_volumes_count_in_image_locality_but_add_no_room():
     assert (view.images, view.containers) == (("app:1", "models/llm:latest"), 1)
     node = Node("n", {}, images={"models/llm:latest": 500 * MI})
     # image_locality.go: 500 MB on the only node, scaled between 23 MB and 1000 MB x 1 container
-    assert image_locality(view.images, node, {"models/llm:latest": 1}, 1, view.containers) == 100 * 477 // 977
+    states = image_states(view.images, [node])
+    assert image_locality(view.images, node, states, 1, view.containers) == 100 * 477 // 977
 
 
 def test_a_node_without_status_allocatable_fits_no_pod():

@@ -833,3 +833,125 @@ def test_siblings_on_the_fast_node_spread_the_replacement_away_so_it_is_not_move
     row = by_name(behind_service(3))["web-0"]
     assert (row.action, row.target) == ("skip", None)
     assert row.reason.startswith("kube-scheduler would place the replacement on slow (net=low)")
+
+
+# --- the evicted pod while its replacement is scheduled ---------------------------------------------
+
+SELF = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+PREFERS_ITS_OWN = {
+    "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": SELF}]}
+}
+ZONE_ANTI = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
+HOSTNAME_SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": "kubernetes.io/hostname",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app": "web"}},
+}
+
+
+def zoned(name: str, net: str, zone: str) -> dict[str, Any]:
+    obj = sized(node(name, net))
+    obj["metadata"]["labels"]["zone"] = zone
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("spec", "nodes", "others", "action"),
+    [
+        pytest.param(
+            # its predecessor, Terminating on slow, draws it back: InterPodAffinity counts every
+            # pod of the node (2 x 100 there against NodeAffinity's lead of 2 x 50 on fast)
+            {"affinity": PREFERS_ITS_OWN},
+            [sized(node("fast", "high")), sized(node("slow", "low"))],
+            [],
+            "skip",
+            id="preferred-affinity-to-its-own-pods",
+        ),
+        pytest.param(
+            # one pod of web per zone: the Terminating predecessor still holds zone a
+            {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [ZONE_ANTI]}}},
+            [zoned("fast", "high", "a"), zoned("slow", "low", "a"), zoned("other", "low", "b")],
+            [],
+            "skip",
+            id="required-anti-affinity-in-its-zone",
+        ),
+        pytest.param(
+            # spreading leaves terminating pods out: slow counts 0, fast 1, so fast would make a skew of 2
+            {"topologySpreadConstraints": [HOSTNAME_SPREAD]},
+            [sized(node("fast", "high")), sized(node("slow", "low"))],
+            [app_pod("web-peer", "fast", owner="web-2", labels={"app": "web"})],
+            "skip",
+            id="spreading-leaves-it-out",
+        ),
+        pytest.param(
+            # what it requests stays taken on slow: that only helps fast
+            {},
+            [sized(node("fast", "high")), sized(node("slow", "low"), cpu="1")],
+            [],
+            "evict",
+            id="its-requests-stay-on-slow",
+        ),
+    ],
+)
+def test_the_evicted_pod_stays_on_its_node_terminating_while_its_replacement_is_scheduled(
+    spec: dict[str, Any], nodes: list[dict[str, Any]], others: list[dict[str, Any]], action: str
+) -> None:
+    """After an eviction the pod stays on its node, Terminating, for its grace period, and its
+    controller's replacement is scheduled meanwhile: the plan predicts it beside its predecessor."""
+    candidate = app_pod("web-0", "slow")
+    candidate["spec"].update(spec)
+    plan = make_plan(nodes, [candidate, *others], min_replicas=1)
+    row = by_name(plan)["web-0"]
+    assert row.action == action, row.reason
+
+
+def test_a_pod_not_evicted_counts_on_its_node_as_before_for_the_next_candidates() -> None:
+    """A candidate the plan keeps (no move) is not left Terminating in the plan's world: the next
+    candidate's spreading still counts it."""
+    keep = app_pod("web-0", "slow", created="2025-12-01T00:00:00Z")  # first in order
+    keep["spec"]["affinity"] = PREFERS_ITS_OWN
+    spread = app_pod("api-0", "slow", owner="api-1", labels={**QOS, "app": "api"})
+    spread["spec"]["topologySpreadConstraints"] = [
+        {**HOSTNAME_SPREAD, "labelSelector": {"matchLabels": {"qos": "latency-sensitive"}}}
+    ]
+    peer = app_pod("peer", "fast", owner="other", labels={"qos": "latency-sensitive", "app": "peer"})
+    peer["metadata"]["annotations"] = {"netqos.io/inject": "false"}
+    nodes = [sized(node("fast", "high")), sized(node("slow", "low"))]
+    rows = by_name(make_plan(nodes, [keep, spread, peer], min_replicas=1))
+    assert rows["web-0"].action == "skip"
+    # slow holds web-0 (not evicted) and api-0 (Terminating): fast 1 + 1 - 1 = 1, within maxSkew
+    assert (rows["api-0"].action, rows["api-0"].target) == ("evict", "fast"), rows["api-0"].reason
+
+
+# --- sampling: 100 nodes or more ----------------------------------------------------------------
+
+
+def wide_cluster(count: int, fast: int) -> list[dict[str, Any]]:
+    """`count` nodes, `fast` of them net=high spread evenly, the others net=low."""
+    step = count // fast
+    return [sized(node(f"n{i:04}", "high" if i % step == 0 else "low")) for i in range(count)]
+
+
+@pytest.mark.parametrize(
+    ("count", "fast", "minimum", "action", "probability"),
+    [
+        (99, 1, 0.9, "evict", 1.0),  # every cycle filters every node: certain
+        (200, 1, 0.9, "skip", 0.5),  # 100 of 200 nodes per cycle: the fast node is in half the samples
+        (200, 1, 0.4, "evict", 0.5),
+        (200, 4, 0.9, "evict", 1.0),  # 4 fast nodes 50 apart: every window of 100 holds one
+    ],
+)
+def test_a_move_is_planned_only_where_its_replacement_lands_on_a_fast_node_often_enough(
+    count: int, fast: int, minimum: float, action: str, probability: float
+) -> None:
+    nodes = wide_cluster(count, fast)
+    slow = nodes[1]["metadata"]["name"]
+    plan = make_plan(nodes, [app_pod("web-0", slow)], min_replicas=1, min_probability=minimum)
+    row = by_name(plan)["web-0"]
+    assert (row.action, row.probability) == (action, pytest.approx(probability)), row.reason
+    if count >= 100:
+        assert f"lands on a net=high node with probability {probability:.2f}" in row.reason
+    if action == "skip":
+        assert row.constraint == "probability"
+        assert row.reason.endswith(f"below --min-probability {minimum:g}")

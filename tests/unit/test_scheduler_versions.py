@@ -10,7 +10,7 @@ import pytest
 from webhook.kubeversion import KubeVersion
 from webhook.scheduler.cycle import rank
 from webhook.scheduler.filters import REASON_NODE_NAME, REASON_NOT_IN_PREFILTER, REASON_UNSCHEDULABLE
-from webhook.scheduler.model import Node, Taint
+from webhook.scheduler.model import Node, Taint, usage_by_node
 from webhook.scheduler.plugins import BALANCED_ALLOCATION, IMAGE_LOCALITY, default_profile, filter_plugins
 from webhook.scheduler.read import declared_features_needed, node_info, pod_info
 from webhook.testing.pods import pod
@@ -149,6 +149,7 @@ BEFORE_136 = {
     "NodeResourcesBalancedAllocation (before 1.36)",
     "ImageLocality (before 1.36)",
     "NodeDeclaredFeatures (off before 1.36)",
+    "InterPodAffinity (before 1.37)",
 }
 
 
@@ -157,7 +158,15 @@ BEFORE_136 = {
     [
         (V134, BEFORE_136),
         (V135, BEFORE_136),
-        (V136, {"NodeName (before 1.37)", "ImageLocality (1.36)", "NodeDeclaredFeatures (1.36)"}),
+        (
+            V136,
+            {
+                "NodeName (before 1.37)",
+                "ImageLocality (1.36)",
+                "NodeDeclaredFeatures (1.36)",
+                "InterPodAffinity (before 1.37)",
+            },
+        ),
         (V137, set()),
     ],
 )
@@ -247,3 +256,117 @@ def test_the_features_a_pod_needs_declared_are_inferred_from_its_spec(spec, need
 def test_a_nodes_declared_features_are_read_from_its_status() -> None:
     obj = {"metadata": {"name": "n"}, "status": {"declaredFeatures": ["VolumeBindMountOptions", "Other"]}}
     assert node_info(obj).declared_features == {"VolumeBindMountOptions", "Other"}
+
+
+# --- InterPodAffinity: the incoming pod's namespaceSelector -----------------------------------------
+# plugins/interpodaffinity/plugin.go mergeAffinityTermNamespacesIfNotEmpty lists the namespaces a
+# term of the incoming pod selects into its namespace set and sets the selector to Nothing. Up to
+# v1.36.3 it takes the fwk.AffinityTerm by value: the set (a map) is filled, the selector is reset on
+# the copy only, and every match of the term passes nil namespace labels (filtering.go
+# getIncomingAffinityAntiAffinityCounts and podMatchesAllAffinityTerms, scoring.go
+# processExistingPod): a selector that matches empty labels (NotIn, DoesNotExist) then selects
+# the pods of every namespace. v1.37.2 takes the term by pointer: the listed namespaces alone.
+# Other pods' terms are matched against the incoming pod's namespace's labels in every release.
+#
+# `db` (app=db) runs on node a in namespace payments (team=payments); the pod, in namespace web,
+# has one term: app=db on the host, with the namespaceSelector of each row.
+
+HOST = "kubernetes.io/hostname"
+AFFINITY_NODES = [Node("a", {HOST: "a"}), Node("b", {HOST: "b"})]
+NAMESPACES = {
+    "payments": {"kubernetes.io/metadata.name": "payments", "team": "payments"},
+    "web": {"kubernetes.io/metadata.name": "web"},
+}
+NO_POD_AFFINITY = "node(s) didn't match pod affinity rules"
+NO_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+PAYMENTS = {"matchLabels": {"team": "payments"}}
+NOT_PAYMENTS = {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["payments"]}]}
+NO_TEAM = {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}
+SOME_TEAM = {"matchExpressions": [{"key": "team", "operator": "Exists"}]}
+UNMERGED = (V134, V135, V136)
+
+
+def _term(app: str, namespaces: dict[str, object]) -> dict[str, object]:
+    return {"labelSelector": {"matchLabels": {"app": app}}, "namespaceSelector": namespaces, "topologyKey": HOST}
+
+
+def _with(kind: str, field: str, term: dict[str, object], **fields: object) -> dict[str, object]:
+    """A pod with one pod (anti-)affinity term: required, or preferred at weight 10."""
+    entry = term if field.startswith("required") else {"weight": 10, "podAffinityTerm": term}
+    spec = {"affinity": {kind: {field: [entry]}}}
+    return pod(**{"namespace": "web", "labels": {"app": "web"}, **fields}, **spec)
+
+
+REQUIRED_POD = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED_POD = "preferredDuringSchedulingIgnoredDuringExecution"
+DB = pod({"app": "db"}, name="db", namespace="payments", nodeName="a")
+
+
+def _ranked(incoming: dict[str, object], version: KubeVersion, *on_nodes: dict[str, object], namespaces=NAMESPACES):
+    usage = usage_by_node(pod_info(p) for p in on_nodes)
+    return rank(pod_info(incoming), AFFINITY_NODES, usage, default_profile(version), namespaces=namespaces)
+
+
+@pytest.mark.parametrize("version", [V134, V135, V136, V137])
+@pytest.mark.parametrize(
+    "namespaces, reasons, reasons_137",
+    [
+        pytest.param(PAYMENTS, [None, NO_POD_AFFINITY], [None, NO_POD_AFFINITY], id="team=payments"),
+        pytest.param(SOME_TEAM, [None, NO_POD_AFFINITY], [None, NO_POD_AFFINITY], id="team-exists"),
+        # nil labels match NotIn and DoesNotExist: payments' db counts up to 1.36
+        pytest.param(NOT_PAYMENTS, [None, NO_POD_AFFINITY], [NO_POD_AFFINITY] * 2, id="team-notin-payments"),
+        pytest.param(NO_TEAM, [None, NO_POD_AFFINITY], [NO_POD_AFFINITY] * 2, id="team-doesnotexist"),
+    ],
+)
+def test_the_incoming_pods_required_namespace_selector_filters_as_each_release_matches_it(
+    version, namespaces, reasons, reasons_137
+) -> None:
+    incoming = _with("podAffinity", REQUIRED_POD, _term("db", namespaces))
+    ranking = _ranked(incoming, version, DB)
+    assert [n.reason for n in ranking.nodes] == (reasons if version in UNMERGED else reasons_137)
+
+
+@pytest.mark.parametrize("version, reasons", [(V136, [NO_POD_ANTI_AFFINITY, None]), (V137, [None, None])])
+def test_the_incoming_pods_required_anti_affinity_with_notin_repels_every_namespace_until_137(version, reasons) -> None:
+    incoming = _with("podAntiAffinity", REQUIRED_POD, _term("db", NOT_PAYMENTS))
+    assert [n.reason for n in _ranked(incoming, version, DB).nodes] == reasons
+
+
+@pytest.mark.parametrize("version, scores", [(V135, [100, 0]), (V136, [100, 0]), (V137, [None, None])])
+def test_the_incoming_pods_preferred_notin_namespace_selector_scores_every_namespace_until_137(version, scores) -> None:
+    incoming = _with("podAffinity", PREFERRED_POD, _term("db", NOT_PAYMENTS))
+    ranking = _ranked(incoming, version, DB)
+    assert [n.scores.get("InterPodAffinity") for n in ranking.nodes] == scores  # 1.37: PreScore skips
+
+
+@pytest.mark.parametrize("version, feasible", [(V134, True), (V136, True), (V137, False)])
+def test_the_first_pod_of_a_group_matches_its_own_notin_selector_until_137(version, feasible) -> None:
+    """podMatchesAllAffinityTerms of the pod itself, with no match anywhere: up to 1.36 nil labels
+    let a pod whose own namespace the selector leaves out in as the first of its group."""
+    first = _with("podAffinity", REQUIRED_POD, _term("db", NOT_PAYMENTS), namespace="payments", labels={"app": "db"})
+    expected = [None, None] if feasible else [NO_POD_AFFINITY] * 2
+    assert [n.reason for n in _ranked(first, version).nodes] == expected
+
+
+@pytest.mark.parametrize("version", [V134, V137])
+@pytest.mark.parametrize(
+    "namespaces, reasons",
+    [
+        pytest.param(NAMESPACES, [EXISTING_ANTI_AFFINITY, None], id="labels-read"),
+        pytest.param({}, [None, None], id="name-label-alone"),
+    ],
+)
+def test_an_existing_pods_namespace_selector_matches_the_incoming_pods_namespace_labels(
+    version, namespaces, reasons
+) -> None:
+    guard = _with("podAntiAffinity", REQUIRED_POD, _term("web", PAYMENTS), name="guard", nodeName="a")
+    incoming = pod({"app": "web"}, namespace="payments")
+    assert [n.reason for n in _ranked(incoming, version, guard, namespaces=namespaces).nodes] == reasons
+
+
+@pytest.mark.parametrize("version", [V136, V137])
+def test_a_labelled_namespace_is_selected_only_when_its_labels_are_known(version) -> None:
+    """Without the Namespace objects, a namespace has its kubernetes.io/metadata.name label alone."""
+    incoming = _with("podAffinity", REQUIRED_POD, _term("db", PAYMENTS))
+    assert [n.reason for n in _ranked(incoming, version, DB, namespaces={}).nodes] == [NO_POD_AFFINITY] * 2

@@ -15,6 +15,7 @@ from webhook.scheduler.model import Node, NodeUsage, ScoringStrategy, Taint, nor
 from webhook.scheduler.plugins import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY
 from webhook.scheduler.read import pod_info
 from webhook.scheduler.scores import (
+    ImageState,
     balanced_allocation,
     balanced_score,
     broken_linear,
@@ -267,20 +268,22 @@ MB = 1000**2
 
 
 @pytest.mark.parametrize(
-    "images, node_images, nodes_with, total_nodes, expected",
+    "images, node_images, states, total_nodes, expected",
     [
         # 500 MB on 2 of 4 nodes: 250,000,000 scaled; (250000000 - 23 MiB) * 100 // (1000 MiB - 23 MiB) = 22
-        (("app:1",), {"app:1": 500 * MB}, {"app:1": 2}, 4, 22),
-        (("app:1",), {"app:1": 10 * MB}, {"app:1": 1}, 1, 0),  # under the 23 MiB threshold
-        (("app:1",), {"app:1": 2000 * MB}, {"app:1": 1}, 1, 100),  # over 1000 MiB per container
+        (("app:1",), {"app:1": 500 * MB}, {"app:1": ImageState(500 * MB, 2)}, 4, 22),
+        (("app:1",), {"app:1": 10 * MB}, {"app:1": ImageState(10 * MB, 1)}, 1, 0),  # under the 23 MiB threshold
+        (("app:1",), {"app:1": 2000 * MB}, {"app:1": ImageState(2000 * MB, 1)}, 1, 100),  # over 1000 MiB
         # two containers of one 1000 MB image on every node: 2e9 of 2 x 1000 MiB = 95
-        (("app:1", "app:1"), {"app:1": 1000 * MB}, {"app:1": 1}, 1, 95),
-        (("app:1",), {}, {}, 3, 0),  # not on the node
+        (("app:1", "app:1"), {"app:1": 1000 * MB}, {"app:1": ImageState(1000 * MB, 1)}, 1, 95),
+        # the node reports 2000 MB, the cache keeps 500 MB (another node's): scored as 500 MB, 22
+        (("app:1",), {"app:1": 2000 * MB}, {"app:1": ImageState(500 * MB, 2)}, 4, 22),
+        (("app:1",), {}, {"app:1": ImageState(500 * MB, 2)}, 3, 0),  # not on the node
         ((), {}, {}, 3, 0),  # no containers
     ],
 )
-def test_image_locality(images, node_images, nodes_with, total_nodes, expected):
-    assert image_locality(images, Node("n", {}, images=node_images), nodes_with, total_nodes, len(images)) == expected
+def test_image_locality(images, node_images, states, total_nodes, expected):
+    assert image_locality(images, Node("n", {}, images=node_images), states, total_nodes, len(images)) == expected
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,12 @@ explain with `webhook.explain`, print a table or JSON.
 Nodes and pods come from files or, without --nodes, from the cluster (--kubeconfig, else $KUBECONFIG,
 else ~/.kube/config) through
 `webhook.cluster`, which returns the same API data; everything after reading is shared.
+
+The namespaces' labels, which pod affinity's namespaceSelectors match, are read only when a term of
+the pod or of a pod on the nodes has a namespaceSelector (no other plugin evaluated reads them, and
+a cluster may hold thousands of namespaces): the Namespace objects of the --pods file, else, in
+live mode, one list of the cluster's. Without them (none given, or RBAC forbids the list) each
+namespace has its `kubernetes.io/metadata.name` label alone, and a note says so.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from webhook.policy_file import load_policy
 from webhook.scheduler.config import SchedulerConfigError, profile_for
 from webhook.scheduler.cycle import NodeResult
 from webhook.scheduler.keys import UsageFold
-from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile
+from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, selects_namespaces
 from webhook.scheduler.plugins import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
@@ -43,7 +49,8 @@ from webhook.scheduler.plugins import (
     TAINT_TOLERATION,
     for_version,
 )
-from webhook.scheduler.read import NO_SELECTORS, Selectors, node_info, pod_info, selectors_from_api
+from webhook.scheduler.read import NO_SELECTORS, Selectors, namespace_info, node_info, pod_info, selectors_from_api
+from webhook.scheduler.sampling import Landing
 
 HELP = "Predict the node the stock kube-scheduler picks for a pod the webhook mutated, beside the NetQoS scheduler's."
 EXAMPLE = "netqos-webhook explain --pod deploy/examples/test-pod.yaml --nodes deploy/examples/nodes.yaml"
@@ -79,8 +86,19 @@ examples:
 T = TypeVar("T")
 Lister = Callable[[str | None, str | None], list[Any]]
 SelectorLister = Callable[[str | None, str | None, str, tuple[str, str] | None], list[Any]]
-# Kinds a pods file may hold beside Pods: what PodTopologySpread's default constraints read.
+# Kinds a pods file may hold beside Pods: what PodTopologySpread's default constraints read, and
+# the Namespaces whose labels pod affinity's namespaceSelectors match.
 SELECTOR_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
+NAMESPACE = "Namespace"
+NAMESPACES_FORBIDDEN = (
+    "cannot list namespaces (forbidden by RBAC): pod affinity's namespaceSelector is matched against each "
+    "namespace's kubernetes.io/metadata.name label alone"
+)
+NAMESPACES_MISSING = (
+    "no Namespace objects were given: pod affinity's namespaceSelector is matched against each namespace's "
+    "kubernetes.io/metadata.name label alone; add them to the --pods file (kubectl get namespaces -o yaml)"
+)
+Labels = dict[str, dict[str, str]]  # namespace name -> its labels
 VersionReader = Callable[[str | None, str | None], dict[str, Any]]
 
 
@@ -123,12 +141,14 @@ def add_command(sub: flags.Subcommands) -> None:
         "--pods",
         metavar="FILE",
         help="the pods already on the nodes: Pods, or a List (kubectl get pods -A -o yaml); pods not bound to a "
-        "listed node, Succeeded or Failed are ignored (default: none with --nodes, the cluster's otherwise)",
+        "listed node, Succeeded or Failed are ignored (default: none with --nodes, the cluster's otherwise); "
+        "Namespace objects beside them give the labels pod affinity's namespaceSelectors match",
     )
     p.add_argument(
         "--scheduler-config",
         metavar="FILE",
-        help="a KubeSchedulerConfiguration (v1): the profile of the pod's schedulerName (default: the default profile)",
+        help="a KubeSchedulerConfiguration (v1): the profile of the pod's schedulerName, its plugins, weights and "
+        "plugin args (default: the default profile); what it sets that is not evaluated is named in the notes",
     )
     flags.number(
         p,
@@ -167,6 +187,7 @@ def run(
     list_pods: Lister | None = None,
     list_selectors: SelectorLister | None = None,
     server_version: VersionReader | None = None,
+    list_namespaces: Lister | None = None,
 ) -> int:
     """Explain `args.pod` under `policy` (None: the policy of `args.config`) and write it to `out`;
     0 when done.
@@ -176,9 +197,10 @@ def run(
     `list_pods(kubeconfig, context)` read the cluster in live mode, by default
     `webhook.cluster.list_nodes` and `list_pods` (which import the kubernetes client only when
     called), `list_selectors(kubeconfig, context, namespace, controller)` the Services and
-    controller PodTopologySpread's default constraints read, and `server_version(kubeconfig,
+    controller PodTopologySpread's default constraints read, `server_version(kubeconfig,
     context)` its /version (`webhook.cluster.server_version`) unless --kubernetes-version names
-    one. Tests pass fakes here: the one seam to the cluster.
+    one, and `list_namespaces(kubeconfig, context)` its Namespaces (`webhook.cluster.list_namespaces`)
+    when a namespaceSelector needs them. Tests pass fakes here: the one seam to the cluster.
     """
     if args.nodes is not None and (args.kubeconfig is not None or args.context is not None):
         raise ExplainError("the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one")
@@ -187,7 +209,8 @@ def run(
         policy = load_policy(args.config)
     pod = load_pod(args.pod)
     nodes = _nodes(args, list_nodes)
-    pods, usage, selectors = _pods(args, list_pods, list_selectors, pod)
+    pods, usage, selectors, given = _pods(args, list_pods, list_selectors, pod)
+    namespaces, namespace_note = _namespaces(args, list_namespaces, pod, pods, usage, given)
     version, version_note = _version(args, server_version)
     profile = for_version(_profile(args.scheduler_config, pod), version)
     report = explain(
@@ -201,8 +224,9 @@ def run(
         netqos_weight=policy.weights.netqos if args.netqos_weight is None else args.netqos_weight,
         pods_given=args.pods is not None or args.live,
         webhook_namespace=args.webhook_namespace,
-        notes=(version_note,) if version_note else (),
+        notes=tuple(note for note in (version_note, namespace_note) if note),
         usage=usage,
+        namespaces=namespaces,
     )
     out.write(render_json(report) if args.output == "json" else render_table(report))
     return 0
@@ -242,16 +266,17 @@ def _nodes(args: ExplainArgs, list_nodes: Lister | None) -> list[Node]:
 
 def _pods(
     args: ExplainArgs, list_pods: Lister | None, list_selectors: SelectorLister | None, pod: dict[str, Any]
-) -> tuple[list[PodInfo], Mapping[str, NodeUsage] | None, Selectors]:
+) -> tuple[list[PodInfo], Mapping[str, NodeUsage] | None, Selectors, Labels]:
     """The pods on the nodes (from the pods file), or in live mode what they take of each node,
-    folded as the cluster's pods arrive (None where the pods are read); and the Services and
+    folded as the cluster's pods arrive (None where the pods are read); the Services and
     controllers that select the pod: from the pods file (its Service, ReplicaSet, ... documents),
-    else from the cluster in live mode."""
+    else from the cluster in live mode; and the labels of the pods file's Namespaces."""
     if args.pods:
         objects = _objects(args.pods, "pods")
-        return _pods_from(objects, f"pods file {args.pods}"), None, _selectors_from(objects)
+        source = f"pods file {args.pods}"
+        return _pods_from(objects, source), None, _selectors_from(objects), _namespaces_from(objects, source)
     if not args.live:
-        return [], None, NO_SELECTORS
+        return [], None, NO_SELECTORS, {}
     source = _where(args)
     meta = pod.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
@@ -270,7 +295,47 @@ def _pods(
             fold.add(i, item)
     list_selectors = list_selectors or cluster.list_spread_selectors
     found = list_selectors(args.kubeconfig, args.context, _namespace_of(pod), _controller_of(pod))
-    return [], fold.usage.usage(), selectors_from_api([o for o in found if o.get("kind") == "Service"], found)
+    return [], fold.usage.usage(), selectors_from_api([o for o in found if o.get("kind") == "Service"], found), {}
+
+
+def _namespaces(
+    args: ExplainArgs,
+    list_namespaces: Lister | None,
+    pod: dict[str, Any],
+    pods: Sequence[PodInfo],
+    usage: Mapping[str, NodeUsage] | None,
+    given: Labels,
+) -> tuple[Labels, str | None]:
+    """The namespaces' labels for pod affinity's namespaceSelectors, and a note when they are not
+    known: those of the pods file (`given`), else in live mode the cluster's, listed only when a
+    term of the pod or of a pod on the nodes has a namespaceSelector."""
+    if given or not selects_namespaces((*_own_view(pod), *pods), (usage or {}).values()):
+        return given, None
+    if not args.live:
+        return {}, NAMESPACES_MISSING
+    try:
+        items = (list_namespaces or cluster.list_namespaces)(args.kubeconfig, args.context)
+    except cluster.Forbidden:
+        return {}, NAMESPACES_FORBIDDEN
+    # a list's items carry no kind: each is read as a Namespace
+    listed = _read_objects(
+        [(f"items[{i}].", item) for i, item in enumerate(items)], _where(args), NAMESPACE, namespace_info
+    )
+    return dict(listed), None
+
+
+def _own_view(pod: dict[str, Any]) -> tuple[PodInfo, ...]:
+    """The pod as scheduling reads it; none when it cannot be read (`explain` says why)."""
+    try:
+        return (pod_info(pod),)
+    except ShapeError:
+        return ()
+
+
+def _namespaces_from(objects: Sequence[tuple[str, Any]], source: str) -> Labels:
+    """The labels of the Namespace objects among `objects`, by name."""
+    found = [(p, o) for p, o in objects if isinstance(o, dict) and o.get("kind") == NAMESPACE]
+    return dict(_read_objects(found, source, NAMESPACE, namespace_info))
 
 
 @dataclass
@@ -355,7 +420,8 @@ def load_nodes(path: str) -> list[Node]:
 
 def load_pods(path: str) -> list[PodInfo]:
     """The Pods in `path`: Pod documents, or List documents (PodList, List) holding Pods (and
-    Services, ReplicaSets, StatefulSets, ReplicationControllers, which `_pods` reads apart)."""
+    Services, ReplicaSets, StatefulSets, ReplicationControllers and Namespaces, which `_pods` reads
+    apart)."""
     return _pods_from(_objects(path, "pods"), f"pods file {path}")
 
 
@@ -377,7 +443,7 @@ def _prefix(place: Place) -> str:
 
 def _pods_from(objects: Sequence[tuple[str, Any]], source: str) -> list[PodInfo]:
 
-    pods = [(p, o) for p, o in objects if not (isinstance(o, dict) and o.get("kind") in SELECTOR_KINDS)]
+    pods = [(p, o) for p, o in objects if not (isinstance(o, dict) and o.get("kind") in (*SELECTOR_KINDS, NAMESPACE))]
     return _read_objects(pods, source, "Pod", pod_info)
 
 
@@ -447,9 +513,12 @@ def to_json(report: Explanation) -> dict[str, Any]:
                 "scores": dict(n.scores),
                 "total": n.total,
                 "netqos_total": netqos_totals[n.name],
+                "probability": _share(report.landing, n.name),
+                "netqos_probability": _share(report.netqos_landing, n.name),
             }
             for n in ranking.nodes
         ],
+        "sampling": _sampling_json(report),
         "affinity_choice": list(ranking.affinity_choice),
         "netqos_choice": list(ranking.netqos_choice),
         "choices_match": report.choices_match(),
@@ -462,7 +531,39 @@ def to_json(report: Explanation) -> dict[str, Any]:
         "netqos_predicted": list(netqos.predicted),
         "predictions_match": report.predictions_match(),
         "not_evaluated": list(report.not_evaluated),
+        "settings_not_evaluated": list(report.settings_not_evaluated),
+        "image_sizes": [
+            {
+                "image": sizes.image,
+                "size_bytes": sizes.size,
+                "node": sizes.node,
+                "reported": [{"size_bytes": size, "nodes": list(names)} for size, names in sizes.reported],
+                "decides_prediction": sizes.decides,
+            }
+            for sizes in report.image_sizes
+        ],
         "notes": list(report.notes),
+    }
+
+
+def _share(landing: Landing | None, name: str) -> float | None:
+    return None if landing is None else round(landing.probability.get(name, 0.0), 4)
+
+
+def _sampling_json(report: Explanation) -> dict[str, Any] | None:
+    """How a cycle samples the nodes, and the probability the pod lands on a fast node."""
+    landing, netqos = report.landing, report.netqos_landing
+    if landing is None or netqos is None:
+        return None
+    fast = report.fast
+    return {
+        "nodes": landing.walked,
+        "scored_per_cycle": landing.wanted,
+        "feasible": landing.feasible,
+        "sampled": landing.sampled,
+        "target": str(report.target),
+        "target_probability": round(landing.of(fast), 4),
+        "netqos_target_probability": round(netqos.of(fast), 4),
     }
 
 
@@ -487,6 +588,7 @@ SHORT_NAMES: Mapping[str, str] = MappingProxyType(
 def render_table(report: Explanation) -> str:
 
     ranking = report.ranking
+    sampled = report.landing is not None and report.landing.sampled
     lines = [_pod_line(report)]
     lines += [f"  + weight {t.weight:<3} {_describe_term(t)}" for t in report.added_terms]
     if report.mutation.decision is Decision.MUTATED:  # otherwise the warnings are the pod line
@@ -503,11 +605,15 @@ def render_table(report: Explanation) -> str:
         *(f"{SHORT_NAMES.get(p, p)} x{ranking.weights[p]}" for p in plugins),
         "TOTAL",
         f"NETQOS TOTAL (x{report.netqos_weight})",
+        *(("P",) if sampled else ()),
         "REASON",
     )
     netqos_totals = {n.name: n.total for n in report.netqos.nodes}
     marks = [" "] + ["*" if n.name in ranking.predicted else " " for n in ranking.nodes]
-    rows = [headers] + [_row(n, plugins, ranking.weights, netqos_totals[n.name]) for n in ranking.nodes]
+    rows = [headers] + [
+        _row(n, plugins, ranking.weights, netqos_totals[n.name], _share(report.landing, n.name) if sampled else None)
+        for n in ranking.nodes
+    ]
     lines += [f"{mark} {row}".rstrip() for mark, row in zip(marks, aligned(rows), strict=True)]
     lines.append("")
     lines.append(ranking.filter_message())
@@ -549,7 +655,11 @@ def _describe_term(term: PreferredTerm) -> str:
 
 
 def _row(
-    node: NodeResult, plugins: Sequence[str], weights: Mapping[str, int], netqos_total: int | None
+    node: NodeResult,
+    plugins: Sequence[str],
+    weights: Mapping[str, int],
+    netqos_total: int | None,
+    probability: float | None = None,
 ) -> tuple[str, ...]:
     def num(value: int | None) -> str:
         return "-" if value is None else str(value)
@@ -565,6 +675,7 @@ def _row(
         *weighted,
         num(node.total),
         num(netqos_total),
+        *(() if probability is None else (f"{probability:.2f}",)),
         ", ".join(node.reasons),
     )
 

@@ -112,22 +112,27 @@ def output(parser: argparse.ArgumentParser, choices: Sequence[str], help: str) -
 class Range:
     """An argparse type: a whole number from `low` to `high`. Every numeric flag has one, so a
     value that would fork a million workers or overflow a date is one line and exit code 2 before
-    anything starts; `--help` and README's command table state it (the tests hold them to it)."""
+    anything starts; `--help` and README's command table state it (the tests hold them to it).
+    `fraction`: any number in the range (a probability), not only a whole one."""
 
-    def __init__(self, low: int, high: int) -> None:
-        self.low, self.high = low, high
+    def __init__(self, low: int, high: int, fraction: bool = False) -> None:
+        self.low, self.high, self.fraction = low, high, fraction
 
-    def __call__(self, text: str) -> int:
+    def __call__(self, text: str) -> float:
         try:
-            value = int(text)
+            value = float(text) if self.fraction else int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not self.low <= value <= self.high:
-            raise argparse.ArgumentTypeError(f"must be from {self.low} to {self.high}, got {value}")
+            raise argparse.ArgumentTypeError(f"{text!r} is not {self._kind}") from None
+        if not self.low <= value <= self.high:  # NaN is not within any range
+            raise argparse.ArgumentTypeError(f"must be from {self.low} to {self.high}, got {text}")
         return value
 
+    @property
+    def _kind(self) -> str:
+        return "a number" if self.fraction else "a whole number"
+
     def __repr__(self) -> str:  # argparse names the type in some messages
-        return f"a whole number from {self.low} to {self.high}"
+        return f"{self._kind} from {self.low} to {self.high}"
 
 
 def number(
@@ -135,13 +140,16 @@ def number(
     flag: str,
     low: int,
     high: int,
-    default: int | None,
+    default: float | None,
     help: str,
     metavar: str = "N",
+    fraction: bool = False,
 ) -> None:
-    """A numeric flag, its range (and default) stated at the end of its help."""
+    """A numeric flag, its range (and default) stated at the end of its help; `fraction`: any
+    number in the range, not only a whole one."""
     shown = f"from {low} to {high}" + ("" if default is None else f"; default {default}")
-    parser.add_argument(flag, type=Range(low, high), default=default, metavar=metavar, help=f"{help} ({shown})")
+    kind = Range(low, high, fraction)
+    parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=f"{help} ({shown})")
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")

@@ -2,22 +2,32 @@
 finished (one paginated list: the prediction for a replacement scores every node, so it needs what
 each holds), the candidates' controllers (a get each: the pod template their replacement is made
 from, and a ReplicaSet's Deployment or a Job's CronJob), the PodDisruptionBudgets, and the live
-registration (`read_registration`), and the Services of the candidates' namespaces (with the
-controllers, what PodTopologySpread's default constraints spread a replacement by). Shared by
-`rebalance`, which acts on the plan, and `status`, which counts the pods it would move. The
-replacements are scored as the cluster's Kubernetes version scores (its /version:
-`scheduler.plugins.default_profile`), each with the profile of its schedulerName: the default
-profile for `default-scheduler` unless the given scheduler configurations name it, and the
-profiles of those configurations (`SchedulerProfiles`) for the others.
+registration (`read_registration`, whose Namespaces' labels pod affinity's namespaceSelectors
+match too), and the Services of the candidates' namespaces (with the controllers, what
+PodTopologySpread's default constraints spread a replacement by). Shared by `rebalance`, which
+acts on the plan, and `status`, which counts the pods it would move. The replacements are scored
+as the cluster's Kubernetes version scores (its /version: `scheduler.plugins.default_profile`),
+each with the profile of its schedulerName: the default profile for `default-scheduler` unless
+the given scheduler configurations name it, and the profiles of those configurations
+(`SchedulerProfiles`) for the others.
+
+Each replacement is predicted as the API server would admit it (`_admission`): where the
+credentials may create pods in its namespace (a SelfSubjectAccessReview) and `dry_run` is asked
+for, by the API server's own dry-run create (`dryRun=All`: every admission plugin and mutating
+webhook, this webhook included), one per distinct replacement, at most MAX_DRY_RUNS and
+DRY_RUN_SECONDS; otherwise, and where a dry run fails, by `webhook.admitted`'s model, from the
+namespaces' LimitRanges and the RuntimeClasses (listed; RBAC-forbidden: that step is not modelled,
+and a note says so). The plan's notes say which was used.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook import cluster, evictability, owners, rebalance, scope
+from webhook import admitted, cluster, evictability, evictions, owners, rebalance, scope
 from webhook.apidata import ShapeError
 from webhook.documents import read_document
 from webhook.kubeversion import NEWEST, KubeVersion, from_server, nearest
@@ -30,6 +40,13 @@ from webhook.scheduler.plugins import DEFAULT_PROFILE, default_profile, for_vers
 from webhook.scheduler.read import Selectors, selectors_from_api
 
 UNBOUND = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"  # Pending pods no node holds yet
+MAX_DRY_RUNS = 20  # replacements the API server admits in dry run per plan; the others are modelled
+DRY_RUN_SECONDS = 30.0  # and no dry run starts after this long
+MODELLED = (
+    "defaults, LimitRanger's default requests and limits, Priority of the system classes, "
+    "DefaultTolerationSeconds, RuntimeClass overhead and scheduling, matchLabelKeys and mismatchLabelKeys "
+    "merged into pod affinity"
+)
 
 
 @dataclass(frozen=True)
@@ -86,16 +103,21 @@ def read_plan(
     schedulers: SchedulerProfiles | None = None,
     read: rebalance.Inventory | None = None,
     version: KubeVersion | None = None,
+    dry_run: bool = False,
+    history: evictions.History = evictions.NO_HISTORY,
 ) -> rebalance.Plan:
     """The plan for the cluster `reader` reads: every node, every bound pod, the candidates' owners,
     the registration; each replacement predicted with its scheduler's profile among `schedulers`.
     `status` asks it too, for how many pods would move now, passing the inventory it already
     folded every node and every bound pod into (`read`, of `policy` and `options`): those are not
     read again, and a list that expires is then the caller's to restart (it started `read`);
-    `version`, the cluster's release when the caller read it already (else /version is read)."""
+    `version`, the cluster's release when the caller read it already (else /version is read).
+    `dry_run`: have the API server admit the replacements in dry run where RBAC allows it
+    (`rebalance`; `status` only reads, and models them). `history`: the evictions `rebalance
+    --apply` made before (`evictions.read`), whose wasted ones are not made again (`repeat`)."""
     schedulers = schedulers or SchedulerProfiles()
     if read is None:
-        state, registration = reader.restarting(lambda: _state(reader, policy, options))
+        state, registration = reader.restarting(lambda: _state(reader, policy, options, history=history))
     else:
         state, registration = _state(reader, policy, options, read)
     controllers = _controllers(reader, state)
@@ -106,6 +128,7 @@ def read_plan(
     }
     budgets = _budgets(reader)
     selectors = _selectors(reader, state, controllers)
+    _admission(reader, state, controllers, dry_run)
     version = version if version is not None else server_version(reader, state.notes)
     return rebalance.plan(
         state,
@@ -149,6 +172,87 @@ def _selectors(
     return selectors_from_api(services, objects)
 
 
+def _admission(
+    reader: cluster.Reader,
+    state: rebalance.Inventory,
+    controllers: Mapping[tuple[str, str, str], dict[str, Any] | str],
+    dry_run: bool,
+) -> None:
+    """How the replacements are admitted: the LimitRanges and RuntimeClasses the model reads, and
+    with `dry_run` the API server's own answers where RBAC allows them; a note says which."""
+    pods = state.replacement_pods(controllers)
+    if not pods:
+        return
+    state.admission = admitted.Objects.of(
+        _listed(reader, "LimitRange", state.notes, "replacements are predicted without LimitRanger's defaults"),
+        _listed(reader, "RuntimeClass", state.notes, "a replacement's RuntimeClass is not modelled"),
+    )
+    answered: dict[bytes, rebalance.DryRun] = {}
+    why = "dry runs are not asked for (status only reads)"
+    if dry_run:
+        answered, why = _dry_runs(reader, pods, state.notes)
+        state.dry_runs = answered
+    if len(answered) == len(pods):
+        state.notes.append(
+            "replacements are predicted as the API server admits them: a dry-run create (dryRun=All) runs every "
+            "admission plugin and mutating webhook"
+        )
+    else:
+        done = f"{len(answered)} of {len(pods)} by the API server's dry run, the others" if answered else "all"
+        state.notes.append(f"replacements are predicted as admitted by the model ({done}: {MODELLED}): {why}")
+
+
+def _listed(reader: cluster.Reader, kind: str, notes: list[str], unread: str) -> list[dict[str, Any]] | None:
+    """Every object of `kind` (in every namespace), or None with a note when RBAC forbids it."""
+    try:
+        return reader.restarting(lambda: list(reader.list(kind)))
+    except cluster.Forbidden:
+        notes.append(f"cannot list {kind}s (forbidden by RBAC): {unread}")
+        return None
+
+
+def _dry_runs(
+    reader: cluster.Reader, pods: Mapping[bytes, dict[str, Any]], notes: list[str]
+) -> tuple[dict[bytes, rebalance.DryRun], str]:
+    """The API server's dry-run answer for each replacement in a namespace where the credentials
+    may create pods, in plan order, at most MAX_DRY_RUNS and none started after DRY_RUN_SECONDS;
+    and why the others are modelled. A refusal (403 from an admission plugin or webhook once RBAC
+    allowed it, 422) is the answer: the controller's create would be refused too. Any other failure
+    leaves that replacement to the model, with a note."""
+    answers: dict[bytes, rebalance.DryRun] = {}
+    allowed: dict[str, bool] = {}
+    deadline = time.monotonic() + DRY_RUN_SECONDS
+    why: list[str] = []
+    for key, pod in pods.items():
+        namespace = str(pod["metadata"]["namespace"])
+        if len(answers) >= MAX_DRY_RUNS or time.monotonic() > deadline:
+            why.append(f"at most {MAX_DRY_RUNS} dry runs in {DRY_RUN_SECONDS:g} s are asked")
+            break
+        if namespace not in allowed:
+            try:
+                allowed[namespace] = reader.may("create", "pods", namespace)
+            except cluster.ClusterError:
+                allowed[namespace] = False
+        if not allowed[namespace]:
+            why.append(f"RBAC does not let these credentials create pods in namespace {namespace} (a dry run is one)")
+            continue
+        meta = pod["metadata"]
+        # an ownerReference needs its owner's uid (a controller read from the API server has one)
+        refs = [r for r in meta.get("ownerReferences") or () if r.get("uid")]
+        sent = {**pod, "metadata": {**meta, "ownerReferences": refs}}
+        try:
+            answers[key] = rebalance.DryRun(reader.admit_pod(namespace, sent))
+        except (cluster.Forbidden, cluster.Invalid) as err:
+            answers[key] = rebalance.DryRun(refused=err.detail or str(err))
+        except cluster.ClusterError as err:
+            notes.append(f"the dry run of a replacement in namespace {namespace} failed ({err.detail or err})")
+            why.append("a dry run failed")
+    said = "; ".join(dict.fromkeys(why))
+    if any("RBAC" in w for w in why):
+        said += "; granting create on pods lets the API server answer (docs/operations.md, Rebalancing)"
+    return answers, said
+
+
 def server_version(reader: cluster.Reader, notes: list[str]) -> KubeVersion:
     """The cluster's Kubernetes version, to score as its scheduler does; the newest known, with a
     note, where /version cannot be read or is outside the versions known."""
@@ -164,12 +268,16 @@ def server_version(reader: cluster.Reader, notes: list[str]) -> KubeVersion:
 
 
 def _state(
-    reader: cluster.Reader, policy: Policy, options: rebalance.Options, read: rebalance.Inventory | None = None
+    reader: cluster.Reader,
+    policy: Policy,
+    options: rebalance.Options,
+    read: rebalance.Inventory | None = None,
+    history: evictions.History = evictions.NO_HISTORY,
 ) -> tuple[rebalance.Inventory, scope.Registration]:
     """The registration, every node and every bound pod, read into a new state (a restart after
     a list expired between two pages starts from an empty one), or into `read`, which holds every
     node and bound pod already."""
-    state = read or rebalance.Inventory(policy, options)
+    state = read or rebalance.Inventory(policy, options, history=history)
     try:
         live = read_registration(reader)
         if live.namespaces is not None and options.webhook_namespace not in live.namespaces:
@@ -178,6 +286,8 @@ def _state(
                 "name the namespace it runs in"
             )
         registration = scope.Registration.read(live)
+        if live.namespaces is not None:  # pod affinity's namespaceSelectors match their labels too
+            state.add_namespaces(live.namespaces)
         if read is None:
             for node in reader.list("Node"):
                 state.add_node(node)

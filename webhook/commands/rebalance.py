@@ -11,28 +11,38 @@ DisruptionBudget cause is a PodDisruptionBudget that allows no disruption now (`
 retried in this run), another 429 is API Priority and Fairness (retried after its Retry-After, then
 `throttled` and the run stops), a 404 a pod already gone (`gone`), any other refusal is reported for
 the pod and the run goes on; after MAX_FAILED_EVICTIONS refusals the run stops asking.
+
+Each eviction is recorded as the descheduler records one: an `events.k8s.io/v1` Event on the pod
+and one on its owner (`evictions.event`); and in the ConfigMap `--history-configmap` in
+`--webhook-namespace` (`evictions.Record`, one per owner, read before planning and written once
+after the evictions): an owner whose last replacement went to a slower node, in a world that has
+not changed since, is skipped (`repeat`). Neither write can undo an eviction: a refused one is a
+warning in the output, never a failed run.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
+import socket
 import sys
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import orjson
 
-from webhook import cluster, rebalance
+from webhook import cluster, evictions, rebalance
 from webhook.commands import flags, typed
 from webhook.commands.installed import policy_in_force
 from webhook.commands.plan import SchedulerProfiles, read_plan
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME, RuntimeFailure, UsageError
 from webhook.manifests import check_namespace
-from webhook.names import DEFAULT_NAMESPACE
+from webhook.names import DEFAULT_NAMESPACE, REBALANCE_HISTORY
 from webhook.policy_file import load_policy
 
 MAX_FAILED_EVICTIONS = 10  # refused evictions (429, 403, ...) after which a run stops asking
@@ -42,6 +52,7 @@ TABLE_LIMIT = 50  # rows per section of the table; -o json lists every candidate
 EVICTED, BLOCKED, GONE, THROTTLED, ERROR = "evicted", "blocked", "gone", "throttled", "error"
 MAX_EVICTIONS = 1000  # per run: the point of a run is a few moves the budgets can absorb
 MAX_REPLICAS = 100_000
+WRITE_TRIES = 3  # the records' ConfigMap is written again after a conflict this many times in all
 
 HELP = (
     "Move latency-sensitive pods that run on slower nodes back to net=high nodes that have room now. "
@@ -51,7 +62,10 @@ HELP = (
     "registration would not send to the webhook, and pods of a scheduler whose profile is not known). Each "
     "replacement is predicted with the profile of its spec.schedulerName: default-scheduler's is kube-scheduler's "
     "default profile, others' come from --scheduler-config. With --apply, evicts through the Eviction API, so "
-    "PodDisruptionBudgets hold; without an active registration it evicts nothing. Exit code 0 when nothing "
+    "PodDisruptionBudgets hold, and records each eviction: an Event on the pod and on its owner, and a record "
+    "per owner in --history-configmap, by which an owner whose replacement went to a slower node is not evicted "
+    "again while the net=high nodes and their pods are unchanged; without an active registration it evicts "
+    "nothing. Exit code 0 when nothing "
     "movable is left, 3 when movable pods remain or no registration is active, 1 when the cluster (or an "
     "eviction) fails, 2 for unusable input."
 )
@@ -73,9 +87,12 @@ class RebalanceArgs:
     max_evictions: int = 1
     min_replicas: int = rebalance.DEFAULT_MIN_REPLICAS
     min_age: dt.timedelta = rebalance.DEFAULT_MIN_AGE
+    min_probability: float = rebalance.DEFAULT_MIN_PROBABILITY
     include_local_storage: bool = False
     movable_exit_code: int = EXIT_FOUND
     scheduler_config: Sequence[str] = ()  # KubeSchedulerConfiguration files: the schedulers' profiles
+    forget_after: dt.timedelta = evictions.DEFAULT_FORGET_AFTER
+    history_configmap: str = REBALANCE_HISTORY
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,8 @@ class Eviction:
     name: str
     result: str  # EVICTED, BLOCKED, GONE, THROTTLED or ERROR
     message: str
+    at: dt.datetime | None = None  # when it was asked for
+    warnings: tuple[str, ...] = ()  # the Events that could not be recorded, and why
 
 
 @dataclass
@@ -94,6 +113,7 @@ class RebalanceResult:
     max_evictions: int
     movable_exit_code: int = EXIT_FOUND
     evictions: list[Eviction] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what --apply could not record; never a failure
 
     @property
     def remaining(self) -> int:
@@ -138,6 +158,17 @@ def add_command(sub: flags.Subcommands) -> None:
         metavar="DURATION",
         help="never evict a pod younger than this (default 10m; e.g. 1h, 90s, 0)",
     )
+    flags.number(
+        p,
+        "--min-probability",
+        0,
+        1,
+        rebalance.DEFAULT_MIN_PROBABILITY,
+        "in a cluster of 100 nodes or more, where kube-scheduler scores a rotating sample of the nodes in each cycle, "
+        "move a pod only when its replacement lands on a net=high node with at least this probability",
+        "P",
+        fraction=True,
+    )
     flags.scheduler_configs(
         p,
         "is predicted with that profile's plugins and weights (the NetQoS scheduler plugin's among them); without "
@@ -148,6 +179,26 @@ def add_command(sub: flags.Subcommands) -> None:
         "--include-local-storage",
         action="store_true",
         help="also evict pods with emptyDir or hostPath volumes (their data is lost)",
+    )
+    p.add_argument(
+        "--forget-after",
+        type=flags.duration,
+        default=evictions.DEFAULT_FORGET_AFTER,
+        metavar="DURATION",
+        help=(
+            "forget an eviction this long after it was made: until then, an owner whose replacement went to a "
+            "slower node is not evicted again while the net=high nodes and the pods on them are unchanged "
+            "(default 24h)"
+        ),
+    )
+    p.add_argument(
+        "--history-configmap",
+        default=REBALANCE_HISTORY,
+        metavar="NAME",
+        help=(
+            "the ConfigMap in --webhook-namespace that keeps the evictions made, one per owner: read before "
+            f"planning, written after --apply evicted (default {REBALANCE_HISTORY})"
+        ),
     )
     flags.number(
         p,
@@ -182,19 +233,27 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
         min_age=args.min_age,
         include_local_storage=args.include_local_storage,
         webhook_namespace=args.webhook_namespace,
+        min_probability=args.min_probability,
     )
     with cluster.Reader(connection) as reader:
         policy, source, problem = policy_in_force(reader, args.webhook_namespace, override, args.config)
         if problem:
             raise RuntimeFailure(f"{problem}; fix it, or plan by a policy file with --config FILE")
-        plan = read_plan(reader, policy, options, schedulers)
+        stored = _History.read(reader, args.webhook_namespace, args.history_configmap, options.now, args.forget_after)
+        plan = read_plan(reader, policy, options, schedulers, dry_run=True, history=stored.history)
+    plan.notes += stored.notes
     report = RebalanceResult(plan, source, args.apply, args.max_evictions, args.movable_exit_code)
     if args.apply:
-        report.evictions = evict(connection, plan.movable, args.max_evictions)
+        clock = _clock(options.now)
+        report.evictions = evict(connection, plan.movable, args.max_evictions, clock=clock)
+        report.warnings = [w for e in report.evictions for w in e.warnings]
+        report.warnings += stored.remember(connection, _records(plan, report.evictions), clock())
     out.write(render_json(report) if args.output == "json" else render_table(report))
     if args.output == "json":
         for note in plan.notes:
             print(f"netqos-webhook rebalance: {note}", file=sys.stderr)
+        for warning in report.warnings:
+            print(f"netqos-webhook rebalance: warning: {warning}", file=sys.stderr)
         if plan.registration:
             print(f"netqos-webhook rebalance: nothing may be evicted: {plan.registration}", file=sys.stderr)
     return report.exit_code
@@ -205,19 +264,25 @@ def evict(
     movable: Sequence[rebalance.Candidate],
     limit: int,
     sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> list[Eviction]:
     """Evict `movable` in order until `limit` evictions succeeded (a pod already gone does not
     count) or MAX_FAILED_EVICTIONS were refused. A 429 is a PodDisruptionBudget's only when its
     Status names the DisruptionBudget cause (`blocked`, not retried); any other 429 is API Priority
     and Fairness throttling: retried after its Retry-After (at most THROTTLE_RETRIES times, each
-    wait at most MAX_RETRY_AFTER s), then reported `throttled` and the run stops asking."""
+    wait at most MAX_RETRY_AFTER s), then reported `throttled` and the run stops asking. Each
+    eviction that succeeded is recorded as an Event on the pod and on its owner (`announce`)."""
     results: list[Eviction] = []
     evicted = failed = 0
+    clock = clock or (lambda: dt.datetime.now(dt.UTC))
     with cluster.Evictor(connection) as evictor:
         for candidate in movable:
             if evicted >= limit or failed >= MAX_FAILED_EVICTIONS:
                 break
-            result = _evict_one(evictor, candidate, sleep or time.sleep)
+            at = clock()
+            result = dataclasses.replace(_evict_one(evictor, candidate, sleep or time.sleep), at=at)
+            if result.result == EVICTED:
+                result = dataclasses.replace(result, warnings=announce(evictor, candidate, clock()))
             results.append(result)
             if result.result == EVICTED:
                 evicted += 1
@@ -250,6 +315,114 @@ def _evict_one(evictor: cluster.Evictor, candidate: rebalance.Candidate, sleep: 
     raise AssertionError("unreachable: the last attempt returns")
 
 
+def announce(evictor: cluster.Evictor, candidate: rebalance.Candidate, when: dt.datetime) -> tuple[str, ...]:
+    """Record the eviction as the descheduler does: an Event on the pod and one on its owner, each
+    naming the other (`evictions.event`). What cannot be recorded is a warning, never a failure:
+    the pod is evicted either way."""
+    c = candidate
+    pod = evictions.Reference("Pod", c.namespace, c.name, c.uid)
+    because = f"so that its replacement lands on {c.target}: {c.reason}"
+    notes: list[tuple[evictions.Reference, evictions.Reference | None, str]] = [
+        (pod, None, f"evicted from {c.node} by netqos-webhook rebalance {because}")
+    ]
+    if c.owner is not None:
+        owner = evictions.Reference(c.owner.kind, c.namespace, c.owner.name, c.owner.uid)
+        notes = [(pod, owner, notes[0][2]), (owner, pod, f"pod {c.name} evicted from {c.node} {because}")]
+    warnings: list[str] = []
+    host = socket.gethostname()
+    for regarding, related, note in notes:
+        event = evictions.event(regarding, related, note, when, host, str(uuid.uuid4()))
+        try:
+            evictor.record_event(event)
+        except cluster.ClusterError as err:
+            warnings.append(
+                f"no Event recorded on {regarding.kind} {regarding.namespace}/{regarding.name} (it is evicted): {err}"
+            )
+    return tuple(warnings)
+
+
+def _clock(start: dt.datetime) -> Callable[[], dt.datetime]:
+    """The time now, as an offset from the run's `start` (which tests fix)."""
+    began = time.monotonic()
+    return lambda: start + dt.timedelta(seconds=time.monotonic() - began)
+
+
+def _records(plan: rebalance.Plan, done: Sequence[Eviction]) -> list[evictions.Record]:
+    """A record of each pod evicted, for its owner, in the world its plan saw."""
+    by_pod = {(c.namespace, c.name): c for c in plan.movable}
+    records = []
+    for e in done:
+        c = by_pod.get((e.namespace, e.name))
+        if e.result != EVICTED or c is None or c.owner is None or c.controller is None or c.target is None:
+            continue
+        at = e.at or dt.datetime.now(dt.UTC)
+        newest = plan.newest.get(c.controller.uid)
+        records.append(
+            evictions.Record(
+                c.namespace, c.owner, c.controller, c.name, c.uid, c.node, c.target, at, plan.world, newest
+            )
+        )
+    return records
+
+
+@dataclass
+class _History:
+    """The records' ConfigMap as read before planning: the records in force, the object (None when
+    there is none yet), and whether it could be read at all."""
+
+    namespace: str
+    name: str
+    history: evictions.History
+    found: dict[str, Any] | None
+    readable: bool
+    notes: list[str]
+
+    @classmethod
+    def read(
+        cls, reader: cluster.Reader, namespace: str, name: str, now: dt.datetime, forget_after: dt.timedelta
+    ) -> _History:
+        try:
+            found = reader.get("ConfigMap", name, namespace)
+        except cluster.Forbidden:
+            note = (
+                f"cannot read the ConfigMap {name} in namespace {namespace} (forbidden by RBAC): the evictions made "
+                "before are not known, so a pod whose last replacement went to a slower node may be evicted again"
+            )
+            return cls(namespace, name, evictions.History((), forget_after), None, False, [note])
+        history, notes = evictions.read(found.get("data") if found else None, now, forget_after)
+        notes = [f"ConfigMap {namespace}/{name}: {n}" for n in notes]
+        return cls(namespace, name, history, found, True, notes)
+
+    def remember(
+        self, connection: cluster.Connection, records: Sequence[evictions.Record], now: dt.datetime
+    ) -> list[str]:
+        """Add `records` to the ConfigMap (created when there is none), re-read and merged again
+        when another writer changed it first; a warning when it cannot be written."""
+        if not records:
+            return []
+        where = f"ConfigMap {self.namespace}/{self.name}"
+        if not self.readable:
+            return [f"the evictions of this run are not recorded: {where} cannot be read"]
+        found = self.found
+        forget_after = self.history.forget_after
+        with cluster.Evictor(connection) as writer:
+            for _ in range(WRITE_TRIES):
+                kept = evictions.read(found.get("data") if found else None, now, forget_after)[0].records
+                data = evictions.data(evictions.pruned([*kept, *records], now, forget_after))
+                try:
+                    writer.write_config_map(self.namespace, self.name, data, found)
+                    return []
+                except cluster.Conflict:
+                    try:
+                        with cluster.Reader(connection) as reader:
+                            found = reader.get("ConfigMap", self.name, self.namespace)
+                    except cluster.ClusterError as err:
+                        return [f"the evictions of this run are not recorded in {where}: {err}"]
+                except cluster.ClusterError as err:
+                    return [f"the evictions of this run are not recorded in {where}: {err}"]
+        return [f"the evictions of this run are not recorded: {where} changed {WRITE_TRIES} times while written"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Output
 
@@ -268,6 +441,10 @@ def to_json(report: RebalanceResult) -> dict[str, Any]:
                 "target": c.target,
                 "reason": c.reason,
                 "constraint": c.constraint,
+                "probability": None if c.probability is None else round(c.probability, 4),
+                # how its replacement was admitted: "dry-run" (the API server's answer), "model", or
+                # null where no replacement was built
+                "admission": c.admission or None,
             }
             for c in report.plan.candidates
         ],
@@ -277,6 +454,8 @@ def to_json(report: RebalanceResult) -> dict[str, Any]:
         ],
         "summary": rebalance.summary(report.plan.candidates, report.evictions),
         "registration": {"active": not report.plan.registration, "problem": report.plan.registration},
+        # what --apply could not record (an Event, the records' ConfigMap): the evictions stand
+        "warnings": list(report.warnings),
         "off_high": rebalance.counted(report.plan),
     }
 
@@ -332,6 +511,7 @@ def render_table(report: RebalanceResult, limit: int = TABLE_LIMIT) -> str:
     else:
         lines += ["", f"plan only: nothing evicted (--apply evicts up to --max-evictions {report.max_evictions})"]
     lines += [f"note: {n}" for n in plan.notes]
+    lines += [f"warning: {w}" for w in report.warnings]
     code = report.exit_code
     lines += [
         "",

@@ -36,6 +36,7 @@ from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE
 from webhook.placement import NET_CLASSES
 from webhook.policy import Policy
 from webhook.policy_file import load_policy
+from webhook.scheduler.model import Target
 from webhook.selector import LabelSelector
 from webhook.status import Certificate, MissingPod, Report
 
@@ -204,6 +205,18 @@ def _movable(
         )
         return
     report.movable = sum(1 for c in plan.movable if namespace is None or c.namespace == namespace)
+    status.with_plan(report, {(c.namespace, c.name): _plan_says(c, report.target) for c in plan.candidates})
+
+
+def _plan_says(candidate: rebalance.Candidate, target: Target) -> tuple[str, ...]:
+    """What the plan found of a candidate's placement that status's own judge cannot see: no
+    target node passes every Filter plugin, or one does but too rarely is in the scheduler's
+    sample of nodes; () when neither."""
+    if candidate.unfit:
+        return candidate.unfit
+    if candidate.constraint == "probability":
+        return (f"a {target} node is feasible now, but {candidate.reason}",)
+    return ()
 
 
 def _view(

@@ -38,6 +38,13 @@ from webhook.scheduler.scores import NETQOS_NODE_LABEL, netqos_score
 MIN_FEASIBLE_NODES_TO_FIND = 100  # below this many nodes the scheduler evaluates every node
 MIN_FEASIBLE_NODES_PERCENTAGE = 5
 NO_SNAPSHOT = Snapshot(nodes=(), usage={})  # what a PreFilter that reads the pod alone is given
+# Between equal totals kube-scheduler without extenders binds the node its heap of scores
+# (nodeScoreHeap, whose Randomizer only extenders set) yields first, which depends on the order
+# the parallel filtering found the nodes in: no prediction can name one (v1.36.3 schedule_one.go).
+TIES = (
+    "kube-scheduler binds the one its heap of scores yields first, which depends on the order its filtering "
+    "found them in"
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,7 @@ class Ranking:
 
     @property
     def predicted(self) -> tuple[str, ...]:
-        """The feasible node(s) with the best total: the scheduler picks one of them at random.
+        """The feasible node(s) with the best total: the scheduler binds one of them (`TIES`).
         None when scoring fails: the cycle ends in an error and the pod waits (Pending)."""
         if self.scoring_fails:
             return ()
@@ -287,22 +294,41 @@ def _walk(
 # Scoring
 
 
-def score(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> tuple[dict[str, dict[str, int]], tuple[str, ...]]:
-    """Each Score plugin of `profile` over the feasible nodes (`snapshot.feasible`), normalised as
-    the plugin does: the scores per node and plugin, and the plugins PreScore skipped."""
-    columns: dict[str, list[int]] = {}
+@dataclass(frozen=True)
+class Column:
+    """One Score plugin's raw scores over the feasible nodes, in their order, before NormalizeScore."""
+
+    name: str
+    weight: int
+    raw: list[int]
+    normalize: plugins.Normalize | None
+
+
+def raw_columns(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> tuple[list[Column], tuple[str, ...]]:
+    """PreScore, then Score, of each Score plugin of `profile` over the feasible nodes
+    (`snapshot.feasible`): a column each, and the plugins PreScore skipped."""
+    columns: list[Column] = []
     skipped: list[str] = []
     feasible = snapshot.feasible
     use = [snapshot.usage_of(n) for n in feasible]
-    for plugin, _ in plugins.score_plugins(profile):
+    for plugin, weight in plugins.score_plugins(profile):
         state = plugin.prepare(pod, snapshot, profile)
         if state is None:
             skipped.append(plugin.name)
             continue
         raw = [plugin.score(state, n, u) for n, u in zip(feasible, use, strict=True)]
-        columns[plugin.name] = plugin.normalize(raw) if plugin.normalize else raw
+        columns.append(Column(plugin.name, weight, raw, plugin.normalize))
+    return columns, tuple(skipped)
+
+
+def score(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> tuple[dict[str, dict[str, int]], tuple[str, ...]]:
+    """Each Score plugin of `profile` over the feasible nodes (`snapshot.feasible`), normalised as
+    the plugin does: the scores per node and plugin, and the plugins PreScore skipped."""
+    raw, skipped = raw_columns(pod, snapshot, profile)
+    columns = {c.name: c.normalize(c.raw) if c.normalize else c.raw for c in raw}
+    feasible = snapshot.feasible
     scores = {node.name: {name: column[i] for name, column in columns.items()} for i, node in enumerate(feasible)}
-    return scores, tuple(skipped)
+    return scores, skipped
 
 
 def rank(

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from webhook.affinity import NODE_NAME_FIELD, node_selector_matches
 from webhook.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, HostPort, is_scalar
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Taint, Toleration
+from webhook.validation import is_qualified_name
 
 # Reasons, verbatim from kube-scheduler (the Filter statuses that make up "0/N nodes are available").
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"  # nodeunschedulable.ErrReasonUnschedulable
@@ -129,8 +130,33 @@ def node_ports(pod: PodInfo, node: Node, usage: NodeUsage, profile: Profile) -> 
 
 
 def node_resources_fit(pod: PodInfo, node: Node, usage: NodeUsage, profile: Profile) -> tuple[str, ...]:
-    """NodeResourcesFit: every resource the node lacks for the pod."""
-    return insufficient_resources(pod.requests, node.allocatable, usage, pod.scalar_requests)
+    """NodeResourcesFit: every resource the node lacks for the pod, but the extended resources
+    its args ignore (`checked_scalars`)."""
+    scalars = pod.scalar_requests
+    if profile.ignored_resources or profile.ignored_resource_groups:
+        scalars = checked_scalars(scalars, profile.ignored_resources, profile.ignored_resource_groups)
+    return insufficient_resources(pod.requests, node.allocatable, usage, scalars)
+
+
+def checked_scalars(scalars: Sequence[str], ignored: frozenset[str], ignored_groups: frozenset[str]) -> tuple[str, ...]:
+    """The scalar resources NodeResourcesFit's Filter checks: an extended resource is skipped when
+    NodeResourcesFitArgs.ignoredResources names it or ignoredResourceGroups names the part of its
+    name before "/" (noderesources/fit.go fitsRequest, v1.36.3); hugepages and
+    `kubernetes.io/` resources are never skipped."""
+    return tuple(
+        name
+        for name in scalars
+        if not (is_extended_resource(name) and (name in ignored or name.split("/", 1)[0] in ignored_groups))
+    )
+
+
+def is_extended_resource(name: str) -> bool:
+    """v1helper.IsExtendedResourceName (pkg/apis/core/v1/helper/helpers.go, v1.36.3): a name with
+    a "/" outside the kubernetes.io/ namespace, not `requests.`-prefixed, that is a qualified name
+    once prefixed so."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return not is_qualified_name(f"requests.{name}")
 
 
 def first_untolerated_taint(tolerations: Sequence[Toleration], taints: Sequence[Taint]) -> Taint | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from webhook.names import MAX_NODE_SCORE
-from webhook.scheduler import cycle, keys, plugins
+from webhook.scheduler import cycle, keys, plugins, sampling
 from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Snapshot, Target, UsageTally
 from webhook.scheduler.plugins import Reads, ScorePlugin
 
@@ -35,10 +35,20 @@ STATIC_LISTS = 256  # per-node lists that do not depend on usage, shared between
 
 class World:
     """Nodes (in name order) and what the pods on them take, changed one pod at a time (`move`);
-    a log of the nodes whose usage changed keeps every `Predictor` in step."""
+    a log of the nodes whose usage changed keeps every `Predictor` in step. `namespaces`: the
+    namespaces' labels, for pod affinity's namespaceSelectors (`Snapshot.namespaces`; a namespace
+    not there has its `kubernetes.io/metadata.name` label alone)."""
 
-    def __init__(self, nodes: Sequence[Node], tallies: Mapping[str, UsageTally], profile: Profile, target: Target):
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        tallies: Mapping[str, UsageTally],
+        profile: Profile,
+        target: Target,
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    ):
         self.nodes = sorted(nodes, key=lambda n: n.name)
+        self.namespaces = namespaces or {}
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
         self.target = target
         self.fast = [i for i, n in enumerate(self.nodes) if target.matches(n.labels)]
@@ -53,7 +63,17 @@ class World:
 
     def snapshot(self) -> Snapshot:
         """The world as a cycle sees it (every node feasible; a predictor narrows that)."""
-        return Snapshot(self.nodes, {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}, self.nodes)
+        usage = {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}
+        return Snapshot(self.nodes, usage, self.nodes, self.namespaces)
+
+    def landing(self, pod: PodInfo, profile: Profile) -> sampling.Landing | None:
+        """Where one cycle binds `pod` now, over the scheduler's rotating samples of nodes
+        (`sampling.landing`); None below 100 nodes, where every cycle filters every node and the
+        prediction is certain."""
+        if len(self.nodes) < cycle.MIN_FEASIBLE_NODES_TO_FIND:
+            return None
+        usage = {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}
+        return sampling.landing(pod, self.nodes, usage, profile, self.namespaces)
 
     def move(self, i: int, pod: PodInfo, remove: bool) -> None:
         """`pod` leaves node i (`remove`) or is placed on it."""
@@ -132,6 +152,7 @@ def _label_keys(usages: Iterable[NodeUsage]) -> frozenset[str]:
 class Choice:
     target: str | None
     reason: str
+    unfit: tuple[str, ...] = ()  # no target node passes the filters: their reasons (`Predictor.unfit`)
 
 
 @dataclass
@@ -201,7 +222,7 @@ class Predictor:
         self.lazy: set[int] = set()  # feasible non-target nodes whose totals hold the bound
         self.tops: tuple[tuple[int | None, int | None], ...] = ()
         self.seen = -1
-        self._why: tuple[int, str] | None = None
+        self._why: tuple[int, tuple[str, ...]] | None = None
         self._refresh(set(range(len(nodes))))
 
     def sync(self) -> None:
@@ -337,7 +358,7 @@ class Predictor:
         nodes, target = self.world.nodes, self.world.target
         best_fast = max(self.totals_fast, default=-1)
         if best_fast < 0:
-            return Choice(None, self.why_no_fast())
+            return Choice(None, self.why_no_fast(), self.unfit())
         fast = nodes[self.world.fast[self.totals_fast.index(best_fast)]]
         best_other = self._best_other(best_fast)
         if best_other < best_fast:
@@ -357,7 +378,7 @@ class Predictor:
         if best_other == best_fast:
             return Choice(
                 None,
-                f"kube-scheduler would pick at random between {fast.name} ({target}) and "
+                f"kube-scheduler would pick one of {fast.name} ({target}) and "
                 f"{target.describe(other)}: total {best_fast} each",
             )
         return Choice(
@@ -386,12 +407,19 @@ class Predictor:
             self._total(top)
 
     def why_no_fast(self) -> str:
+        """Why no target node fits: `unfit`, as one sentence."""
+        return f"no {self.world.target} node fits the replacement: {'; '.join(self.unfit())}"
+
+    def unfit(self) -> tuple[str, ...]:
         """The filter reasons of every target node, counted as the scheduler's FitError counts
-        them; recomputed only when a target node's usage changed."""
+        them ("1/2 net=high node(s): <reason>", sorted, as `placement.WhyNotHigh` says them);
+        recomputed only when a target node's usage changed."""
         world = self.world
         if self._why is None or self._why[0] != world.fast_changes:
             counts = Counter(r for i in world.fast for r in self.reasons[i])
             total = len(world.fast)
-            text = "; ".join(sorted(f"{c}/{total} {world.target} node(s): {r}" for r, c in counts.items()))
-            self._why = (world.fast_changes, f"no {world.target} node fits the replacement: {text}")
+            self._why = (
+                world.fast_changes,
+                tuple(sorted(f"{c}/{total} {world.target} node(s): {r}" for r, c in counts.items())),
+            )
         return self._why[1]

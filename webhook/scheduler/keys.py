@@ -131,8 +131,10 @@ def _unmounted(containers: Any) -> Any:
 
 
 def node_filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:
-    """What PreFilter and the Filter plugins that read the node alone read of the pod."""
-    return tuple(p.key(pod) for p in plugins.node_filters(profile))
+    """What the PreFilters that narrow the nodes and the Filter plugins that read the node alone
+    read of the pod, each by its table entry: profiles that run other plugins key apart."""
+    prefilters = tuple((p.entry, p.key(pod)) for p in plugins.node_name_prefilters(profile))
+    return prefilters, tuple((p.entry, p.key(pod)) for p in plugins.node_filters(profile))
 
 
 def filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:

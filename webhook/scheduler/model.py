@@ -8,6 +8,7 @@ NodeInfo's Requested, NonZeroRequested, Pods and UsedPorts; PodInfo), as far as 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -51,6 +52,10 @@ class Toleration:
         return self.operator == "Exists"
 
 
+# The creationTimestamp of a Node read without one: before every dated node (`cache_order`).
+UNDATED = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
 @dataclass(frozen=True)
 class Node:
     name: str
@@ -61,8 +66,26 @@ class Node:
     # {}: nothing is allocatable there, so no pod fits (explain says why). None: a model built
     # without resources (tests of other plugins), whose fit is not evaluated.
     allocatable: Mapping[str, int] | None = None
-    images: Mapping[str, int] = field(default_factory=dict)  # every name in status.images -> size in bytes
+    # every name in status.images -> the size in bytes of its first entry; ImageLocality scores by
+    # the size the cache keeps for the name, which may be another node's (`scores.image_states`)
+    images: Mapping[str, int] = field(default_factory=dict)
     declared_features: frozenset[str] = frozenset()  # status.declaredFeatures (Kubernetes 1.35+)
+    created: dt.datetime = UNDATED  # metadata.creationTimestamp; UNDATED when absent
+
+
+def cache_order(node: Node) -> tuple[dt.datetime, str]:
+    """The order kube-scheduler's cache adds nodes in, as far as the Node objects tell it:
+    creationTimestamp, then name. A scheduler running while nodes join adds each as its informer's
+    watch delivers it, in creation order. The nodes there when it starts come from its initial
+    list, which the API server serves in key order, that is by name (k8s.io/apiserver v0.36.3
+    pkg/storage/cacher/store/store_btree.go, the watch cache's btree; watch_cache_interval.go
+    newCacheIntervalFromStore, for a watch-list's initial events), and its informer hands them
+    on in that order (client-go InOrderInformers, GA in 1.36). creationTimestamp has whole
+    seconds, so nodes created within one second tie and go by name, and an UNDATED node (built
+    in a test, or a file without the field) comes first, by name, as one listed at start.
+    A scheduler that (re)started after such nodes joined added them all by name, which this
+    order cannot see."""
+    return node.created, node.name
 
 
 def selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
@@ -128,10 +151,24 @@ class PodAffinity:
     def __bool__(self) -> bool:
         return bool(self.required or self.required_anti or self.preferred or self.preferred_anti)
 
+    @property
+    def selects_namespaces(self) -> bool:
+        """Whether a term has a namespaceSelector: what it matches depends on the namespaces' labels."""
+        weighted = (w.term for w in (*self.preferred, *self.preferred_anti))
+        return any(t.namespace_selector is not None for t in (*self.required, *self.required_anti, *weighted))
+
 
 def namespace_labels(namespaces: Mapping[str, Mapping[str, str]], name: str) -> Mapping[str, str]:
     """A namespace's labels; one not read has the label every namespace carries since 1.21."""
     return namespaces.get(name) or {NAMESPACE_NAME_LABEL: name}
+
+
+def selects_namespaces(pods: Iterable[PodInfo], usage: Iterable[NodeUsage] = ()) -> bool:
+    """Whether the namespaces' labels can change a prediction: a term of one of `pods` (those
+    scheduled) or of a pod on a node (`usage`) has a namespaceSelector. Callers read the
+    namespaces only then: no other plugin evaluated here reads them."""
+    on_nodes = (p for u in usage for p in u.with_affinity)
+    return any(p.pod_affinity.selects_namespaces for p in (*pods, *on_nodes))
 
 
 @dataclass(frozen=True)
@@ -358,7 +395,26 @@ class Profile:
     balanced_resources: tuple[tuple[str, int], ...] = ((CPU, 1), (MEMORY, 1))
     added_required: tuple[NodeSelectorTerm, ...] | None = None  # NodeAffinityArgs.addedAffinity
     added_preferred: tuple[PreferredTerm, ...] = ()
+    # PodTopologySpreadArgs: None is defaultingType System (the system default constraints, which
+    # still spread nodes without a zone label by hostname); a tuple is defaultingType List, its
+    # defaultConstraints (none: a pod without constraints of its own is not spread at all)
+    spread_defaults: tuple[SpreadConstraint, ...] | None = None
+    hard_pod_affinity_weight: int = 1  # InterPodAffinityArgs.hardPodAffinityWeight (0: not counted)
+    ignore_preferred_terms_of_existing_pods: bool = False  # InterPodAffinityArgs
+    # NodeResourcesFitArgs: extended resources its Filter does not check, by name and by the
+    # group before their "/"
+    ignored_resources: frozenset[str] = frozenset()
+    ignored_resource_groups: frozenset[str] = frozenset()
+    # plugins of the table whose Filter (or PreFilter) the profile does not run
+    disabled_filters: frozenset[str] = frozenset()
+    disabled_prefilters: frozenset[str] = frozenset()
+    # percentageOfNodesToScore: the profile's when it sets one, else the configuration's; 0 is
+    # kube-scheduler's adaptive default (what `cycle.Sampling.percentage` takes)
+    percentage_of_nodes_to_score: int = 0
     not_evaluated: tuple[str, ...] = ()  # enabled plugins whose effect is not modelled
+    # what the scheduler configuration says that is not evaluated here, each "where: what"
+    # (`config.settings_not_evaluated` explains them; explain, status and rebalance name them)
+    settings_not_evaluated: tuple[str, ...] = ()
     # plugin name -> the entry of `plugins.SCORE_PLUGINS` or `plugins.FILTER_PLUGINS` that runs
     # it, when not the one of that name (a Kubernetes release's variant: `plugins.for_version`)
     variants: Mapping[str, str] = field(default_factory=dict)

@@ -6,7 +6,8 @@ evaluated by all of them.
 A `Profile` says which Score plugins run, with which weights; `Profile.variants` picks another
 entry for a plugin name, of `SCORE_PLUGINS` or of `FILTER_PLUGINS` (a Kubernetes version that runs
 a plugin differently is one entry: `BALANCED_ALLOCATION_WITH_POD`, NodeResourcesBalancedAllocation
-before 1.36; `NODE_NAME_BEFORE_137`, NodeName without its PreFilter and after NodeUnschedulable).
+before 1.36; `NODE_NAME_BEFORE_137`, NodeName without its PreFilter and after NodeUnschedulable;
+`INTER_POD_AFFINITY_UNMERGED`, InterPodAffinity before 1.37, a Filter and a Score entry).
 The entries of a plugin's own name, and the default profile, are kube-scheduler v1.37's
 (pkg/scheduler/apis/config/v1/default_plugins.go); `VERSION_VARIANTS` gives each older release's.
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -47,6 +47,8 @@ IMAGE_LOCALITY_NO_VOLUMES = "ImageLocality (before 1.36)"  # containers' images 
 NODE_NAME_BEFORE_137 = "NodeName (before 1.37)"  # no PreFilter; after NodeUnschedulable
 NODE_DECLARED_FEATURES_136 = "NodeDeclaredFeatures (1.36)"  # without VolumeBindMountOptions
 NODE_DECLARED_FEATURES_OFF = "NodeDeclaredFeatures (off before 1.36)"  # absent in 1.34, alpha in 1.35
+# the incoming pod's namespaceSelectors also match nil labels: NotIn, DoesNotExist select every namespace
+INTER_POD_AFFINITY_UNMERGED = "InterPodAffinity (before 1.37)"
 
 
 class Reads(enum.Enum):
@@ -187,7 +189,9 @@ def _requests_key(pod: PodInfo, profile: Profile) -> Hashable:
 @dataclass(frozen=True)
 class _Images:
     images: tuple[str, ...]
-    nodes_with: Mapping[str, int]  # image name -> how many nodes have it
+    # image name -> the cache's summary over every node of the snapshot: the one size it keeps
+    # for the name and how many nodes have it (`scores.image_states`)
+    states: Mapping[str, scores.ImageState]
     total: int
     containers: int  # the score's scale: how many images each may bring up to 1000 MB
 
@@ -196,13 +200,15 @@ def _image_state(sums_volumes: bool, counts_volumes: bool) -> Callable[[PodInfo,
     """ImageLocality's PreScore state as a release computes it (image_locality.go sumImageScores
     and calculatePriority at each tag): v1.37.2 sums the image volumes' sizes with the containers'
     and counts each volume in the scale; v1.36.3 sums them but scales by the containers alone;
-    v1.34.4 and v1.35.4 read the containers' images only (`pod.images` lists them first)."""
+    v1.34.4 and v1.35.4 read the containers' images only (`pod.images` lists them first).
+    Each image is scored by the one size the scheduler's cache keeps for its name, summarised
+    over every node of the snapshot (`snapshot.nodes`, not the feasible ones): the state depends
+    on the pod's images and on those nodes alone, so `_images_key` shares it within one snapshot."""
 
     def prepare(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> _Images:
         images = pod.images if sums_volumes else pod.images[: pod.containers]
         scale = len(pod.images) if counts_volumes else pod.containers
-        found = Counter(name for n in snapshot.nodes for name in set(n.images) & set(images))
-        return _Images(images, found, len(snapshot.nodes), scale)
+        return _Images(images, scores.image_states(images, snapshot.nodes), len(snapshot.nodes), scale)
 
     return prepare
 
@@ -212,9 +218,9 @@ def _images_key(pod: PodInfo, profile: Profile) -> Hashable:
 
 
 def _image_score(state: Any, node: Node, usage: NodeUsage) -> int:
-    if not state.nodes_with:
+    if not state.states:
         return 0  # no node has one of its images: every node scores 0
-    return scores.image_locality(state.images, node, state.nodes_with, state.total, state.containers)
+    return scores.image_locality(state.images, node, state.states, state.total, state.containers)
 
 
 def _netqos_score(labels: Any, node: Node, usage: NodeUsage) -> int:
@@ -245,6 +251,17 @@ def _spread_key(pod: PodInfo) -> Hashable:
 
 def _pod_affinity_key(pod: PodInfo) -> Hashable:
     return pod.pod_affinity, pod.namespace
+
+
+def _pod_affinity_prescore(pod: PodInfo, snapshot: Snapshot, profile: Profile, unmerged: bool = False) -> Any:
+    """InterPodAffinity's PreScore with the profile's InterPodAffinityArgs."""
+    return podaffinity.prescore(
+        pod,
+        snapshot,
+        unmerged,
+        profile.hard_pod_affinity_weight,
+        profile.ignore_preferred_terms_of_existing_pods,
+    )
 
 
 def _declared_features(known: frozenset[str]) -> PreFilterFunction:
@@ -298,7 +315,7 @@ FILTER_PLUGINS: tuple[FilterPlugin, ...] = (
         _no_filter,
         Reads.CLUSTER,
         _spread_key,
-        lambda pod, snapshot, profile: spread.prefilter(pod, snapshot),
+        lambda pod, snapshot, profile: spread.prefilter(pod, snapshot, profile.spread_defaults),
     ),
     FilterPlugin(
         INTER_POD_AFFINITY,
@@ -307,6 +324,15 @@ FILTER_PLUGINS: tuple[FilterPlugin, ...] = (
         _pod_affinity_key,
         lambda pod, snapshot, profile: podaffinity.prefilter(pod, snapshot),
         labels=True,
+    ),
+    FilterPlugin(
+        INTER_POD_AFFINITY,
+        _no_filter,
+        Reads.CLUSTER,
+        _pod_affinity_key,
+        lambda pod, snapshot, profile: podaffinity.prefilter(pod, snapshot, unmerged=True),
+        labels=True,
+        variant=INTER_POD_AFFINITY_UNMERGED,
     ),
     # Appended to the default plugins where its feature gate is on (default_plugins.go
     # applyFeatureGates), so it filters last; it reads the node alone, but sits with the plugins
@@ -351,7 +377,7 @@ _SCORE_PLUGINS = (
     ScorePlugin(NODE_RESOURCES_FIT, _fit_state, _fit_score, None, Reads.USAGE, _requests_key),
     ScorePlugin(
         POD_TOPOLOGY_SPREAD,
-        lambda pod, snapshot, profile: spread.prescore(pod, snapshot),
+        lambda pod, snapshot, profile: spread.prescore(pod, snapshot, profile.spread_defaults),
         spread.score,
         SPREAD_NORMALIZE,
         Reads.CLUSTER,
@@ -359,7 +385,7 @@ _SCORE_PLUGINS = (
     ),
     ScorePlugin(
         INTER_POD_AFFINITY,
-        lambda pod, snapshot, profile: podaffinity.prescore(pod, snapshot),
+        lambda pod, snapshot, profile: _pod_affinity_prescore(pod, snapshot, profile),
         podaffinity.score,
         POD_AFFINITY_NORMALIZE,
         Reads.CLUSTER,
@@ -379,6 +405,15 @@ _VARIANTS = {
     ),
     IMAGE_LOCALITY_NO_VOLUMES: ScorePlugin(
         IMAGE_LOCALITY, _image_state(False, False), _image_score, None, Reads.NODE, _images_key
+    ),
+    INTER_POD_AFFINITY_UNMERGED: ScorePlugin(
+        INTER_POD_AFFINITY,
+        lambda pod, snapshot, profile: _pod_affinity_prescore(pod, snapshot, profile, unmerged=True),
+        podaffinity.score,
+        POD_AFFINITY_NORMALIZE,
+        Reads.CLUSTER,
+        lambda pod, profile: _pod_affinity_key(pod),
+        labels=True,
     ),
 }
 # Every Score plugin by its entry name: its kube-scheduler name, or a variant's.
@@ -421,7 +456,11 @@ DEFAULT_PROFILE = Profile(DEFAULT_WEIGHTS, not_evaluated=NOT_EVALUATED)
 # - NodeName: from 1.37 first and with a PreFilter naming spec.nodeName, so the other nodes are
 #   "node(s) didn't satisfy plugin(s) [NodeName]" (plugins/nodename/node_name.go PreFilter);
 # - NodeDeclaredFeatures: absent in 1.34, off in 1.35 (alpha), on in 1.36 (beta) and 1.37 (GA),
-#   whose registry adds VolumeBindMountOptions (pkg/features/kube_features.go NodeDeclaredFeatures).
+#   whose registry adds VolumeBindMountOptions (pkg/features/kube_features.go NodeDeclaredFeatures);
+# - InterPodAffinity: up to 1.36 the incoming pod's namespaceSelectors stay in its terms and are
+#   matched against nil labels, so NotIn and DoesNotExist select every namespace; from 1.37 only
+#   the namespaces they list (plugins/interpodaffinity/plugin.go mergeAffinityTermNamespacesIfNotEmpty
+#   takes the term by value up to 1.36, by pointer from 1.37: `podaffinity`).
 # What else moved and is not modelled (feature-gated plugins off by default) is in
 # docs/scheduling.md, "Kubernetes versions".
 _BEFORE_136 = {
@@ -429,6 +468,7 @@ _BEFORE_136 = {
     BALANCED_ALLOCATION: BALANCED_ALLOCATION_WITH_POD,
     IMAGE_LOCALITY: IMAGE_LOCALITY_NO_VOLUMES,
     NODE_DECLARED_FEATURES: NODE_DECLARED_FEATURES_OFF,
+    INTER_POD_AFFINITY: INTER_POD_AFFINITY_UNMERGED,
 }
 VERSION_VARIANTS: Mapping[KubeVersion, Mapping[str, str]] = MappingProxyType(
     {
@@ -439,6 +479,7 @@ VERSION_VARIANTS: Mapping[KubeVersion, Mapping[str, str]] = MappingProxyType(
                 NODE_NAME: NODE_NAME_BEFORE_137,
                 IMAGE_LOCALITY: IMAGE_LOCALITY_UNCOUNTED_VOLUMES,
                 NODE_DECLARED_FEATURES: NODE_DECLARED_FEATURES_136,
+                INTER_POD_AFFINITY: INTER_POD_AFFINITY_UNMERGED,
             }
         ),
         KubeVersion(1, 37): MappingProxyType({}),
@@ -466,9 +507,16 @@ def score_plugins(profile: Profile) -> list[tuple[ScorePlugin, int]]:
     ]
 
 
-def filter_plugins(profile: Profile) -> tuple[FilterPlugin, ...]:
-    """The Filter plugins `profile` runs, in its order: of each plugin the entry its variants pick."""
+def _entries(profile: Profile) -> tuple[FilterPlugin, ...]:
+    """Of each Filter plugin the entry the profile's variants pick, in the table's order."""
     return tuple(p for p in FILTER_PLUGINS if profile.variants.get(p.name, p.name) == p.entry)
+
+
+def filter_plugins(profile: Profile) -> tuple[FilterPlugin, ...]:
+    """The Filter plugins `profile` runs, in the table's order (kube-scheduler's default order;
+    a profile that lists a plugin again at its filter point runs it earlier, which can change
+    a rejected node's reason, never whether it is rejected): those it does not disable."""
+    return tuple(p for p in _entries(profile) if p.name not in profile.disabled_filters)
 
 
 def node_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
@@ -492,8 +540,10 @@ def late_node_filters(profile: Profile) -> tuple[FilterPlugin, ...]:
 
 
 def node_name_prefilters(profile: Profile) -> tuple[FilterPlugin, ...]:
-    """The Filter plugins whose PreFilter can narrow the nodes filtered, in order."""
-    return tuple(p for p in filter_plugins(profile) if p.node_names is not None)
+    """The plugins whose PreFilter can narrow the nodes filtered, in order: a PreFilter runs
+    whether or not the plugin's Filter does (the two are separate extension points), unless the
+    profile disables it."""
+    return tuple(p for p in _entries(profile) if p.node_names is not None and p.name not in profile.disabled_prefilters)
 
 
 def reads_labels(profile: Profile) -> bool:

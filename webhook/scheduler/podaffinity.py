@@ -1,7 +1,9 @@
 """InterPodAffinity as kube-scheduler v1.36 runs it: required and preferred pod affinity and
 anti-affinity of the incoming pod against the pods on the nodes, and the existing pods' terms
 against the incoming pod (their required anti-affinity filters; their required affinity, at
-hardPodAffinityWeight 1, and preferred terms score).
+InterPodAffinityArgs' hardPodAffinityWeight (1 by default, 0 leaves them out), and preferred
+terms score; with ignorePreferredTermsOfExistingPods, PreScore skips a pod without preferred
+terms of its own, so the existing pods' terms then score nothing).
 
 Filter: a node fails when a term of the pod's required affinity finds no matching pod in the
 node's domain (unless no pod matches anywhere and the pod matches its own terms: the first pod of
@@ -16,6 +18,16 @@ against the namespaces' labels when they were read (`Snapshot.namespaces`), else
 are merged into the selectors by the API server when a pod is created; pods read from files are
 taken as they are written.
 
+The incoming pod's own namespaceSelectors, as v1.34-v1.36 evaluate them (`unmerged`):
+PreFilter and PreScore list the namespaces a term's selector selects into its namespace set and
+mean to replace the selector by labels.Nothing(), but `mergeAffinityTermNamespacesIfNotEmpty`
+(interpodaffinity/plugin.go, v1.36.3) takes the fwk.AffinityTerm by value: the set is a map and is
+filled, the selector is set on the copy only. Every match of those terms then passes nil namespace
+labels (filtering.go getIncomingAffinityAntiAffinityCounts, podMatchesAllAffinityTerms; scoring.go
+processExistingPod), and a selector that matches empty labels (`NotIn`, `DoesNotExist`) matches the
+pods of every namespace. v1.37.2 passes the term by pointer: only the listed namespaces match.
+Other pods' terms are matched against the incoming pod's namespace's labels in every release.
+
 Terminating pods (metadata.deletionTimestamp set) count like any other, as in kube-scheduler: the
 scheduler's cache keeps a pod in its NodeInfo until the pod is deleted (NodeInfo.AddPodInfo and
 update in pkg/scheduler/framework/types.go look at no deletionTimestamp), and neither filtering.go
@@ -24,8 +36,11 @@ countPodsMatchSelector). So an evicted pod still in its grace period repels or a
 replacement as it does in the real scheduler.
 
 Sources: kubernetes v1.36.3 pkg/scheduler/framework/plugins/interpodaffinity/{filtering.go,
-scoring.go,plugin.go}, staging/src/k8s.io/kube-scheduler/framework/types.go (AffinityTerm),
-pkg/scheduler/apis/config/v1/defaults.go (hardPodAffinityWeight 1).
+scoring.go (PreScore, processExistingPod),plugin.go}, staging/src/k8s.io/kube-scheduler/framework/
+types.go (AffinityTerm), pkg/scheduler/apis/config/v1/defaults.go
+(SetDefaults_InterPodAffinityArgs: hardPodAffinityWeight 1); for the incoming pod's
+namespaceSelector, plugin.go mergeAffinityTermNamespacesIfNotEmpty and its callers at v1.34.4,
+v1.35.4 (as v1.36.3) and v1.37.2.
 """
 
 from __future__ import annotations
@@ -62,19 +77,35 @@ def _pods(usage: NodeUsage) -> Iterable[tuple[LabelsKey, int]]:
     yield from usage.terminating.items()
 
 
-def _matches_all(
-    terms: Sequence[AffinityTerm], namespace: str, labels: dict[str, str], ns_labels: Mapping[str, str]
+def own_term_matches(
+    term: AffinityTerm, namespace: str, labels: Mapping[str, str], ns_labels: Mapping[str, str], unmerged: bool
 ) -> bool:
-    """podMatchesAllAffinityTerms."""
-    return bool(terms) and all(t.matches(namespace, labels, ns_labels) for t in terms)
+    """Whether a term of the incoming pod selects a pod of `namespace` with `labels`: its namespace
+    named or selected by its labels `ns_labels`; with `unmerged` (v1.34-v1.36), also any namespace
+    when the namespaceSelector, left in place, matches the nil labels every match passes."""
+    if term.matches(namespace, labels, ns_labels):
+        return True
+    return unmerged and term.matches(namespace, labels, {})
+
+
+def _matches_all(
+    terms: Sequence[AffinityTerm],
+    namespace: str,
+    labels: Mapping[str, str],
+    ns_labels: Mapping[str, str],
+    unmerged: bool,
+) -> bool:
+    """podMatchesAllAffinityTerms: the incoming pod's terms all select the pod."""
+    return bool(terms) and all(own_term_matches(t, namespace, labels, ns_labels, unmerged) for t in terms)
 
 
 # --- Filter -----------------------------------------------------------------------------------------
 
 
-def prefilter(pod: PodInfo, snapshot: Snapshot) -> Callable[[Node], tuple[str, ...]] | None:
+def prefilter(pod: PodInfo, snapshot: Snapshot, unmerged: bool = False) -> Callable[[Node], tuple[str, ...]] | None:
     """PreFilter: the domains of existing pods' anti-affinity that match the pod, and of the pods
-    that match its own required terms; then the Filter of one node. None: Skip."""
+    that match its own required terms (with `unmerged`, their namespaceSelectors as v1.34-v1.36
+    match them: `own_term_matches`); then the Filter of one node. None: Skip."""
     own = pod.pod_affinity
     ns_labels = namespace_labels(snapshot.namespaces, pod.namespace)
     existing_anti: Counter[Pair] = Counter()
@@ -90,16 +121,16 @@ def prefilter(pod: PodInfo, snapshot: Snapshot) -> Callable[[Node], tuple[str, .
             continue
         for (namespace, frozen), count in _pods(usage):
             labels, their_ns = dict(frozen), namespace_labels(snapshot.namespaces, namespace)
-            if _matches_all(own.required, namespace, labels, their_ns):
+            if _matches_all(own.required, namespace, labels, their_ns, unmerged):
                 for term in own.required:
                     if term.topology_key in node.labels:
                         affinity[(term.topology_key, node.labels[term.topology_key])] += count
             for term in own.required_anti:
-                if term.matches(namespace, labels, their_ns) and term.topology_key in node.labels:
+                if own_term_matches(term, namespace, labels, their_ns, unmerged) and term.topology_key in node.labels:
                     anti[(term.topology_key, node.labels[term.topology_key])] += count
     if not existing_anti and not own.required and not own.required_anti:
         return None
-    first_of_group = not affinity and _matches_all(own.required, pod.namespace, dict(pod.labels), ns_labels)
+    first_of_group = not affinity and _matches_all(own.required, pod.namespace, pod.labels, ns_labels, unmerged)
 
     def check(node: Node) -> tuple[str, ...]:
         if not _satisfies_affinity(own.required, affinity, node, first_of_group):
@@ -135,11 +166,23 @@ class ScoreState:
     scores: dict[Pair, int]  # (topology key, value) -> the summed weights of the terms that match
 
 
-def prescore(pod: PodInfo, snapshot: Snapshot) -> ScoreState | None:
+def prescore(
+    pod: PodInfo,
+    snapshot: Snapshot,
+    unmerged: bool = False,
+    hard_weight: int = HARD_POD_AFFINITY_WEIGHT,
+    ignore_existing_preferred: bool = False,
+) -> ScoreState | None:
     """PreScore: for every existing pod (with the pod's own preferred terms) or every pod with
-    affinity terms (without), the weights of the terms that match, per topology domain. None: Skip."""
+    affinity terms (without), the weights of the terms that match, per topology domain (with
+    `unmerged`, the pod's own namespaceSelectors as v1.34-v1.36 match them: `own_term_matches`);
+    an existing pod's required affinity term counts `hard_weight`, not at all at 0. None: Skip,
+    as for a pod without preferred terms of its own when `ignore_existing_preferred`
+    (InterPodAffinityArgs.ignorePreferredTermsOfExistingPods)."""
     own = pod.pod_affinity
     has_preferred = bool(own.preferred or own.preferred_anti)
+    if ignore_existing_preferred and not has_preferred:
+        return None
     scores: dict[Pair, int] = {}
     touched = False
 
@@ -150,12 +193,17 @@ def prescore(pod: PodInfo, snapshot: Snapshot) -> ScoreState | None:
         sign: int,
         node: Node,
         times: int = 1,
+        own_terms: bool = False,
     ) -> None:
         nonlocal touched
+        their_ns = namespace_labels(snapshot.namespaces, namespace)
         for weighted in terms:
             term = weighted.term
-            their_ns = namespace_labels(snapshot.namespaces, namespace)
-            if term.matches(namespace, labels, their_ns) and term.topology_key in node.labels:
+            if own_terms:
+                matched = own_term_matches(term, namespace, labels, their_ns, unmerged)
+            else:
+                matched = term.matches(namespace, labels, their_ns)
+            if matched and term.topology_key in node.labels:
                 pair = (term.topology_key, node.labels[term.topology_key])
                 scores[pair] = scores.get(pair, 0) + sign * weighted.weight * times
                 touched = True
@@ -167,11 +215,12 @@ def prescore(pod: PodInfo, snapshot: Snapshot) -> ScoreState | None:
         if has_preferred:
             for (namespace, frozen), count in _pods(usage):
                 labels = dict(frozen)
-                add(own.preferred, namespace, labels, 1, node, count)
-                add(own.preferred_anti, namespace, labels, -1, node, count)
+                add(own.preferred, namespace, labels, 1, node, count, own_terms=True)
+                add(own.preferred_anti, namespace, labels, -1, node, count, own_terms=True)
         for other in usage.with_affinity:
-            hard = (WeightedAffinityTerm(HARD_POD_AFFINITY_WEIGHT, t) for t in other.pod_affinity.required)
-            add(hard, pod.namespace, pod.labels, 1, node)
+            if hard_weight > 0:  # processExistingPod: `pl.args.HardPodAffinityWeight > 0`
+                hard = (WeightedAffinityTerm(hard_weight, t) for t in other.pod_affinity.required)
+                add(hard, pod.namespace, pod.labels, 1, node)
             add(other.pod_affinity.preferred, pod.namespace, pod.labels, 1, node)
             add(other.pod_affinity.preferred_anti, pod.namespace, pod.labels, -1, node)
     return ScoreState(scores) if touched else None

@@ -1,6 +1,7 @@
 """API objects (decoded JSON) read into the scheduler's model: `pod_info`, `usage_info` (what a
-pod takes of its node and what other pods' plugins see of it), `node_info`, and `Selectors`
-(the Services and controllers whose selectors make PodTopologySpread's default constraints).
+pod takes of its node and what other pods' plugins see of it), `node_info`, `namespace_info` (the
+labels pod affinity's namespaceSelectors match), and `Selectors` (the Services and controllers
+whose selectors make PodTopologySpread's default constraints).
 ShapeError names a bad field; paths are relative to the object, callers prefix the file.
 
 Sources (kubernetes v1.36): staging/src/k8s.io/kube-scheduler/framework/types.go (AffinityTerm,
@@ -12,6 +13,7 @@ defaults).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,7 @@ from webhook.apidata import STRING_IN_YAML, ShapeError, expect
 from webhook.resources import pod_resources, resource_list
 from webhook.scheduler.model import (
     DEFAULT_SCHEDULER,
+    UNDATED,
     AffinityTerm,
     Node,
     PodAffinity,
@@ -175,28 +178,29 @@ def pod_info(pod: Any, selectors: Selectors = NO_SELECTORS) -> PodInfo:
 
 
 def _spread(spec: Mapping[str, Any]) -> tuple[SpreadConstraint, ...]:
-    out = []
-    for i, raw in enumerate(apidata.items(spec, "topologySpreadConstraints", "spec.topologySpreadConstraints")):
-        path = f"spec.topologySpreadConstraints[{i}]"
-        expect(raw, dict, path, "an object")
-        selector = raw.get("labelSelector")
-        min_domains = raw.get("minDomains")
-        out.append(
-            SpreadConstraint(
-                max_skew=apidata.integer(raw, "maxSkew", f"{path}.maxSkew"),
-                topology_key=apidata.text(raw, "topologyKey", f"{path}.topologyKey"),
-                when_unsatisfiable=apidata.text(raw, "whenUnsatisfiable", f"{path}.whenUnsatisfiable"),
-                selector=None if selector is None else label_selector_from_api(selector, f"{path}.labelSelector"),
-                min_domains=1 if min_domains is None else apidata.integer(raw, "minDomains", f"{path}.minDomains"),
-                node_affinity_policy=apidata.text(raw, "nodeAffinityPolicy", f"{path}.nodeAffinityPolicy") or "Honor",
-                node_taints_policy=apidata.text(raw, "nodeTaintsPolicy", f"{path}.nodeTaintsPolicy") or "Ignore",
-                match_label_keys=tuple(
-                    expect(k, str, f"{path}.matchLabelKeys[{j}]", "a label key")
-                    for j, k in enumerate(apidata.items(raw, "matchLabelKeys", f"{path}.matchLabelKeys"))
-                ),
-            )
-        )
-    return tuple(out)
+    key, path = "topologySpreadConstraints", "spec.topologySpreadConstraints"
+    return tuple(spread_constraint(raw, f"{path}[{i}]") for i, raw in enumerate(apidata.items(spec, key, path)))
+
+
+def spread_constraint(raw: Any, path: str) -> SpreadConstraint:
+    """A v1.TopologySpreadConstraint (a pod's, or PodTopologySpreadArgs' defaultConstraints) with
+    the defaults PodTopologySpread fills in (common.go filterTopologySpreadConstraints)."""
+    expect(raw, dict, path, "an object")
+    selector = raw.get("labelSelector")
+    min_domains = raw.get("minDomains")
+    return SpreadConstraint(
+        max_skew=apidata.integer(raw, "maxSkew", f"{path}.maxSkew"),
+        topology_key=apidata.text(raw, "topologyKey", f"{path}.topologyKey"),
+        when_unsatisfiable=apidata.text(raw, "whenUnsatisfiable", f"{path}.whenUnsatisfiable"),
+        selector=None if selector is None else label_selector_from_api(selector, f"{path}.labelSelector"),
+        min_domains=1 if min_domains is None else apidata.integer(raw, "minDomains", f"{path}.minDomains"),
+        node_affinity_policy=apidata.text(raw, "nodeAffinityPolicy", f"{path}.nodeAffinityPolicy") or "Honor",
+        node_taints_policy=apidata.text(raw, "nodeTaintsPolicy", f"{path}.nodeTaintsPolicy") or "Ignore",
+        match_label_keys=tuple(
+            expect(k, str, f"{path}.matchLabelKeys[{j}]", "a label key")
+            for j, k in enumerate(apidata.items(raw, "matchLabelKeys", f"{path}.matchLabelKeys"))
+        ),
+    )
 
 
 def _pod_affinity(affinity: Mapping[str, Any], namespace: str) -> PodAffinity:
@@ -221,6 +225,10 @@ def _pod_affinity(affinity: Mapping[str, Any], namespace: str) -> PodAffinity:
 
 
 def _affinity_term(raw: Any, path: str, namespace: str) -> AffinityTerm:
+    """A PodAffinityTerm as kube-scheduler reads it: its labelSelector alone. Its matchLabelKeys
+    and mismatchLabelKeys are merged into that selector by the API server when the pod is created
+    (a stored pod carries them merged; `webhook.admitted.on_create` merges them into a pod made
+    from a template), and kube-scheduler never reads them."""
     expect(raw, dict, path, "a PodAffinityTerm")
     selector, ns_selector = raw.get("labelSelector"), raw.get("namespaceSelector")
     names = frozenset(
@@ -295,6 +303,20 @@ def _images_of(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], int]:
     return tuple(images), containers
 
 
+def namespace_info(namespace: Any) -> tuple[str, dict[str, str]]:
+    """A Namespace object's name and labels, what InterPodAffinity's namespace lister holds of it
+    (interpodaffinity/plugin.go GetNamespaceLabelsSnapshot, mergeAffinityTermNamespacesIfNotEmpty);
+    ShapeError names a bad field."""
+    expect(namespace, dict, "(namespace)", "a Namespace object")
+    meta = apidata.obj(namespace, "metadata", "metadata")
+    return apidata.text(meta, "name", "metadata.name"), dict(apidata.string_map(meta, "labels", "metadata.labels"))
+
+
+def namespaces_from_api(items: Iterable[Any]) -> dict[str, dict[str, str]]:
+    """Each Namespace's labels by name (`namespace_info`), as `Snapshot.namespaces` holds them."""
+    return dict(namespace_info(item) for item in items)
+
+
 def node_info(node: Any) -> Node:
     """A Node object (API JSON data) as scheduling reads it; ShapeError names a bad field."""
     expect(node, dict, "(node)", "a Node object")
@@ -321,7 +343,23 @@ def node_info(node: Any) -> Node:
             expect(f, str, f"status.declaredFeatures[{i}]", "a string")
             for i, f in enumerate(apidata.items(status, "declaredFeatures", "status.declaredFeatures"))
         ),
+        _created(meta),
     )
+
+
+def _created(meta: Mapping[str, Any]) -> dt.datetime:
+    """metadata.creationTimestamp (RFC 3339, as metav1.Time reads it); UNDATED when absent."""
+    text = apidata.text(meta, "creationTimestamp", "metadata.creationTimestamp")
+    if not text:
+        return UNDATED
+    expected = "an RFC 3339 time such as 2026-01-02T03:04:05Z"
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ShapeError("metadata.creationTimestamp", expected, text) from None
+    if when.tzinfo is None:  # Go's time.RFC3339 requires the offset
+        raise ShapeError("metadata.creationTimestamp", expected, text)
+    return when
 
 
 # The node features a pod's spec needs declared, by name (k8s.io/component-helpers
@@ -351,13 +389,15 @@ def declared_features_needed(spec: Mapping[str, Any]) -> frozenset[str]:
 
 
 def _images(status: Mapping[str, Any]) -> dict[str, int]:
+    """Each name in status.images with the size of the first entry that lists it, the one the
+    scheduler's cache would keep from this node (cache.go addNodeImageStates)."""
     images: dict[str, int] = {}
     for i, image in enumerate(apidata.items(status, "images", "status.images")):
         path = f"status.images[{i}]"
         expect(image, dict, path, "an object")
         size = apidata.integer(image, "sizeBytes", f"{path}.sizeBytes")
         for j, name in enumerate(apidata.items(image, "names", f"{path}.names")):
-            images[expect(name, str, f"{path}.names[{j}]", "a string")] = size
+            images.setdefault(expect(name, str, f"{path}.names[{j}]", "a string"), size)
     return images
 
 

@@ -12,12 +12,14 @@ helper/{normalize_score.go,shape_score.go}}; the NetQoS plugin's table:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from webhook.names import MAX_NODE_SCORE
 from webhook.policy import Policy
 from webhook.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar
-from webhook.scheduler.model import Node, NodeUsage, ScoringStrategy, Taint, Target, Toleration
+from webhook.scheduler.model import Node, NodeUsage, ScoringStrategy, Taint, Target, Toleration, cache_order
 from webhook.scoretable import ScoreTable
 
 # The NetQoS scheduler plugin's port: the pod label it serves and the node label it scores.
@@ -148,13 +150,48 @@ def balanced_allocation(requested: Sequence[int], allocatable: Sequence[int]) ->
     return int((1 - std) * MAX_NODE_SCORE)
 
 
+@dataclass(frozen=True)
+class ImageState:
+    """fwk.ImageStateSummary as ImageLocality reads it: the one size the scheduler's cache keeps
+    for an image name, and how many nodes list the name (NumNodes)."""
+
+    size: int
+    nodes: int
+
+
+def image_states(images: Iterable[str], nodes: Iterable[Node]) -> dict[str, ImageState]:
+    """The cache's summary of each of `images` that a node lists, over `nodes`: every node of the
+    cluster, not only the feasible ones (the cache holds them all, and Score divides by them all).
+
+    kube-scheduler keeps ONE size per image name (v1.36.3 pkg/scheduler/backend/cache/cache.go
+    addNodeImageStates): the first node the cache adds that lists the name creates its summary
+    with that entry's sizeBytes; later nodes only join its node set, whatever size they report,
+    and the summary stays until no node lists the name (removeNodeImageStates). ImageLocality
+    scores every node that holds the image by that size (framework/plugins/imagelocality/
+    image_locality.go sumImageScores, scaledImageScore). The first node is taken to be the oldest
+    (`model.cache_order`), the informer's order being unknown here."""
+    wanted = frozenset(images)
+    first: dict[str, Node] = {}
+    count: Counter[str] = Counter()
+    for node in nodes:
+        for name in wanted:
+            if name not in node.images:
+                continue
+            count[name] += 1
+            held = first.get(name)
+            if held is None or cache_order(node) < cache_order(held):
+                first[name] = node
+    return {name: ImageState(node.images[name], count[name]) for name, node in first.items()}
+
+
 def image_locality(
-    images: Sequence[str], node: Node, nodes_with: Mapping[str, int], total_nodes: int, containers: int
+    images: Sequence[str], node: Node, states: Mapping[str, ImageState], total_nodes: int, containers: int
 ) -> int:
     """image_locality.go: the sizes of the pod's images already on the node (its containers' and
-    its image volumes'), each scaled by the share of nodes that have it, clamped between 23 MB and
-    1000 MB per container (image volumes add no room), to 0-100."""
-    total = sum(int(node.images[i] * (nodes_with[i] / total_nodes)) for i in images if i in node.images)
+    its image volumes'), each the size the cache keeps for it (`image_states`) scaled by the share
+    of nodes that have it, clamped between 23 MB and 1000 MB per container (image volumes add no
+    room), to 0-100."""
+    total = sum(int(states[i].size * (states[i].nodes / total_nodes)) for i in images if i in node.images)
     max_threshold = IMAGE_MAX_CONTAINER_THRESHOLD * containers
     if max_threshold <= IMAGE_MIN_THRESHOLD:  # no containers: Go divides by a negative range
         return 0

@@ -1,7 +1,9 @@
 """PodTopologySpread as kube-scheduler v1.36 runs it: the pod's own topologySpreadConstraints,
-or, for a pod without any, the system default constraints (hostname maxSkew 3, zone maxSkew 5,
-both ScheduleAnyway) with the selector of the Services and controller that select the pod
-(`PodInfo.default_spread`). DoNotSchedule constraints filter, ScheduleAnyway ones score.
+or, for a pod without any, the profile's default constraints with the selector of the Services
+and controller that select the pod (`PodInfo.default_spread`): the system defaults (hostname
+maxSkew 3, zone maxSkew 5, both ScheduleAnyway) under PodTopologySpreadArgs' defaultingType
+System, the args' defaultConstraints under List (`Profile.spread_defaults`; none: such a pod is
+not spread). DoNotSchedule constraints filter, ScheduleAnyway ones score.
 
 Filter (PreFilter then Filter): per constraint, the matching pods of the pod's namespace per
 topology domain, over the nodes that carry every constraint's key and pass the node inclusion
@@ -10,11 +12,11 @@ domain's count + 1 (if the pod matches its own selector) - the smallest domain's
 maxSkew, the smallest count being 0 while there are fewer domains than minDomains. Score
 (PreScore, Score, NormalizeScore): per constraint, count x log(domains + 2) + maxSkew - 1,
 summed and rounded; the node with the fewest matching pods scores 100; nodes lacking a key of
-the pod's own constraints are ignored (0).
+the pod's own constraints, or of a List's default constraints, are ignored (0).
 
 Sources: kubernetes v1.36.3 pkg/scheduler/framework/plugins/podtopologyspread/{common.go,
-filtering.go,scoring.go,plugin.go (systemDefaultConstraints)}, pkg/scheduler/framework/plugins/
-helper/spread.go (DefaultSelector).
+filtering.go,scoring.go,plugin.go (New, systemDefaultConstraints)}, pkg/scheduler/framework/
+plugins/helper/spread.go (DefaultSelector).
 """
 
 from __future__ import annotations
@@ -39,16 +41,22 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
 )
 
 
-def constraints(pod: PodInfo, action: str) -> tuple[SpreadConstraint, ...]:
+def constraints(
+    pod: PodInfo, action: str, defaults: tuple[SpreadConstraint, ...] | None = None
+) -> tuple[SpreadConstraint, ...]:
     """The pod's constraints of `action` (matchLabelKeys merged in), or for a pod without any the
-    system defaults of `action` with its default selector (buildDefaultConstraints)."""
+    default constraints of `action` with its default selector (buildDefaultConstraints): the
+    profile's `defaults` (PodTopologySpreadArgs.defaultConstraints with defaultingType List), or
+    the system defaults where it is None (defaultingType System). A default constraint's
+    matchLabelKeys change nothing: the default selector replaces the selector they merge into."""
     if pod.spread:
         return tuple(c.with_pod_labels(pod.labels) for c in pod.spread if c.when_unsatisfiable == action)
     if pod.default_spread is None:
         return ()
+    listed = SYSTEM_DEFAULT_CONSTRAINTS if defaults is None else defaults
     return tuple(
-        dataclasses.replace(c, selector=pod.default_spread)
-        for c in SYSTEM_DEFAULT_CONSTRAINTS
+        dataclasses.replace(c, selector=pod.default_spread, match_label_keys=())
+        for c in listed
         if c.when_unsatisfiable == action
     )
 
@@ -69,9 +77,12 @@ def _has_keys(node: Node, spread: Sequence[SpreadConstraint]) -> bool:
 # --- Filter -----------------------------------------------------------------------------------------
 
 
-def prefilter(pod: PodInfo, snapshot: Snapshot) -> Callable[[Node], tuple[str, ...]] | None:
-    """PreFilter: the matching pods per domain; then the Filter of one node. None: Skip."""
-    spread = constraints(pod, DO_NOT_SCHEDULE)
+def prefilter(
+    pod: PodInfo, snapshot: Snapshot, defaults: tuple[SpreadConstraint, ...] | None = None
+) -> Callable[[Node], tuple[str, ...]] | None:
+    """PreFilter: the matching pods per domain; then the Filter of one node. None: Skip.
+    `defaults`: the profile's default constraints (`constraints`)."""
+    spread = constraints(pod, DO_NOT_SCHEDULE, defaults)
     if not spread:
         return None
     counts: list[dict[str, int]] = [{} for _ in spread]
@@ -111,12 +122,17 @@ class ScoreState:
     weights: tuple[float, ...]  # topologyNormalizingWeight per constraint
 
 
-def prescore(pod: PodInfo, snapshot: Snapshot) -> ScoreState | None:
-    """PreScore over the feasible nodes (`snapshot.feasible`); None: Skip."""
-    spread = constraints(pod, SCHEDULE_ANYWAY)
+def prescore(
+    pod: PodInfo, snapshot: Snapshot, defaults: tuple[SpreadConstraint, ...] | None = None
+) -> ScoreState | None:
+    """PreScore over the feasible nodes (`snapshot.feasible`); None: Skip. `defaults`: the
+    profile's default constraints (`constraints`)."""
+    spread = constraints(pod, SCHEDULE_ANYWAY, defaults)
     if not spread or not snapshot.nodes:
         return None
-    require_all = bool(pod.spread)  # the system defaults spread nodes without a zone by hostname still
+    # scoring.go PreScore: requireAllTopologies unless the system defaults apply (systemDefaulted),
+    # which spread nodes without a zone by hostname still; a List's defaults ignore such nodes
+    require_all = bool(pod.spread) or defaults is not None
     ignored = set()
     domains: list[dict[str, int]] = [{} for _ in spread]
     for node in snapshot.feasible:

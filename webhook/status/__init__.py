@@ -29,8 +29,9 @@ the API server sends well-formed objects, so a `ShapeError` out of `analyse` mea
 from __future__ import annotations
 
 from webhook.policy import policy_warnings
+from webhook.scheduler.config import profile_notes
 from webhook.status import coverage, registration
-from webhook.status.coverage import COVERAGE, owner_lookups, with_owners
+from webhook.status.coverage import COVERAGE, owner_lookups, with_owners, with_plan
 from webhook.status.model import (
     AdmissionPolicyEntry,
     Certificate,
@@ -74,6 +75,7 @@ __all__ = [
     "owner_lookups",
     "policy_location",
     "with_owners",
+    "with_plan",
 ]
 
 
@@ -83,6 +85,7 @@ def analyse(view: ClusterView) -> Report:
         report.problems.append(view.policy_problem)
     report.problems += [f"policy {view.policy_source}: {w}" for w in policy_warnings(view.policy)]
     report.unknown += view.version_notes
+    report.unknown += profile_notes(view.profiles.values())  # what the --scheduler-config files say, not evaluated
     registered = registration.check(view, report)
     coverage.check(view, report, registered)
     return report

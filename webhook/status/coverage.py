@@ -210,6 +210,25 @@ def owner_lookups(report: Report) -> set[tuple[str, str, str]]:
     return out
 
 
+def with_plan(report: Report, placements: Mapping[tuple[str, str], tuple[str, ...]]) -> None:
+    """Correct the placement of each pod `placement.WhyNotHigh` found a net=high node feasible for
+    where the rebalance plan says otherwise of its replacement (`placements`: (namespace, name) ->
+    what it says): the plan judges by every Filter plugin over every node's pods, where the cheaper
+    judge reads the pods of the target nodes alone and so leaves out the plugins that read the
+    whole cluster (PodTopologySpread, InterPodAffinity); and it weighs how often the scheduler's
+    sample of nodes holds a target node. Status then says what rebalance says."""
+    if not placements:
+        return
+    target = report.target
+    could_fit = {(placement.feasible_now(target),), (placement.feasible_without_usage(target),)}
+    report.not_on_high = [
+        dataclasses.replace(p, why=placements[(p.namespace, p.name)])
+        if p.why in could_fit and placements.get((p.namespace, p.name))
+        else p
+        for p in report.not_on_high
+    ]
+
+
 def with_owners(report: Report, found: Mapping[tuple[str, str, str], Read[ObjectJSON]]) -> None:
     """Replace each missing pod's controller by its top owner, from the objects `found` read."""
     top: dict[tuple[str, str, str], str] = {}

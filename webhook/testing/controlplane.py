@@ -592,19 +592,24 @@ class Cluster:
         change = "call" if active else "stop calling"
         raise ControlPlaneError(f"the API server did not {change} the webhook within {timeout:.0f} s")
 
-    def scheduler_cache(self) -> dict[str, int]:
-        """The scheduler cache's sizes (`scheduler_cache_size`: nodes, pods, assumed_pods), from
-        its /metrics as the admin; refreshed by the scheduler once a second."""
+    def scheduler_metrics(self, scheduler: str = NETQOS_SCHEDULER) -> str:
+        """A scheduler's /metrics (Prometheus text), read as the admin. `scheduler`: the
+        cluster's, or one `start_scheduler` started."""
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE  # its self-signed serving certificate
         context.load_cert_chain(str(self.directory / "pki" / "admin.crt"), str(self.directory / "pki" / "admin.key"))
-        conn = http.client.HTTPSConnection(LOOPBACK, self.ports["netqos-scheduler"], context=context, timeout=10)
+        conn = http.client.HTTPSConnection(LOOPBACK, self.ports[scheduler], context=context, timeout=10)
         try:
             conn.request("GET", "/metrics")
-            text = conn.getresponse().read().decode()
+            return conn.getresponse().read().decode()
         finally:
             conn.close()
+
+    def scheduler_cache(self, scheduler: str = NETQOS_SCHEDULER) -> dict[str, int]:
+        """The scheduler cache's sizes (`scheduler_cache_size`: nodes, pods, assumed_pods), from
+        its /metrics; refreshed by the scheduler once a second."""
+        text = self.scheduler_metrics(scheduler)
         sizes = {}
         for line in text.splitlines():
             if line.startswith("scheduler_cache_size{"):
@@ -612,12 +617,14 @@ class Cluster:
                 sizes[kind] = int(float(line.rsplit(" ", 1)[1]))
         return sizes
 
-    def wait_scheduler_cache(self, nodes: int, pods: int, timeout: float = 60) -> None:
+    def wait_scheduler_cache(
+        self, nodes: int, pods: int, timeout: float = 60, scheduler: str = NETQOS_SCHEDULER
+    ) -> None:
         """Until the scheduler's cache holds `nodes` nodes and `pods` bound pods, none assumed:
         its informers have seen what the API server holds (they lag behind it under load)."""
         deadline = time.monotonic() + timeout
         want = {"nodes": nodes, "pods": pods, "assumed_pods": 0}
-        while (have := self.scheduler_cache()) != want:
+        while (have := self.scheduler_cache(scheduler)) != want:
             if time.monotonic() > deadline:
                 raise ControlPlaneError(f"the scheduler's cache holds {have}, not {want}, after {timeout:.0f} s")
             time.sleep(0.2)
@@ -662,6 +669,53 @@ class Cluster:
 
     def delete_nodes(self) -> None:
         self.request("DELETE", "/api/v1/nodes")
+
+    # --- more schedulers -------------------------------------------------------------------------
+    def start_scheduler(self, name: str, config: dict[str, Any]) -> Path:
+        """Start another kube-scheduler (the harness's build, with the NetQoS plugin registered)
+        beside the cluster's, running `config`, a KubeSchedulerConfiguration: what a test would give
+        `--scheduler-config`. Its profiles need schedulerNames of their own (the cluster's scheduler
+        serves `default-scheduler` and `netqos-scheduler`). The harness adds its client connection
+        and turns leader election off; the file it runs is written to the cluster's directory and
+        returned. It runs until `stop_scheduler(name)` or `down()`; its log is `log(name)`."""
+        taken = {DEFAULT_SCHEDULER, NETQOS_SCHEDULER}
+        names = [str(p.get("schedulerName", DEFAULT_SCHEDULER)) for p in config.get("profiles") or [{}]]
+        if taken & set(names) or name in self.pids:
+            raise ControlPlaneError(f"scheduler {name}: its profiles {names} need names the cluster does not run")
+        kubeconfig = self.directory / f"{NETQOS_SCHEDULER}.kubeconfig"  # system:kube-scheduler's identity
+        runs = {**config, "clientConnection": {"kubeconfig": str(kubeconfig)}, "leaderElection": {"leaderElect": False}}
+        path = _write(self.directory / f"{name}-config.json", json.dumps(runs, indent=2))
+        port = self.ports[name] = free_port()
+        command = [
+            str(self.bin_dir / NETQOS_SCHEDULER),
+            f"--config={path}",
+            f"--secure-port={port}",
+            f"--bind-address={LOOPBACK}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--cert-dir={self.directory / name}",
+            "--profiling=false",
+        ]
+        self.pids[name] = _spawn(self, name, command)
+        self.save()
+        try:
+            _wait(self, name, lambda: _probe("https", port, "/healthz", None) == "ok")
+        except ControlPlaneError:
+            self.stop_scheduler(name)
+            raise
+        return path
+
+    def stop_scheduler(self, name: str) -> None:
+        """Stop a scheduler `start_scheduler` started (SIGTERM, then SIGKILL), and forget it."""
+        pid = self.pids.pop(name)
+        self.ports.pop(name, None)
+        _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while time.monotonic() < deadline and _running(pid, self.bin_dir):
+            time.sleep(0.1)
+        if _running(pid, self.bin_dir):
+            _signal(pid, signal.SIGKILL)
+        self.save()
 
     # --- health ----------------------------------------------------------------------------------
     def alive(self) -> dict[str, bool]:

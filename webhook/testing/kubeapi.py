@@ -17,6 +17,16 @@ benchmarks drive the real client, through a real kubeconfig, instead of a mock o
   `pods/eviction` is forbidden; any status `Snapshot.eviction_answers` scripts for a pod
   (`NS/NAME`; a scripted 429 is API Priority and Fairness's: no cause, `Retry-After: 1`).
   Evictions are recorded in order;
+- `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` answers whether the reader may
+  create pods (`Snapshot.admit` is set and `pods/create` is not forbidden) and nothing else; and
+  `POST /api/v1/namespaces/NS/pods?dryRun=All` answers 201 with `Snapshot.admit(pod)`, the pod as
+  the test says the API server's admission leaves it (403 where it may not; nothing is stored);
+- `POST /apis/events.k8s.io/v1/namespaces/NS/events` stores nothing and answers 201: the Events
+  are recorded in order (403 when `events` is forbidden); `POST /api/v1/namespaces/NS/configmaps`
+  and `PUT .../configmaps/NAME` write a ConfigMap that later gets read back (409 when one of that
+  name exists, or the update's `metadata.resourceVersion` is not the stored one's; 403 when
+  `configmaps@write` is forbidden). `Snapshot.concurrent_writes` scripts another writer: before
+  the first update of `NS/NAME`, that object is stored in its place;
 - a resource listed in `Snapshot.forbidden` answers 403 with a `Status`, as RBAC does (`RESOURCE@cluster`:
   only its reads across every namespace, as for a user with a Role but no ClusterRole); a missing
   object answers 404; a request without the snapshot's bearer token answers 401.
@@ -51,6 +61,8 @@ TOKEN = "netqos-test-token"
 # resource (plural, as in the URL) -> (apiVersion, kind)
 KINDS = {
     "namespaces": ("v1", "Namespace"),
+    "limitranges": ("v1", "LimitRange"),
+    "runtimeclasses": ("node.k8s.io/v1", "RuntimeClass"),
     "nodes": ("v1", "Node"),
     "pods": ("v1", "Pod"),
     "configmaps": ("v1", "ConfigMap"),
@@ -93,6 +105,10 @@ class Snapshot:
     forbidden: set[str] = field(default_factory=set)
     eviction_answers: dict[str, int] = field(default_factory=dict)  # "NS/NAME" -> the status its eviction gets
     version: Mapping[str, str] = field(default_factory=lambda: dict(VERSION))  # what GET /version answers
+    # "NS/NAME" -> the ConfigMap another writer stores just before the first update of it
+    concurrent_writes: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    # a dry-run create's answer: the pod as admission leaves it (None: RBAC lets nobody create pods)
+    admit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def add(self, obj: Mapping[str, Any]) -> None:
         resource = RESOURCES[obj["kind"]]
@@ -222,6 +238,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(401, status_body(401, "Unauthorized", "Unauthorized"))
             return
         parts = [p for p in urlsplit(self.path).path.split("/") if p]
+        if parts == ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"]:
+            self._send(201, self.server.review(body))
+            return
+        if len(parts) == 5 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods":
+            self._send(*self.server.dry_run(parts[3], body, parse_qs(urlsplit(self.path).query)))
+            return
+        if len(parts) == 6 and parts[:4] == ["apis", "events.k8s.io", "v1", "namespaces"] and parts[5] == "events":
+            self._send(*self.server.record_event(parts[4], body))
+            return
+        if len(parts) == 5 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "configmaps":
+            self._send(*self.server.write_config_map(parts[3], None, body))
+            return
         if len(parts) != 7 or parts[:3] != ["api", "v1", "namespaces"] or (parts[4], parts[6]) != ("pods", "eviction"):
             self._send(
                 405, status_body(405, "MethodNotAllowed", f"the server does not allow this method ({self.path})")
@@ -238,6 +266,18 @@ class _Handler(BaseHTTPRequestHandler):
         # a 429 without a DisruptionBudget cause is API Priority and Fairness's: it says when to retry
         throttled = code == 429 and b'"details"' not in answer
         self._send(code, answer, {"Retry-After": "1"} if throttled else {})
+
+    def do_PUT(self) -> None:  # the http.server API names it: updates of ConfigMaps only
+        self.server.requests.append(f"PUT {self.path}")
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            self._send(401, status_body(401, "Unauthorized", "Unauthorized"))
+            return
+        parts = [p for p in urlsplit(self.path).path.split("/") if p]
+        if len(parts) == 6 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "configmaps":
+            self._send(*self.server.write_config_map(parts[3], parts[5], body))
+            return
+        self._send(405, status_body(405, "MethodNotAllowed", f"the server does not allow this method ({self.path})"))
 
     def _send(self, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
         self.send_response(code)
@@ -275,6 +315,9 @@ class _Handler(BaseHTTPRequestHandler):
             return 403, status_body(403, "Forbidden", message)
         items = snapshot.objects.get(resource, [])
         gone = self.server.gone if resource == "pods" else set()
+        written = self.server.written.get((namespace or "", name or "")) if resource == "configmaps" else None
+        if written is not None:
+            return 200, json.dumps(written).encode()
         if name:
             for s in items:
                 if (
@@ -347,7 +390,86 @@ class _Server(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.gone: set[tuple[str, str]] = set()  # evicted pods
         self.evictions: list[tuple[str, str, int]] = []  # (namespace, name, status) of every eviction asked for
+        self.events: list[dict[str, Any]] = []  # every Event created, in order
+        self.written: dict[tuple[str, str], dict[str, Any]] = {}  # ConfigMaps created or updated
+        self.concurrent_done: set[str] = set()  # the concurrent writes stored already
         self.budgets = [_Budget.of(json.loads(s.body)) for s in snapshot.objects.get("poddisruptionbudgets", [])]
+
+    def record_event(self, namespace: str, body: bytes) -> tuple[int, bytes]:
+        """An Event created: recorded, not stored."""
+        if "events" in self.snapshot.forbidden:
+            message = (
+                f'events.events.k8s.io is forbidden: User "netqos-reader" cannot create resource "events" in API '
+                f'group "events.k8s.io" in the namespace "{namespace}"'
+            )
+            return 403, status_body(403, "Forbidden", message)
+        event = json.loads(body)
+        with self.lock:
+            self.events.append(event)
+        return 201, json.dumps({**event, "metadata": {**event["metadata"], "namespace": namespace}}).encode()
+
+    def write_config_map(self, namespace: str, name: str | None, body: bytes) -> tuple[int, bytes]:
+        """A ConfigMap created (`name` None) or updated, as the API server answers each."""
+        verb = "create" if name is None else "update"
+        if "configmaps@write" in self.snapshot.forbidden:
+            message = (
+                f'configmaps is forbidden: User "netqos-reader" cannot {verb} resource "configmaps" in API group "" '
+                f'in the namespace "{namespace}"'
+            )
+            return 403, status_body(403, "Forbidden", message)
+        obj = json.loads(body)
+        name = name or obj["metadata"]["name"]
+        with self.lock:
+            key = f"{namespace}/{name}"
+            if verb == "update" and key in self.snapshot.concurrent_writes and key not in self.concurrent_done:
+                self.concurrent_done.add(key)
+                self.written[(namespace, name)] = {**self.snapshot.concurrent_writes[key]}
+            stored = self.written.get((namespace, name)) or self._stored("configmaps", namespace, name)
+            version = (stored or {}).get("metadata", {}).get("resourceVersion")  # None: a snapshot's, as stored
+            if verb == "create" and stored is not None:
+                return 409, status_body(409, "AlreadyExists", f'configmaps "{name}" already exists')
+            if verb == "update" and stored is None:
+                return 404, status_body(404, "NotFound", f'configmaps "{name}" not found')
+            if verb == "update" and obj.get("metadata", {}).get("resourceVersion") != version:
+                message = (
+                    f'Operation cannot be fulfilled on configmaps "{name}": the object has been modified; please '
+                    "apply your changes to the latest version and try again"
+                )
+                return 409, status_body(409, "Conflict", message)
+            meta = {**obj["metadata"], "namespace": namespace, "resourceVersion": str(int(version or 0) + 1)}
+            self.written[(namespace, name)] = {**obj, "metadata": meta}
+            return (201 if verb == "create" else 200), json.dumps(self.written[(namespace, name)]).encode()
+
+    def _stored(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        found = next(
+            (s for s in self.snapshot.objects.get(resource, []) if (s.namespace, s.name) == (namespace, name)), None
+        )
+        return None if found is None else dict(json.loads(found.body))
+
+    def may_create_pods(self) -> bool:
+        return self.snapshot.admit is not None and "pods/create" not in self.snapshot.forbidden
+
+    def review(self, body: bytes) -> bytes:
+        """A SelfSubjectAccessReview's answer: only creating pods may be allowed."""
+        review = json.loads(body)
+        attributes = (review.get("spec") or {}).get("resourceAttributes") or {}
+        allowed = (attributes.get("verb"), attributes.get("resource")) == ("create", "pods") and self.may_create_pods()
+        return json.dumps({**review, "status": {"allowed": allowed}}).encode()
+
+    def dry_run(self, namespace: str, body: bytes, query: Mapping[str, list[str]]) -> tuple[int, bytes]:
+        """A dry-run create of a pod: `Snapshot.admit`'s pod, named from its generateName."""
+        if query.get("dryRun") != ["All"]:
+            return 405, status_body(405, "MethodNotAllowed", "this server creates pods in dry run only")
+        if self.snapshot.admit is None or not self.may_create_pods():
+            message = (
+                f'pods is forbidden: User "netqos-reader" cannot create resource "pods" in the namespace "{namespace}"'
+            )
+            return 403, status_body(403, "Forbidden", message)
+        pod = json.loads(body)
+        meta = pod.setdefault("metadata", {})
+        meta.setdefault("name", f"{meta.get('generateName', '')}x7k2q")
+        meta["namespace"] = namespace
+        return 201, json.dumps(self.snapshot.admit(pod)).encode()
 
     def evict(self, namespace: str, name: str, request: Mapping[str, Any]) -> tuple[int, bytes]:
         """The Eviction API's answer for the pod, as the API server gives it; recorded."""
@@ -435,6 +557,17 @@ class Running:
         """(namespace, name, HTTP status) of every eviction asked for, in order."""
         with self.server.lock:
             return list(self.server.evictions)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """Every Event created, in order."""
+        with self.server.lock:
+            return list(self.server.events)
+
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ConfigMap as written, else as the snapshot holds it (None: neither)."""
+        with self.server.lock:
+            return self.server.written.get((namespace, name)) or self.server._stored("configmaps", namespace, name)
 
 
 def write_kubeconfig(path: Path, url: str, namespace: str = "default") -> Path:

@@ -1,0 +1,213 @@
+"""Where one scheduling cycle binds a pod in a cluster of 100 nodes or more, as a probability per
+node. Pure: the pod, the cluster and the profile in, a `Landing` out.
+
+Above 100 nodes kube-scheduler does not filter every node. Each cycle walks the node list from
+`nextStartNodeIndex`, round the end, and stops once it has found numFeasibleNodesToFind feasible
+nodes (`cycle.nodes_scored_at_most`: adaptive, 50% less one point per 125 nodes, at least 5% and
+100 nodes; or the profile's percentageOfNodesToScore); only those are scored, and normalised
+against each other. The start then moves on by the nodes the cycle processed, so from one pod to
+the next it goes round the list (kubernetes v1.36.3 pkg/scheduler/schedule_one.go:
+findNodesThatFitPod, findNodesThatPassFilters, numFeasibleNodesToFind).
+
+Which nodes a cycle scores thus depends on where it starts, which the cluster's history of
+cycles decides and nobody outside the scheduler sees. This module takes every start alike: for
+each start position, the window of feasible nodes the walk finds from there, its scores
+normalised over that window, and its best node(s) (tied nodes share it: `cycle.TIES`); a node's
+probability is the share of start positions that end on it. Within one cycle the scheduler
+filters in parallel and stops when enough nodes passed, so the last few nodes of a window may
+differ from the walk in order; the model walks in order.
+
+The node list is the scheduler's node tree (pkg/scheduler/backend/cache/node_tree.go `list`):
+zones in the order their first node joined, one node of each zone in turn, each zone's nodes in
+the order they joined (`model.cache_order`), a zone being the node's region and zone labels
+(k8s.io/component-helpers node/topology GetZoneKey). A PreFilter that names nodes (NodeAffinity's
+metadata.name terms) narrows the walk to those nodes.
+
+PreScore reads the filtered nodes: PodTopologySpread's topology weights count their domains. Here
+every window is scored with the PreScore state of all the feasible nodes; for a single constraint
+that weight scales every node alike, which its normalisation cancels.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from webhook.scheduler import cycle
+from webhook.scheduler.cycle import Column, Ranking
+from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Snapshot, cache_order
+from webhook.scheduler.plugins import DEFAULT_PROFILE
+
+ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
+REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
+
+
+@dataclass(frozen=True)
+class Landing:
+    """Where a cycle binds the pod: `probability` of each node (only nodes that can be chosen
+    appear; the values sum to 1, or the map is empty when no node can be: the pod stays
+    Pending). `walked`: the nodes a cycle walks; `wanted`: how many feasible ones it stops at;
+    `feasible`: how many there are."""
+
+    walked: int
+    wanted: int
+    feasible: int
+    probability: Mapping[str, float]
+
+    @property
+    def sampled(self) -> bool:
+        """A cycle scores only some of the feasible nodes, so where it starts matters."""
+        return self.feasible > self.wanted
+
+    def of(self, names: Iterable[str]) -> float:
+        """The probability that the pod is bound to one of `names`."""
+        return sum(self.probability.get(name, 0.0) for name in set(names))
+
+
+def zone_key(node: Node) -> str:
+    """GetZoneKey: region and zone (the beta labels first), "" when the node has neither."""
+    zone = next((node.labels[k] for k in ZONE_LABELS if k in node.labels), "")
+    region = next((node.labels[k] for k in REGION_LABELS if k in node.labels), "")
+    return "" if not zone and not region else f"{region}:\x00:{zone}"
+
+
+def tree_order(nodes: Iterable[Node]) -> list[Node]:
+    """The nodes as the scheduler's node tree lists them: a node of each zone in turn, zones
+    in the order their first node joined, each zone's nodes in the order they joined."""
+    zones: dict[str, list[Node]] = {}
+    for node in sorted(nodes, key=cache_order):
+        zones.setdefault(zone_key(node), []).append(node)
+    columns = list(zones.values())
+    longest = max((len(c) for c in columns), default=0)
+    return [column[i] for i in range(longest) for column in columns if i < len(column)]
+
+
+def landing(
+    pod: PodInfo,
+    nodes: Sequence[Node],
+    usage: Mapping[str, NodeUsage] | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    percentage: int | None = None,
+    ranking: Ranking | None = None,
+) -> Landing:
+    """The probability of each node that one cycle binds `pod` there, over every start position
+    (`percentage`: percentageOfNodesToScore, 0 for the adaptive default; the profile's when None).
+    `ranking`: the pod's `cycle.rank` over every one of `nodes` without sampling, when the caller
+    has it (the result does not depend on their order)."""
+    order = tree_order(nodes)
+    if ranking is None:
+        ranking = cycle.rank(pod, order, usage, profile, namespaces=namespaces)
+    _, excluded = cycle.prefilter(pod, order, profile)
+    walked = [n for n in order if not excluded(n)]
+    if percentage is None:
+        percentage = profile.percentage_of_nodes_to_score
+    wanted = cycle.nodes_scored_at_most(len(walked), percentage)
+    passed = {n.name for n in ranking.nodes if n.feasible}
+    if len(passed) <= wanted or ranking.scoring_fails:
+        return Landing(len(walked), wanted, len(passed), _shared(ranking))
+    chosen = [n for n in order if n.name in passed]
+    snapshot = Snapshot(order, usage or {}, chosen, namespaces or {})
+    columns, _ = cycle.raw_columns(pod, snapshot, profile)
+    position = {n.name: i for i, n in enumerate(walked)}
+    starts = _start_shares([position[n.name] for n in chosen], len(walked))
+    probability = _windows(columns, [n.name for n in chosen], wanted, starts)
+    return Landing(len(walked), wanted, len(passed), probability)
+
+
+def _shared(ranking: Ranking) -> dict[str, float]:
+    """Every cycle scores every feasible node: the best share the pod."""
+    best = ranking.predicted
+    return {name: 1 / len(best) for name in best}
+
+
+def _start_shares(positions: Sequence[int], walked: int) -> list[float]:
+    """For each feasible node, in walk order (`positions` in the walked list), the share of start
+    positions whose walk finds it first: those after the previous feasible node, up to it."""
+    return [((p - positions[j - 1]) % walked or walked) / walked for j, p in enumerate(positions)]
+
+
+def _windows(columns: Sequence[Column], names: Sequence[str], size: int, starts: Sequence[float]) -> dict[str, float]:
+    """Each window of `size` consecutive feasible nodes (round the end), entered with the share
+    `starts[j]` at its first node j: its scores normalised over the window, its best nodes."""
+    count = len(names)
+    extremes = [_sliding_extremes(c, size) if c.normalize else None for c in columns]
+    probability: dict[str, float] = {}
+    j = 0
+    while j < count:
+        key = tuple(e[j] if e is not None else None for e in extremes)
+        end = j
+        while end + 1 < count and tuple(e[end + 1] if e is not None else None for e in extremes) == key:
+            end += 1
+        span = [(j + i) % count for i in range(end - j + size)]
+        totals = [_total(columns, key, node) for node in span]
+        for start, best in _window_bests(totals, size, end - j + 1):
+            winners = [span[i] for i in best]
+            for node in winners:
+                probability[names[node]] = probability.get(names[node], 0.0) + starts[j + start] / len(winners)
+        j = end + 1
+    return probability
+
+
+def _total(columns: Sequence[Column], extremes: tuple[tuple[int | None, int | None] | None, ...], node: int) -> int:
+    total = 0
+    for column, bounds in zip(columns, extremes, strict=True):
+        raw = column.raw[node]
+        if column.normalize is not None and bounds is not None:
+            raw = column.normalize.scale(raw, *bounds)
+        total += raw * column.weight
+    return total
+
+
+def _sliding_extremes(column: Column, size: int) -> list[tuple[int | None, int | None]]:
+    """(min, max) of the column's raw scores over each window of `size` from each start, the
+    values the normaliser leaves out (negative, with `ignore_negative`) not counted."""
+    assert column.normalize is not None
+    values = column.raw
+    count = len(values)
+    ignore = column.normalize.ignore_negative
+    low: deque[int] = deque()
+    high: deque[int] = deque()
+    out: list[tuple[int | None, int | None]] = []
+    for i in range(count + size - 1):
+        value = values[i % count]
+        if not (ignore and value < 0):
+            while low and values[low[-1] % count] >= value:
+                low.pop()
+            low.append(i)
+            while high and values[high[-1] % count] <= value:
+                high.pop()
+            high.append(i)
+        start = i - size + 1
+        if start < 0:
+            continue
+        while low and low[0] < start:
+            low.popleft()
+        while high and high[0] < start:
+            high.popleft()
+        out.append((values[low[0] % count], values[high[0] % count]) if low else (None, None))
+    return out
+
+
+def _window_bests(totals: Sequence[int], size: int, windows: int) -> Iterable[tuple[int, list[int]]]:
+    """For each of `windows` windows of `size` over `totals` (window s covers s..s+size-1): s
+    and the positions of its best total."""
+    positions: dict[int, list[int]] = {}
+    for i, total in enumerate(totals):
+        positions.setdefault(total, []).append(i)
+    high: deque[int] = deque()
+    for i, total in enumerate(totals):
+        while high and totals[high[-1]] <= total:
+            high.pop()
+        high.append(i)
+        start = i - size + 1
+        if start < 0:
+            continue
+        while high[0] < start:
+            high.popleft()
+        at = positions[totals[high[0]]]
+        yield start, at[bisect.bisect_left(at, start) : bisect.bisect_right(at, i)]
+        if start + 1 >= windows:
+            return
