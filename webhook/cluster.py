@@ -299,6 +299,15 @@ def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> lis
         return reader.restarting(lambda: list(reader.list("Node")))
 
 
+def get_object(
+    kubeconfig: str | None, context: str | None, kind: str, name: str, namespace: str
+) -> dict[str, Any] | None:
+    """The object of `kind` (Pod, Deployment, StatefulSet, ...) named `name` in `namespace`, as API
+    JSON data; None when it does not exist, `Forbidden` when RBAC hides it."""
+    with Reader(connect(kubeconfig, context)) as reader:
+        return reader.get(kind, name, namespace)
+
+
 def list_namespaces(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
     """Every Namespace of the cluster, as API JSON data, read PAGE_SIZE at a time; `Forbidden`
     when RBAC does not let the credentials list them."""

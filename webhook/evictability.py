@@ -35,7 +35,8 @@ The constraints (`CONSTRAINTS`), and where each follows the descheduler:
   budgets first keeps a blocked pod from taking a fast node's room in the plan.
 
 `rebalance` adds its own after these (see `webhook.rebalance`): the replacement the webhook would
-make, PodDisruptionBudgets, one pod per owner, the prediction.
+make, PodDisruptionBudgets, one pod per owner, the prediction. `rebalance --missing` judges by
+`MISSING_CONSTRAINTS`: all of these but `scheduler` (its prediction is information only).
 """
 
 from __future__ import annotations
@@ -227,6 +228,10 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint("scheduler", scheduler),
     Constraint("pdb", disruption_budget),
 )
+# `rebalance --missing` recreates a pod for the preference its replacement gets, wherever that
+# lands: where it lands is information, not a condition, so a scheduler whose profile is not
+# known keeps no pod. Every other constraint holds.
+MISSING_CONSTRAINTS: tuple[Constraint, ...] = tuple(c for c in CONSTRAINTS if c.name != "scheduler")
 
 
 @dataclass

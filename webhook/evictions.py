@@ -21,6 +21,12 @@ newest pod it had when the plan was made are its replacements.
   forgotten;
 - none exists, or the world changed: planned as any other candidate.
 
+A record of `rebalance --missing` (`mode` MISSING: the pod was recreated for the preference it
+lacked) is judged by what that eviction was for: its replacements were created since, and every
+one of them lacks the preference too (the webhook was not called for it, or failed open again):
+skipped until the record is forgotten, as a recreation that cannot give the preference would be
+made again on every run. Each mode judges its own records only.
+
 The Events follow the descheduler's (kubernetes-sigs/descheduler
 pkg/descheduler/evictions/evictions.go `PodEvictor.EvictPod`, which calls client-go's
 `events.EventRecorder.Eventf` after a successful eviction): `events.k8s.io/v1`, type Normal, an
@@ -49,6 +55,7 @@ DEFAULT_FORGET_AFTER = dt.timedelta(hours=24)
 # seconds) is compared with the eviction's time on this process's clock, with this much slack.
 CLOCK_SKEW = dt.timedelta(seconds=5)
 REPEAT = "repeat"
+MISSING = "missing"  # a record's mode: made by `rebalance --missing` ("" for a move to a net=high node)
 
 REPORTING_CONTROLLER = "netqos-webhook/rebalance"
 EVENT_REASON = "NetQoSRebalanced"
@@ -88,6 +95,7 @@ class Record:
     # the newest creationTimestamp among the controller's pods when the plan was made ("": unknown):
     # a pod created within the clock skew before the eviction is no replacement
     newest: dt.datetime | None = None
+    mode: str = ""  # MISSING for `rebalance --missing` (`target` is then where it was predicted, any node)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -104,6 +112,7 @@ class Record:
             "evicted": timestamp(self.evicted),
             "world": self.world,
             **({"newest": timestamp(self.newest)} if self.newest is not None else {}),
+            **({"mode": self.mode} if self.mode else {}),
         }
 
     @classmethod
@@ -122,6 +131,7 @@ class Record:
                 evicted=parse_time(_text(data["evicted"])),
                 world=_text(data["world"]),
                 newest=parse_time(_text(data["newest"])) if "newest" in data else None,
+                mode=_text(data["mode"]) if "mode" in data else "",
             )
         except (KeyError, TypeError, ValueError) as err:
             raise RecordError(f"not a record ({err!r})") from None
@@ -194,6 +204,7 @@ class SeenPod:
     uid: str
     node: str
     created: dt.datetime | None
+    missing: bool = False  # created without the preference (the webhook would mutate it now)
 
 
 class Seen:
@@ -215,8 +226,15 @@ class Seen:
             fields = [node.name, sorted(node.labels.items()), taints, node.unschedulable, allocatable]
             self._nodes.append(json.dumps(fields, separators=(",", ":")))
 
-    def add_pod(self, meta: Mapping[str, Any], controller: Owner | None, node: str, fast: bool) -> None:
-        """A pod bound to `node` ("" for one no node holds yet), not finished; `fast`: a net=high node."""
+    def watches(self, controller: Owner | None) -> bool:
+        """Whether the pods of `controller` may be a record's replacements (what `add_pod` keeps)."""
+        return controller is not None and controller.uid in self._watched
+
+    def add_pod(
+        self, meta: Mapping[str, Any], controller: Owner | None, node: str, fast: bool, missing: bool = False
+    ) -> None:
+        """A pod bound to `node` ("" for one no node holds yet), not finished; `fast`: a net=high node;
+        `missing`: it was created without the preference (asked of the pods `watches` names)."""
         uid = str(meta.get("uid") or "")
         if fast:
             digest = hashlib.blake2b(f"{node}/{uid}".encode(), digest_size=8).digest()
@@ -225,7 +243,7 @@ class Seen:
         if controller is not None and created > self._newest.get(controller.uid, ""):
             self._newest[controller.uid] = created  # the API server writes one format: they sort as times
         if controller is not None and controller.uid in self._watched:
-            seen = SeenPod(str(meta.get("name") or ""), uid, node, _maybe_time(created))
+            seen = SeenPod(str(meta.get("name") or ""), uid, node, _maybe_time(created), missing)
             self.pods.setdefault(controller.uid, []).append(seen)
 
     def newest(self, controller_uid: str) -> dt.datetime | None:
@@ -237,21 +255,15 @@ class Seen:
         fields = [target, sorted(self._nodes), self._on_fast]
         return hashlib.sha256(json.dumps(fields, separators=(",", ":")).encode()).hexdigest()[:32]
 
-    def repeat(self, namespace: str, owner: Owner | None, fast: set[str], world: str) -> str:
-        """Why a pod of `owner` must not be evicted now, its last eviction having been wasted
-        ("" when nothing holds it)."""
+    def repeat(self, namespace: str, owner: Owner | None, fast: set[str], world: str, mode: str = "") -> str:
+        """Why a pod of `owner` must not be evicted now, its last eviction (of `mode`) having been
+        wasted ("" when nothing holds it)."""
         record = self.history.of(namespace, owner) if owner is not None else None
-        if record is None:
+        if record is None or record.mode != mode:
             return ""
-        since = record.evicted - CLOCK_SKEW
-        replacements = [
-            p
-            for p in self.pods.get(record.controller.uid, ())
-            if p.uid != record.uid
-            and p.created is not None
-            and p.created >= since
-            and (record.newest is None or p.created > record.newest)
-        ]
+        replacements = self._replacements(record)
+        if mode == MISSING:
+            return self._still_missing(record, replacements)
         if not replacements or any(p.node in fast for p in replacements):
             return ""
         evicted = f"evicted {minutes(record.evicted)}, predicted {record.target}"
@@ -265,6 +277,30 @@ class Seen:
         return (
             f"{evicted}, its replacement went to {', '.join(nodes)}: not evicted again until the net=high nodes or "
             f"the pods on them change, or until {forgotten} (--forget-after)"
+        )
+
+    def _replacements(self, record: Record) -> list[SeenPod]:
+        """The pods of the recorded controller created since the eviction, and after its newest
+        pod when the plan was made."""
+        since = record.evicted - CLOCK_SKEW
+        return [
+            p
+            for p in self.pods.get(record.controller.uid, ())
+            if p.uid != record.uid
+            and p.created is not None
+            and p.created >= since
+            and (record.newest is None or p.created > record.newest)
+        ]
+
+    def _still_missing(self, record: Record, replacements: Sequence[SeenPod]) -> str:
+        """For a recreation (`MISSING`): why not again, when every replacement lacks the preference too."""
+        if not replacements or not all(p.missing for p in replacements):
+            return ""
+        forgotten = minutes(record.evicted + self.history.forget_after)
+        return (
+            f"recreated {minutes(record.evicted)}, its replacement {replacements[0].name} was created without the "
+            f"preference too (the webhook was not called for it, or failed open): not recreated again until "
+            f"{forgotten} (--forget-after)"
         )
 
 

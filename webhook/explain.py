@@ -24,8 +24,8 @@ from webhook import admission, apidata
 from webhook.affinity import PREFERRED, REQUIRED, PreferredTerm, required_term_problems
 from webhook.apidata import ShapeError
 from webhook.errors import UsageError
-from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
-from webhook.policy import Decision, Policy, Rule, own_points
+from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT, INJECTED_ANNOTATION
+from webhook.policy import Decision, Policy, Rule, injected, own_points, without_injected
 from webhook.scheduler import cycle, read, sampling
 from webhook.scheduler.config import not_evaluated_summary
 from webhook.scheduler.cycle import Ranking
@@ -47,6 +47,9 @@ from webhook.scoretable import SchedulerWeights
 # Owners whose selector PodTopologySpread's system default constraints spread by (kubernetes
 # v1.36 pkg/scheduler/framework/plugins/helper/spread.go DefaultSelector).
 SPREAD_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
+# What the API server keeps of a pod beside what was written: a pod that has any of these (or a
+# status) was read from the cluster (`kubectl get pod -o yaml`, or `explain pod/NAME`).
+SERVER_FIELDS = ("uid", "resourceVersion", "managedFields")
 
 
 class ExplainError(UsageError, ValueError):
@@ -147,6 +150,7 @@ def explain(
     knows, such as the Kubernetes version scored as); every note is a sentence (`sentence`).
     `namespaces`: the namespaces' labels, which pod affinity's namespaceSelectors match (a
     namespace not there has its `kubernetes.io/metadata.name` label alone)."""
+    pod, written = as_written(policy, pod)
     reason = not_called_reason(_namespace(pod), webhook_namespace)
     mutation = mutate(policy, pod) if reason is None else Mutation(pod, Decision.UNCHANGED, (), (), (), reason)
     try:
@@ -177,7 +181,7 @@ def explain(
     node_affinity = apidata.obj(apidata.obj(spec, "affinity", "spec.affinity"), "nodeAffinity", "nodeAffinity")
     added_api = tuple(apidata.items(node_affinity, PREFERRED, PREFERRED)[len(before.preferred) :])
     return Explanation(
-        pod_name=before.name or "<unnamed>",
+        pod_name=before.name or _generate_name(pod) or "<unnamed>",
         namespace=_namespace(pod),
         mutation=mutation,
         added_terms=added,
@@ -190,6 +194,7 @@ def explain(
         notes=tuple(
             sentence(note)
             for note in (
+                *written,
                 *notes,
                 *_policy_notes(policy, mutation, ranking, netqos, profile, netqos_weight, before.preferred),
                 *_notes(after, ranking, nodes, profile, pods_given, image_sizes),
@@ -202,6 +207,46 @@ def explain(
         target=target,
         fast=fast,
     )
+
+
+def as_written(policy: Policy, pod: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """`pod` as it was written, before admission and scheduling, and the notes that say what was
+    taken away. A pod read from the cluster (it has a status or one of `SERVER_FIELDS`) loses
+    those, and `spec.nodeName`: the scheduler judged it without them. The preferred terms of the
+    rules its `netqos.io/injected` annotation names go, and the annotation (`policy.injected`):
+    the webhook adds them again, and the NetQoS scheduler scored the pod without them. The pod's
+    own terms stay. Copies only what it changes."""
+    meta = pod.get("metadata")
+    spec = pod.get("spec")
+    removed: list[str] = []
+    if isinstance(meta, dict) and isinstance(spec, dict) and ("status" in pod or any(k in meta for k in SERVER_FIELDS)):
+        removed += [f"metadata.{k}" for k in SERVER_FIELDS if k in meta]
+        removed += ["spec.nodeName"] if "nodeName" in spec else []
+        removed += ["status"] if "status" in pod else []
+        pod = {k: v for k, v in pod.items() if k != "status"}
+        pod["metadata"] = {k: v for k, v in meta.items() if k not in SERVER_FIELDS}
+        pod["spec"] = {k: v for k, v in spec.items() if k != "nodeName"}
+    found = injected(policy, pod)
+    pod = without_injected(pod, found)
+    if found.terms:
+        known = [name for name in found.rules if name not in found.unknown]
+        rules = f"rule{'s' if len(known) > 1 else ''} {', '.join(known)}"
+        removed.append(f"the {found.terms} preferred term(s) {rules} injected")
+    if found.rules:
+        removed.append(f"the annotation {INJECTED_ANNOTATION}")
+    notes = []
+    if removed:
+        notes.append(f"explained as the pod was before admission and scheduling, without {_and(removed)}")
+    if found.unknown:
+        notes.append(
+            f"{INJECTED_ANNOTATION} names {', '.join(found.unknown)}, which the policy has no rule of: the terms "
+            "such a rule injected cannot be told from the pod's own and are kept"
+        )
+    return pod, tuple(notes)
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def image_size_disagreements(
@@ -330,6 +375,13 @@ def _offsets(ranking: Ranking, netqos: Ranking) -> set[int]:
         for n in ranking.feasible
         if n.total is not None and (total := netqos_totals.get(n.name)) is not None
     }
+
+
+def _generate_name(pod: dict[str, Any]) -> str:
+    """The prefix of the name the API server gives a pod of a controller (`web-`), "" when none."""
+    meta = pod.get("metadata")
+    prefix = meta.get("generateName") if isinstance(meta, dict) else None
+    return prefix if isinstance(prefix, str) else ""
 
 
 def _namespace(pod: dict[str, Any]) -> str:

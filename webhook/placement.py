@@ -1,6 +1,6 @@
-"""Placement: which class each node is, and why a pod is not on a node of the policy's target
-(`scores.fast_target`: the key of its score table and its top-scoring values, `net=high` by
-default). Pure.
+"""Placement: which class each node is, and why a pod is not on a node of its target: the best
+class of the rule that places it (`by_rule`, `scores.rule_target`: the key of that rule's score
+table and its top-scoring values, `net=high` by default), each rule against its own. Pure.
 
 The classes keep the NetQoS plugin's names whatever the policy's key, since `status -o json`'s
 keys are an API: "high" (a target node), "low" (the table's lowest-scoring values, below the
@@ -23,17 +23,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import apidata
 from webhook.apidata import ShapeError
-from webhook.policy import Policy
+from webhook.policy import Policy, Rule
 from webhook.scheduler import cycle, keys, read
 from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Target
 from webhook.scheduler.plugins import DEFAULT_PROFILE
-from webhook.scheduler.scores import NETQOS_SLOW, NETQOS_TARGET, fast_target, slow_values
+from webhook.scheduler.scores import (
+    NETQOS_SLOW,
+    NETQOS_TARGET,
+    fast_target,
+    judging_rule,
+    rule_slow_values,
+    rule_target,
+    slow_values,
+)
 
 # The class names are `status -o json`'s keys (an API): named after the default policy's values.
 NET_CLASSES = ("high", "other", "unlabelled", "low", "pending")
@@ -77,6 +85,13 @@ class Classes:
     def of(cls, policy: Policy) -> Classes:
         return cls(fast_target(policy), slow_values(policy))
 
+    @classmethod
+    def of_rule(cls, policy: Policy, rule: Rule | None) -> Classes:
+        """The classes of `rule`'s own table (`scores.rule_target`); the policy's for None."""
+        if rule is None:
+            return cls.of(policy)
+        return cls(rule_target(policy, rule), rule_slow_values(policy, rule))
+
     def of_value(self, value: str | None) -> str:
         """The class of a node whose label `target.key` is `value` (None: no such label)."""
         if value is None:
@@ -107,18 +122,51 @@ class Nodes:
 
 def read_nodes(items: Iterable[Mapping[str, Any]], classes: Classes = DEFAULT_CLASSES) -> Nodes:
     """The nodes of a listing, read one at a time."""
-    nodes = Nodes({}, [], classes)
-    key = classes.target.key
+    return read_nodes_by_classes(items, (classes,))[classes]
+
+
+def read_nodes_by_classes(items: Iterable[Mapping[str, Any]], several: Sequence[Classes]) -> dict[Classes, Nodes]:
+    """The nodes of a listing, read once, classed by each of `several` (a policy's rules each have
+    their own: `by_rule`)."""
+    found = {classes: Nodes({}, [], classes) for classes in several}
     for item in items:
         meta = apidata.obj(item, "metadata", "metadata")
-        net = apidata.string_map(meta, "labels", "metadata.labels").get(key)
-        nodes.net[apidata.text(meta, "name", "metadata.name")] = net
-        if classes.of_value(net) == "high":
-            try:
-                nodes.high.append(read.node_info(item))
-            except ShapeError:  # a node the scheduler could not read either: it places nothing
+        labels = apidata.string_map(meta, "labels", "metadata.labels")
+        name = apidata.text(meta, "name", "metadata.name")
+        info: Node | None | ShapeError = None
+        for classes, nodes in found.items():
+            net = labels.get(classes.target.key)
+            nodes.net[name] = net
+            if classes.of_value(net) != "high":
                 continue
-    return nodes
+            if info is None:
+                try:
+                    info = read.node_info(item)
+                except ShapeError as err:  # a node the scheduler could not read either: it places nothing
+                    info = err
+            if isinstance(info, Node):
+                nodes.high.append(info)
+    return found
+
+
+def by_rule(policy: Policy) -> Callable[[Mapping[str, str]], Classes]:
+    """pod labels -> the classes its rule judges its placement by (`scores.judging_rule`): each
+    rule against its own best class, `net=high` for the default policy."""
+    classes = {rule.name: Classes.of_rule(policy, rule) for rule in policy.rules}
+    default = Classes.of(policy)
+    if set(classes.values()) <= {default}:
+        return lambda labels: default  # one target for every rule: no selector to match
+
+    def of(labels: Mapping[str, str]) -> Classes:
+        rule = judging_rule(policy, labels)
+        return default if rule is None else classes[rule.name]
+
+    return of
+
+
+def every_classes(policy: Policy) -> list[Classes]:
+    """The distinct classes of the policy's rules (`by_rule`), the policy's own first."""
+    return list(dict.fromkeys([Classes.of(policy), *(Classes.of_rule(policy, rule) for rule in policy.rules)]))
 
 
 def high_usage(pods: Iterable[Mapping[str, Any]], high: Sequence[Node]) -> dict[str, NodeUsage]:

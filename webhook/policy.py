@@ -221,6 +221,103 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
     return Outcome(Decision.MUTATED, _with_terms(pod, to_add, names), tuple(applied), tuple(warnings))
 
 
+@dataclass(frozen=True)
+class Injected:
+    """What a pod's `netqos.io/injected` annotation says the webhook put into it. The annotation
+    records the names of the rules applied (`_merge_names`), and the webhook (as the admission
+    policy) appends their terms after the pod's own (`_with_terms`); a rule is applied only where
+    the pod's own node affinity uses none of its keys (explicit wins). So the terms at the end of
+    the preferred list whose keys all belong to a named rule are that rule's, at whatever weight
+    and in whatever form an earlier policy gave them: `terms` counts them. `unknown`: named rules
+    the policy no longer holds, whose keys, and so whose terms, are not known."""
+
+    rules: tuple[str, ...] = ()
+    terms: int = 0
+    unknown: tuple[str, ...] = ()
+
+
+def injected(policy: Policy, pod: Mapping[str, Any]) -> Injected:
+    """The rules `pod`'s annotation names and how many of its trailing preferred terms are theirs
+    (`Injected`); nothing for a pod without the annotation or of another shape."""
+    meta = pod.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    value = annotations.get(INJECTED_ANNOTATION) if isinstance(annotations, Mapping) else None
+    names = tuple(n for n in value.split(",") if n) if isinstance(value, str) else ()
+    if not names:
+        return Injected()
+    by_name = {rule.name: rule for rule in policy.rules}
+    key_sets = [by_name[n].keys for n in names if n in by_name]
+    count = 0
+    for raw in reversed(_preferred_of(pod)):
+        keys = _plain_keys(raw)
+        if not keys or not any(keys <= rule_keys for rule_keys in key_sets):
+            break
+        count += 1
+    return Injected(names, count, tuple(n for n in names if n not in by_name))
+
+
+def without_injected(pod: Mapping[str, Any], found: Injected) -> dict[str, Any]:
+    """`pod` as it was before the webhook saw it: without the trailing terms `found` counts and
+    without the annotation (the emptied containers left out too). Copies only what it changes."""
+    if not found.rules:
+        return dict(pod)
+    new = dict(pod)
+    meta = new["metadata"] = dict(_get(pod, "metadata"))
+    annotations = {k: v for k, v in _get(meta, "annotations").items() if k != INJECTED_ANNOTATION}
+    _set_or_drop(meta, "annotations", annotations)
+    if not found.terms:
+        return new
+    spec = new["spec"] = dict(_get(pod, "spec"))
+    affinity = dict(_get(spec, "affinity"))
+    node_affinity = dict(_get(affinity, "nodeAffinity"))
+    preferred = list(node_affinity.get(PREFERRED) or ())
+    _set_or_drop(node_affinity, PREFERRED, preferred[: len(preferred) - found.terms])
+    _set_or_drop(affinity, "nodeAffinity", node_affinity)
+    _set_or_drop(spec, "affinity", affinity)
+    return new
+
+
+def injected_earlier(policy: Policy, pod: Mapping[str, Any], outcome: Outcome) -> bool:
+    """Whether `pod`, which `evaluate` judged `outcome`, was mutated under an earlier policy: its
+    annotation names rules, it does not carry the current terms (`MUTATED`, or `SKIPPED_EXPLICIT`
+    where the keys in the way are the named rules' own terms), and without the injected terms the
+    webhook would give it the current ones: as it does its replacement, made from the template."""
+    if outcome.decision not in (Decision.MUTATED, Decision.SKIPPED_EXPLICIT):
+        return False
+    found = injected(policy, pod)
+    return bool(found.rules) and evaluate(policy, without_injected(pod, found)).decision is Decision.MUTATED
+
+
+def _preferred_of(pod: Mapping[str, Any]) -> list[Any]:
+    spec = pod.get("spec")
+    affinity = spec.get("affinity") if isinstance(spec, Mapping) else None
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    preferred = node_affinity.get(PREFERRED) if isinstance(node_affinity, Mapping) else None
+    return preferred if isinstance(preferred, list) else []
+
+
+def _plain_keys(raw: Any) -> frozenset[str]:
+    """The node-label keys of a preferred term with matchExpressions alone (no matchFields, which
+    no rule writes); empty for any other term."""
+    preference = raw.get("preference") if isinstance(raw, Mapping) else None
+    if not isinstance(preference, Mapping) or preference.get("matchFields"):
+        return frozenset()
+    expressions = preference.get("matchExpressions")
+    if not isinstance(expressions, list):
+        return frozenset()
+    keys = [e.get("key") if isinstance(e, Mapping) else None for e in expressions]
+    if not keys or not all(isinstance(k, str) for k in keys):
+        return frozenset()
+    return frozenset(str(k) for k in keys)
+
+
+def _set_or_drop(parent: dict[str, Any], key: str, value: Any) -> None:
+    if value:
+        parent[key] = value
+    else:
+        parent.pop(key, None)
+
+
 def own_points(policy: Policy, terms: Sequence[PreferredTerm]) -> int:
     """The most raw points a pod's own preferred terms (those `evaluate` counts as the author's:
     scored by the scheduler, not a policy term nor a table's requirements) give one node."""

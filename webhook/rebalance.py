@@ -8,8 +8,10 @@ move updates:
 
 - **Candidates** are the running pods the policy selects (`policy.evaluate` on the pod as it is:
   `MUTATED` for a pod created while the webhook was down, `UNCHANGED` for one that carries the
-  terms; opted-out pods and pods with their own `net` affinity are not candidates), on a node
-  that is not `net=high`.
+  terms; a pod mutated under an earlier policy is judged as created, without those terms
+  (`policy.injected_earlier`); opted-out pods and pods with their own `net` affinity are not
+  candidates), on a node that is not of its rule's best class (`Inventory.target_of`: `net=high`
+  by default; each rule of a policy against its own table's top-scoring values).
 - **Never evicted**, each with its reason: what `webhook.evictability`'s named constraints
   protect (terminating, mirror, no controller, DaemonSet, system-critical priority, the live
   registration's scope, local storage, min age, replicas), a second pod of one owner (the
@@ -33,6 +35,20 @@ move updates:
   with the reason: no `net=high` node passes the filters (their reasons, counted as the
   scheduler's FitError counts them), or a slower node scores better.
 
+**`--missing`** (`Options.missing`) plans recreations instead of moves: the pods created without
+the preference while the webhook was down (it registers with `failurePolicy: Ignore`) keep lacking
+it, as affinity cannot change on a running pod. The candidates are then the running pods the
+policy selects for which `policy.evaluate` gives `MUTATED` on the pod as it is (the pods `status`
+lists as missing), on any node, `net=high` ones included: the point is the preference, not the
+node. They are judged by the same constraints (`evictability.MISSING_CONSTRAINTS`: all but
+`scheduler`), the replacement the webhook would mutate, `repeat` (a recreation whose replacements
+came back without the preference too: `evictions.Seen.repeat`), one pod per owner and the
+budgets. No prediction justifies a recreation: where the replacement is predicted to land (the
+same prediction, over every node, with the candidate Terminating) is said in the row as
+information, and the room it takes there is counted for the candidates after it. One constraint
+of the plan's own is added: `unschedulable`, a replacement no node passes the filters for even
+once the candidate is gone (recreating it would leave its owner a pod short).
+
 Pod affinity's namespaceSelectors match the namespaces' labels (`Inventory.add_namespaces`: the
 Namespaces the registration's reading lists anyway); where RBAC hides them, each namespace has its
 `kubernetes.io/metadata.name` label alone, and a note says so when a selector is in play.
@@ -50,20 +66,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook import admitted, evictability, evictions, owners, workloads
+from webhook import admitted, evictability, evictions, owners, placement, workloads
 from webhook.apidata import ShapeError
 from webhook.evictability import DEFAULT_MIN_AGE, DEFAULT_MIN_REPLICAS, Facts
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER, INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.owners import Owner
-from webhook.policy import Decision, Policy, evaluate
+from webhook.policy import Decision, Policy, evaluate, injected, injected_earlier, without_injected
 from webhook.scheduler import keys, read
 from webhook.scheduler.config import profile_notes, unevaluated_scores
-from webhook.scheduler.incremental import World
+from webhook.scheduler.incremental import Predictor, World
 from webhook.scheduler.model import Node, PodInfo, Profile, Target, UsageTally, selects_namespaces
 from webhook.scheduler.plugins import DEFAULT_PROFILE
 from webhook.scheduler.read import NO_SELECTORS, Selectors
 from webhook.scheduler.sampling import Landing
-from webhook.scheduler.scores import NETQOS_NODE_LABEL, fast_target
+from webhook.scheduler.scores import NETQOS_NODE_LABEL, NETQOS_TARGET, fast_target
 from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES, Registration
 
 __all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Inventory", "Options", "Owner", "Plan", "plan"]
@@ -85,12 +101,16 @@ NOT_MUTATED = {
     Decision.ERROR: "the webhook fails on it",
 }
 SKIP = "skip"
+# `--missing`: a replacement no node passes the filters for, even once the candidate is gone
+UNSCHEDULABLE = "unschedulable"
+RECREATED = "created without the preference: its replacement gets it"  # how a recreation's reason starts
 
 
 @dataclass(frozen=True)
 class Options(evictability.Options):
     webhook_namespace: str = DEFAULT_NAMESPACE  # the webhook is never called for its own namespace
     min_probability: float = DEFAULT_MIN_PROBABILITY
+    missing: bool = False  # `--missing`: recreate the pods created without the preference, wherever they run
 
 
 @dataclass(frozen=True)
@@ -114,6 +134,10 @@ class Candidate:
     # how the replacement was admitted: DRY_RUN (the API server's own answer), MODELLED, or "" (never built)
     admission: str = ""
     controller: Owner | None = None  # for a move: the pod's controller, with its uid (`evictions.Record`)
+    target_net: str | None = None  # the target's net label (None: none, or no target)
+    # a recreation (`--missing`): the pod lacks the preference, and `target`, where its replacement
+    # is predicted to land, is information (any node; None when not predicted)
+    missing: bool = False
 
 
 @dataclass
@@ -128,6 +152,7 @@ class Plan:
     world: str = ""  # the digest of the net=high nodes and the pods on them (`evictions.Seen.world`)
     # for each move's controller uid: when its newest pod was created (`evictions.Record.newest`)
     newest: dict[str, dt.datetime] = field(default_factory=dict)
+    missing: bool = False  # planned by `--missing`: recreations of pods created without the preference
 
     @property
     def movable(self) -> list[Candidate]:
@@ -177,6 +202,7 @@ class _Pending:
     since: str  # when it was bound to its node (RFC 3339), for the order
     template: _Template
     counted: PodInfo | None = None  # the pod as its node's usage counts it (None: it takes nothing there)
+    target: Target = NETQOS_TARGET  # the best class of its rule (`Inventory.target_of`)
 
     @property
     def namespace(self) -> str:
@@ -202,6 +228,11 @@ class Inventory:
         self.policy = policy
         self.options = options
         self.target = target or fast_target(policy)  # the policy's top-scoring nodes: net=high by default
+        self._given = target  # one target for every pod; None: each pod's rule's (`target_of`)
+        self._classes = placement.by_rule(policy)
+        # each target's nodes, and (`fast`) the nodes of any: the world the eviction records digest
+        self._fast: dict[Target, set[str]] = {c.target: set() for c in placement.every_classes(policy)}
+        self._fast.setdefault(self.target, set())
         self.nodes: list[Node] = []
         self.net: dict[str, str | None] = {}
         self.fast: set[str] = set()
@@ -244,8 +275,10 @@ class Inventory:
             return
         self.nodes.append(node)
         self.net[node.name] = node.labels.get(NETQOS_NODE_LABEL)
-        if self.target.matches(node.labels):
-            self.fast.add(node.name)
+        for target, names in self._fast.items():
+            if target.matches(node.labels):
+                names.add(node.name)
+                self.fast.add(node.name)
         self.seen.add_node(node, node.name in self.fast)
         self._tallies[node.name] = UsageTally()
 
@@ -259,12 +292,13 @@ class Inventory:
         if view is not None:
             tally.add(view)
         controller = owners.controller_of(pod)
-        self.seen.add_pod(meta, controller, node, node in self.fast)
+        self.seen.add_pod(meta, controller, node, node in self.fast, self._seen_missing(pod, meta, spec, controller))
         if controller is not None and _ready(status):
             self.ready[controller.uid] += 1
-        if node not in self.fast and self._selected(meta):
+        fast = self.fast_of(self.target_of(meta.get("labels") or {}))
+        if node not in fast and self._selected(meta):
             self.off_high += 1
-        if node not in self.fast and status.get("phase") == "Running":
+        if (self.options.missing or node not in fast) and status.get("phase") == "Running":
             self._consider(pod, meta, spec, status, node, view)
 
     def add_unbound_pod(self, pod: Mapping[str, Any]) -> None:
@@ -272,10 +306,20 @@ class Inventory:
         counts it; never a candidate (the scheduler has yet to place it)."""
         meta, spec = _mapping(pod, "metadata"), _mapping(pod, "spec")
         if not spec.get("nodeName"):
-            self.seen.add_pod(meta, owners.controller_of(pod), "", fast=False)
+            controller = owners.controller_of(pod)
+            self.seen.add_pod(meta, controller, "", False, self._seen_missing(pod, meta, spec, controller))
         if not spec.get("nodeName") and meta.get("deletionTimestamp") is None and self._selected(meta):
             self.off_high += 1
             self.pending_pods += 1
+
+    def _seen_missing(
+        self, pod: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any], controller: Owner | None
+    ) -> bool:
+        """For a pod of a controller `--missing` recreated a pod of before: whether it lacks the
+        preference too (`evictions.Seen.repeat`); False for every other pod, never asked."""
+        if not self.options.missing or not self.seen.watches(controller):
+            return False
+        return self._template(pod, meta, spec).decision == Decision.MUTATED
 
     def _selected(self, meta: Mapping[str, Any]) -> bool:
         """A pod some rule selects, in a namespace the shipped registration calls the webhook for."""
@@ -306,6 +350,8 @@ class Inventory:
         template = self._template(pod, meta, spec)
         if template.decision not in (Decision.MUTATED, Decision.UNCHANGED):
             return  # opted out, its own net affinity, or not a pod the webhook can read
+        if self.options.missing and template.decision != Decision.MUTATED:
+            return  # it carries the preference: nothing to recreate
         self.pending.append(
             _Pending(
                 facts=Facts.of(pod),
@@ -314,14 +360,33 @@ class Inventory:
                 since=_scheduled_at(meta, status),
                 template=template,
                 counted=counted,
+                target=self.target_of(labels),
             )
         )
+
+    def target_of(self, labels: Mapping[str, str]) -> Target:
+        """The nodes a pod with `labels` belongs on: the best class of the rule that places it
+        (`placement.by_rule`: a rule preferring `net In [low]` is judged against net=low), or the
+        target the inventory was given for every pod."""
+        if self._given is not None or len(self._fast) == 1:
+            return self.target  # every rule has the policy's target: no selector to match
+        return self._classes(labels).target
+
+    def fast_of(self, target: Target) -> set[str]:
+        """The nodes of `target`."""
+        found = self._fast.get(target)
+        if found is None:  # a target given to the inventory after its nodes: read them again
+            found = self._fast[target] = {n.name for n in self.nodes if target.matches(n.labels)}
+        return found
 
     def _template(self, pod: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any]) -> _Template:
         return self._templates.get(_template_key(meta, spec), lambda: self._judge(pod))
 
     def _judge(self, pod: Mapping[str, Any]) -> _Template:
         outcome = evaluate(self.policy, pod)
+        if injected_earlier(self.policy, pod, outcome):
+            # terms of an earlier policy: the pod as created, which its replacement is, gets the current ones
+            outcome = evaluate(self.policy, without_injected(pod, injected(self.policy, pod)))
         replacement = None
         error = ""
         if outcome.decision in (Decision.MUTATED, Decision.UNCHANGED):
@@ -495,12 +560,13 @@ def plan(
     state = _State(cluster, profile, selectors, profiles)
     result = Plan(
         nodes=len(cluster.nodes),
-        high_nodes=len(state.world.fast),
+        high_nodes=len(cluster.fast),
         notes=[*cluster.notes, *profile_notes(profiles.values())],
         registration=registration.problem(),
         off_high=cluster.off_high,
         pending=cluster.pending_pods,
         world=cluster.seen.world(str(cluster.target)),
+        missing=cluster.options.missing,
     )
     if budgets is None:
         result.notes.append(
@@ -513,9 +579,12 @@ def plan(
             "namespace's kubernetes.io/metadata.name label alone"
         )
     planned_owners: set[tuple[str, Owner]] = set()
+    missing = cluster.options.missing
+    constraints = evictability.MISSING_CONSTRAINTS if missing else evictability.CONSTRAINTS
+    mode = evictions.MISSING if missing else ""
     for pending in sorted(cluster.pending, key=lambda p: (p.since, p.namespace, p.name)):
         owner = _owner(pending, owners)
-        row = _Row(pending, cluster.net.get(pending.node), owner)
+        row = _Row(pending, cluster.net.get(pending.node), owner, missing=missing)
         replacement = cluster.replacement(pending, controllers)
         if isinstance(replacement, _Replacement):
             row = dataclasses.replace(row, admission=replacement.template.admission)
@@ -524,14 +593,14 @@ def plan(
             facts = dataclasses.replace(
                 facts, replacement_labels=replacement.labels, scheduler_name=replacement.scheduler
             )
-        verdict = evictability.judge(facts, context)
+        verdict = evictability.judge(facts, context, constraints)
         if verdict is not None:
             result.candidates.append(row.skip(verdict.reason, verdict.constraint, state.unfit(pending, replacement)))
             continue
         if isinstance(replacement, str):
             result.candidates.append(row.skip(replacement, "replacement"))
             continue
-        repeat = cluster.seen.repeat(pending.namespace, owner, cluster.fast, result.world)
+        repeat = cluster.seen.repeat(pending.namespace, owner, cluster.fast_of(pending.target), result.world, mode)
         if repeat:  # its owner's last eviction was wasted, in the world the plan sees now
             result.candidates.append(row.skip(repeat, evictions.REPEAT))
             continue
@@ -543,8 +612,8 @@ def plan(
         if template.replacement is None:
             result.candidates.append(row.skip(template.error, "replacement"))
             continue
-        placed = state.place(pending, template, replacement.scheduler)
-        if placed.target is None:
+        placed = (state.predict if missing else state.place)(pending, template, replacement.scheduler)
+        if placed.constraint == UNSCHEDULABLE or (placed.target is None and not missing):
             probability = placed.probability if placed.constraint == "probability" else None
             result.candidates.append(row.skip(placed.reason, placed.constraint, placed.unfit, probability))
             continue
@@ -552,7 +621,8 @@ def plan(
             planned_owners.add((pending.namespace, owner))
         if budgets is not None:
             budgets.take(facts)
-        result.candidates.append(row.evict(placed.target, placed.reason, placed.probability))
+        target_net = cluster.net.get(placed.target) if placed.target is not None else None
+        result.candidates.append(row.evict(placed.target, target_net, placed.reason, placed.probability))
     for move in result.movable:
         if move.controller is not None and (newest := cluster.seen.newest(move.controller.uid)) is not None:
             result.newest[move.controller.uid] = newest
@@ -565,6 +635,7 @@ class _Row:
     net: str | None
     owner: Owner | None
     admission: str = ""  # how its replacement was admitted (DRY_RUN, MODELLED)
+    missing: bool = False  # a row of `--missing`: a recreation
 
     def skip(
         self, reason: str, constraint: str, unfit: tuple[str, ...] = (), probability: float | None = None
@@ -584,9 +655,10 @@ class _Row:
             unfit,
             probability,
             self.admission,
+            missing=self.missing,
         )
 
-    def evict(self, target: str, reason: str, probability: float) -> Candidate:
+    def evict(self, target: str | None, target_net: str | None, reason: str, probability: float | None) -> Candidate:
         p = self.pending
         return Candidate(
             p.namespace,
@@ -601,6 +673,8 @@ class _Row:
             probability=probability,
             admission=self.admission,
             controller=p.facts.controller,
+            target_net=target_net,
+            missing=self.missing,
         )
 
 
@@ -621,7 +695,7 @@ class _Placement:
     reason: str
     constraint: str = "placement"
     unfit: tuple[str, ...] = ()
-    probability: float = 0.0
+    probability: float | None = 0.0  # None: not computed (`--missing`)
 
 
 class _State:
@@ -640,12 +714,13 @@ class _State:
         """For a candidate kept for another reason: the net=high nodes' filter reasons when none
         passes for its replacement now, else (); `status` says them rather than calling a
         net=high node feasible. Nothing moves."""
-        if isinstance(replacement, str) or replacement.template.replacement is None or not self.world.fast:
+        world = self.world
+        if isinstance(replacement, str) or replacement.template.replacement is None:
             return ()
         profile = self.profiles.get(replacement.scheduler)
-        if profile is None:
+        if profile is None or not world.fast_of(pending.target):
             return ()
-        predictor = self.world.predictor(self._view(pending, replacement.template.replacement), profile)
+        predictor = world.predictor(self._view(pending, replacement.template.replacement), profile, pending.target)
         return () if predictor.feasible_fast else predictor.unfit()
 
     def _view(self, pending: _Pending, view: PodInfo) -> PodInfo:
@@ -662,11 +737,12 @@ class _State:
         among the nodes one cycle samples (`World.landing`, at least `min_probability`)."""
         assert template.replacement is not None
         view = self._view(pending, template.replacement)
-        world = self.world
-        if not world.fast:
-            return _Placement(None, f"no node is labelled {world.target}")
+        world, target = self.world, pending.target
+        fast = world.fast_of(target)
+        if not fast:
+            return _Placement(None, f"no node is labelled {target}")
         profile = self.profiles[scheduler]
-        predictor = world.predictor(view, profile)
+        predictor = world.predictor(view, profile, target)
         if not predictor.feasible_fast:
             return _Placement(None, predictor.why_no_fast(), unfit=predictor.unfit())
         leaving = _Terminating(world, world.index[pending.node], pending.counted)
@@ -677,8 +753,8 @@ class _State:
             leaving.undo()
             return _Placement(None, choice.reason, unfit=choice.unfit)
         landing = world.landing(view, profile)
-        probability = landing.of(world.nodes[i].name for i in world.fast) if landing is not None else 1.0
-        sampled = "" if landing is None else _sampled(landing, probability, world.target)
+        probability = landing.of(world.nodes[i].name for i in fast) if landing is not None else 1.0
+        sampled = "" if landing is None else _sampled(landing, probability, target)
         if probability < self.min_probability:
             leaving.undo()
             reason = f"{sampled}, below --min-probability {self.min_probability:g}"
@@ -687,6 +763,63 @@ class _State:
         by = f" ({scheduler}'s profile)" if scheduler != DEFAULT_SCHEDULER else ""
         sampled = f"; {sampled}" if sampled else ""
         return _Placement(choice.target, choice.reason + by + sampled + _not_evaluated(view), probability=probability)
+
+    def predict(self, pending: _Pending, template: _Template, scheduler: str) -> _Placement:
+        """For `--missing`: where the candidate's replacement is predicted to land, on any node, as
+        information (kube-scheduler's best total over every node, the candidate Terminating on its
+        node; once it is gone when no node has room before); the replacement's room is then
+        counted there. `UNSCHEDULABLE` when no node passes the filters for it even once the
+        candidate is gone. A replacement of a scheduler whose profile is not known, or not
+        evaluated here, is not predicted: it is recreated all the same."""
+        assert template.replacement is not None
+        view = self._view(pending, template.replacement)
+        world = self.world
+        leaving = _Terminating(world, world.index[pending.node], pending.counted)
+        profile = self.profiles.get(scheduler)
+        unknown = "its profile is not known (--scheduler-config FILE gives it)" if profile is None else ""
+        if profile is None or (unknown := _unpredictable(profile)):
+            leaving.begin()
+            why = f"where it lands is not predicted: it is scheduled by {scheduler}, and {unknown}"
+            return _Placement(None, f"{RECREATED}; {why}", "", probability=None)
+        predictor = world.predictor(view, profile)
+        leaving.begin()
+        predictor.sync()
+        by = (f" ({scheduler}'s profile)" if scheduler != DEFAULT_SCHEDULER else "") + _not_evaluated(view)
+        if names := predictor.predicted():
+            return self._landed(names, view, f"{RECREATED}; kube-scheduler would place it on", by)
+        leaving.gone()
+        predictor.sync()
+        if names := predictor.predicted():
+            later = "no node has room for it while this pod terminates, then kube-scheduler would place it on"
+            return self._landed(names, view, f"{RECREATED}; {later}", by)
+        unfit = _fit_error(predictor)
+        leaving.back()
+        leaving.undo()
+        return _Placement(
+            None,
+            f"no node fits its replacement, even once this pod is gone: {unfit} Recreating it would leave its owner a "
+            "pod short",
+            UNSCHEDULABLE,
+            probability=None,
+        )
+
+    def _landed(self, names: Sequence[str], view: PodInfo, lead: str, by: str) -> _Placement:
+        """The predicted node (its room taken by the replacement), or the tie, for `predict`."""
+        world = self.world
+        described = [world.target.describe(world.nodes[world.index[n]]) for n in names]
+        if len(names) > 1:  # which one the scheduler binds depends on the order its filtering found them
+            return _Placement(None, f"{lead} one of {', '.join(described)}: their totals tie{by}", "", probability=None)
+        world.move(world.index[names[0]], view, remove=False)
+        return _Placement(names[0], f"{lead} {described[0]}{by}", "", probability=None)
+
+
+def _fit_error(predictor: Predictor) -> str:
+    """kube-scheduler's FitError text over every node: each Filter reason with its count of nodes,
+    sorted as strings (kubernetes v1.36.3 pkg/scheduler/framework/types.go, `FitError.Error`; as
+    `cycle.Ranking.filter_message` words it for `explain`)."""
+    counts = Counter(r for why in predictor.reasons for r in why)
+    head = f"0/{len(predictor.reasons)} nodes are available"
+    return f"{head}: {', '.join(sorted(f'{c} {r}' for r, c in counts.items()))}." if counts else f"{head}."
 
 
 def _sampled(landing: Landing, probability: float, target: Target) -> str:
@@ -721,6 +854,16 @@ class _Terminating:
         if self.pod is not None and not self.pod.terminating:
             self.world.move(self.node, dataclasses.replace(self.pod, terminating=True), remove=True)
             self.world.move(self.node, self.pod, remove=False)
+
+    def gone(self) -> None:
+        """After `begin`: its grace period is over, the pod has left its node."""
+        if self.pod is not None and not self.pod.terminating:
+            self.world.move(self.node, dataclasses.replace(self.pod, terminating=True), remove=True)
+
+    def back(self) -> None:
+        """Undo `gone`: the pod is on its node again, Terminating."""
+        if self.pod is not None and not self.pod.terminating:
+            self.world.move(self.node, dataclasses.replace(self.pod, terminating=True), remove=False)
 
 
 def _unpredictable(profile: Profile) -> str:

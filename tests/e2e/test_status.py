@@ -131,6 +131,8 @@ def test_pods_created_while_the_webhook_is_down_are_created_without_the_preferen
     table = cli(cluster, "status", "-n", namespace, check=False)
     assert table.returncode == 3, table.stdout + table.stderr  # pods missing the preference
     assert f"kubectl -n {namespace} rollout restart deployment/batch" in table.stdout
+    assert "    or:       netqos-webhook rebalance --missing --apply" in table.stdout  # batch's pods, not debug's
+    assert table.stdout.count("netqos-webhook rebalance --missing --apply") == 1
     assert f"kubectl -n {namespace} delete pod debug" in table.stdout
 
     report = json.loads(cli(cluster, "status", "-n", namespace, "-o", "json", check=False).stdout)
@@ -143,7 +145,14 @@ def test_pods_created_while_the_webhook_is_down_are_created_without_the_preferen
     assert webhook["deployment"] == {"ready_replicas": 2, "replicas": 2}
     assert webhook["certificate"]["verifies_against_ca_bundle"] is True
     assert report["problems"] == [], report["problems"]
-    assert report["pods"] == {"selected": 5, "injected": 2, "explicit": 0, "opted_out": 0, "missing": 3}
+    assert report["pods"] == {
+        "selected": 5,
+        "injected": 2,
+        "explicit": 0,
+        "opted_out": 0,
+        "missing": 3,
+        "injected_earlier": 0,
+    }
     assert sorted(p["name"] for p in report["missing"]) == sorted(["debug", *(p["metadata"]["name"] for p in batch)])
     placed = {
         p["metadata"]["name"]: p["spec"]["nodeName"]

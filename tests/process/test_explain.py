@@ -18,6 +18,7 @@ from tests.fixtures import REPO
 from webhook import cli
 from webhook.cluster import ClusterError
 from webhook.commands import explain, typed
+from webhook.explain import mutate
 from webhook.policy_file import DEFAULT_DOCUMENT, default_policy
 from webhook.testing import kubeapi
 
@@ -808,3 +809,182 @@ def test_live_mode_lists_the_namespaces_only_when_a_namespace_selector_reads_the
     assert document["predicted"] == predicted
     assert _namespace_notes(document) == notes
     assert any(p.split("?")[0] == "/api/v1/namespaces" for p in api.requests) == listed
+
+
+# --- a pod taken from the cluster ----------------------------------------------------------------
+
+WRITTEN = yaml.safe_load((FULL / "pod.yaml").read_text())  # order-router, as its author wrote it
+OWN_TERM = {"weight": 20, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}
+
+
+def with_own_term(pod: dict) -> dict:
+    pod = copy.deepcopy(pod)
+    pod["spec"]["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [OWN_TERM]}}
+    return pod
+
+
+def admitted(pod: dict) -> dict:
+    """The pod as the API server stores it once the webhook mutated it (its terms, its annotation)."""
+    return copy.deepcopy(mutate(default_policy(), pod).pod)
+
+
+def scheduled(pod: dict, node_name: str = "std-1") -> dict:
+    """The pod as `kubectl get pod -o yaml` prints it once it is stored and bound."""
+    pod = copy.deepcopy(pod)
+    pod["metadata"].update(uid="0b5c6a52-3d5f-4f3e-9d0a-7c1e1d2f4b11", resourceVersion="48213")
+    pod["metadata"]["managedFields"] = [{"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1"}]
+    pod["spec"]["nodeName"] = node_name
+    pod["status"] = {"phase": "Running", "hostIP": "10.0.0.12", "podIP": "10.244.1.7"}
+    return pod
+
+
+EXPORTED = [
+    # (the pod as its author wrote it, the pod as explain is given it, what the note says was taken away)
+    pytest.param(
+        WRITTEN,
+        scheduled(admitted(WRITTEN)),
+        "metadata.uid, metadata.resourceVersion, metadata.managedFields, spec.nodeName, status, the 4 preferred "
+        "term(s) rule netqos injected and the annotation netqos.io/injected",
+        id="bound-admitted-and-stored",
+    ),
+    pytest.param(
+        WRITTEN,
+        admitted(WRITTEN),
+        "the 4 preferred term(s) rule netqos injected and the annotation netqos.io/injected",
+        id="a-manifest-copied-from-a-mutated-pod",
+    ),
+    pytest.param(
+        WRITTEN,
+        scheduled(WRITTEN),
+        "metadata.uid, metadata.resourceVersion, metadata.managedFields, spec.nodeName and status",
+        id="bound-while-the-webhook-was-down",
+    ),
+    # the pod's own term stays; the table scaled beside it goes
+    pytest.param(
+        with_own_term(WRITTEN),
+        scheduled(admitted(with_own_term(WRITTEN))),
+        "metadata.uid, metadata.resourceVersion, metadata.managedFields, spec.nodeName, status, the 2 preferred "
+        "term(s) rule netqos injected and the annotation netqos.io/injected",
+        id="with-a-preferred-term-of-its-own",
+    ),
+]
+
+
+FULL_FILES = ("--nodes", str(FULL / "nodes.yaml"), "--pods", str(FULL / "pods.yaml"), "-o", "json")
+
+
+@pytest.mark.parametrize(("written", "given", "taken_away"), EXPORTED)
+def test_a_pod_from_the_cluster_is_explained_as_it_was_written(written, given, taken_away, tmp_path):
+    (tmp_path / "written.yaml").write_text(yaml.safe_dump(written))
+    (tmp_path / "given.yaml").write_text(yaml.safe_dump(given))
+    expected = json.loads(explained("--pod", str(tmp_path / "written.yaml"), *FULL_FILES))
+    report = json.loads(explained("--pod", str(tmp_path / "given.yaml"), *FULL_FILES))
+    same = ("nodes", "predicted", "netqos_predicted", "predictions_match", "injected_terms", "decision")
+    assert {k: report[k] for k in same} == {k: expected[k] for k in same}
+    assert report["predictions_match"] and sum(n["feasible"] for n in report["nodes"]) > 1  # NodeName is gone
+    assert report["notes"][0] == f"explained as the pod was before admission and scheduling, without {taken_away}."
+    assert report["notes"][1:] == expected["notes"]
+
+
+def test_a_pod_annotated_by_a_rule_the_policy_no_longer_has_keeps_its_terms_and_says_so(tmp_path):
+    pod = admitted(WRITTEN)
+    pod["metadata"]["annotations"]["netqos.io/injected"] = "netqos-v1"
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
+    report = json.loads(explained("--pod", str(tmp_path / "pod.yaml"), *FULL_FILES))
+    assert report["notes"][:2] == [
+        "explained as the pod was before admission and scheduling, without the annotation netqos.io/injected.",
+        "netqos.io/injected names netqos-v1, which the policy has no rule of: the terms such a rule injected cannot "
+        "be told from the pod's own and are kept.",
+    ]
+    assert report["decision"] == "unchanged"  # they are the current policy's terms: already there
+
+
+def live_cluster(*extra: dict) -> kubeapi.Snapshot:
+    """The full-cluster example as a cluster: its nodes and pods, the Namespace, and `extra`."""
+    nodes = yaml.safe_load((FULL / "nodes.yaml").read_text())["items"]
+    pods = yaml.safe_load((FULL / "pods.yaml").read_text())["items"]
+    return kubeapi.Snapshot().add_all([*nodes, *pods, kubeapi.namespace("trading"), *extra])
+
+
+ORDER_ROUTER = kubeapi.workload(
+    "Deployment", "trading", "order-router", template={"metadata": WRITTEN["metadata"], "spec": WRITTEN["spec"]}
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "in_cluster", "read", "pod_name"),
+    [
+        (("pod/order-router", "-n", "trading"), scheduled(admitted(WRITTEN)), "pods", "order-router"),
+        (("po/order-router", "--namespace", "trading"), scheduled(admitted(WRITTEN)), "pods", "order-router"),
+        # the pod the Deployment's ReplicaSet creates next, from the template
+        (("deployment/order-router", "-n", "trading"), ORDER_ROUTER, "deployments", "order-router-"),
+        (("deploy/order-router", "-n", "trading"), ORDER_ROUTER, "deployments", "order-router-"),
+    ],
+)
+def test_a_pod_or_workload_named_in_the_cluster_is_read_and_explained_as_written(
+    argv, in_cluster, read, pod_name, tmp_path, capsys
+):
+    with kubeapi.serve(live_cluster(in_cluster), tmp_path) as api:
+        code, out, err = command(*argv, "--kubeconfig", str(api.kubeconfig), "-o", "json", capsys=capsys)
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    expected = json.loads(explained("--pod", str(FULL / "pod.yaml"), *FULL_FILES))
+    assert (report["pod"], report["namespace"]) == (pod_name, "trading")
+    for key in ("predicted", "netqos_predicted", "predictions_match", "injected_terms"):
+        assert report[key] == expected[key], key
+    totals = lambda r: {n["name"]: (n["feasible"], n["total"], n["netqos_total"]) for n in r["nodes"]}  # noqa: E731
+    assert totals(report) == totals(expected)
+    assert any(path.endswith(f"/namespaces/trading/{read}/order-router") for path in api.requests)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ("pod/order-router", "-n", "shop"),
+            "pod order-router not found in namespace shop (cluster of kubeconfig {kubeconfig}); list them: "
+            "kubectl -n shop get pods.",
+        ),
+        (
+            ("deployment/api", "-n", "trading"),
+            "deployment api not found in namespace trading (cluster of kubeconfig {kubeconfig}); list them: "
+            "kubectl -n trading get deployments.",
+        ),
+        (
+            ("daemonset/agent",),
+            "'daemonset/agent' is not TYPE/NAME of a kind explain reads: pod/NAME, deployment/NAME, "
+            "statefulset/NAME, replicaset/NAME, replicationcontroller/NAME, job/NAME, cronjob/NAME.",
+        ),
+        (("order-router",), "'order-router' is not TYPE/NAME of a kind explain reads"),
+        (
+            ("pod/order-router", "--pod", TEST_POD),
+            "give the pod to explain: TYPE/NAME of the cluster (pod/NAME, deployment/NAME, ...) or --pod FILE, one.",
+        ),
+        (
+            ("pod/order-router", "-n", "trading", "--nodes", EXPERIMENT_NODES),
+            "pod/order-router is read from the cluster, and explained against its nodes and pods: drop --nodes, or "
+            "save the pod (kubectl get pod NAME -o yaml) and give it with --pod.",
+        ),
+        (
+            ("--pod", TEST_POD, "-n", "trading", "--nodes", EXPERIMENT_NODES),
+            f"-n names the namespace of TYPE/NAME; pod file {TEST_POD} says its own (metadata.namespace).",
+        ),
+        (("pod/order-router", "-n", "Trading"), "namespace 'Trading' is not a valid namespace name"),
+    ],
+)
+def test_a_pod_that_cannot_be_read_from_the_cluster_is_one_line_and_exit_code_2(argv, message, tmp_path, capsys):
+    with kubeapi.serve(live_cluster(scheduled(admitted(WRITTEN))), tmp_path) as api:
+        flags = () if "--nodes" in argv else ("--kubeconfig", str(api.kubeconfig))  # the two exclude each other
+        code, out, err = command(*argv, *flags, capsys=capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"netqos-webhook explain: {message.format(kubeconfig=api.kubeconfig)}"), err
+    assert err.count("\n") == 1
+
+
+def test_without_a_pod_explain_says_what_to_give(capsys):
+    code, out, err = command("--nodes", EXPERIMENT_NODES, capsys=capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        "netqos-webhook explain: give the pod to explain: TYPE/NAME of the cluster (pod/NAME, deployment/NAME, ...) "
+        "or --pod FILE, one.\n"
+    )

@@ -357,6 +357,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
     },
     "fullname": {"fullnameOverride": "qos-webhook"},
     "rebalance": {"rebalance": {"enabled": True}},
+    "rebalance-missing": {"rebalance": {"enabled": True, "missing": True}},
     "rebalance-settings": {
         "policy": {"existingConfigMap": {"name": "my-policy"}},
         "rebalance": {
@@ -647,7 +648,9 @@ def test_rebalance_is_the_rebalance_component(renders, tmp: Path) -> None:
     assert not [o for o in renders["default"] if o["kind"] in ("CronJob", "ClusterRole", "ClusterRoleBinding")]
 
 
-@pytest.mark.parametrize("option", ["rebalance", "rebalance-settings", "rebalance-scheduler-configs"])
+@pytest.mark.parametrize(
+    "option", ["rebalance", "rebalance-settings", "rebalance-scheduler-configs", "rebalance-missing"]
+)
 def test_rebalance_runs_a_command_line_the_cli_accepts(renders, option: str) -> None:
     (c,) = one(renders[option], "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     args = build_parser().parse_args(c["command"][1:] + c["args"])
@@ -655,6 +658,22 @@ def test_rebalance_runs_a_command_line_the_cli_accepts(renders, option: str) -> 
     schema = json.loads((CHART / "values.schema.json").read_text())["properties"]["rebalance"]["properties"]
     limits = parser_actions("rebalance")["--max-evictions"].type
     assert (schema["maxEvictions"]["minimum"], schema["maxEvictions"]["maximum"]) == (limits.low, limits.high)
+
+
+@pytest.mark.parametrize(("option", "missing"), [("rebalance", False), ("rebalance-missing", True)])
+def test_rebalance_missing_switches_the_cronjob_to_recreating_pods_created_without_the_preference(
+    renders, option: str, missing: bool
+) -> None:
+    objs = renders[option]
+    (c,) = one(objs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(c["command"][1:] + c["args"])
+    assert (args.missing, args.apply) == (missing, True)
+    # the same rules, records and permissions either way: only the flag differs
+    others = {k: v for k, v in vars(args).items() if k not in ("missing", "main")}
+    (plain,) = one(renders["rebalance"], "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    expected = vars(build_parser().parse_args(plain["command"][1:] + plain["args"]))
+    assert others == {k: v for k, v in expected.items() if k not in ("missing", "main")}
+    assert [o for o in objs if o["kind"] != "CronJob"] == [o for o in renders["rebalance"] if o["kind"] != "CronJob"]
 
 
 def test_rebalance_settings(renders) -> None:

@@ -23,7 +23,7 @@ from webhook.commands.rebalance import RebalanceArgs, run
 from webhook.evictions import Record
 from webhook.manifests import webhook_configuration
 from webhook.owners import Owner
-from webhook.policy import Policy
+from webhook.policy import Decision, Policy, evaluate
 from webhook.policy_file import load_policy, policy_from_bytes
 from webhook.testing import kubeapi
 from webhook.testing.kubeapi import Snapshot, node, pod, workload
@@ -202,6 +202,7 @@ def test_the_plan_names_the_pods_and_targets_reserving_room_and_evicts_nothing(t
         "constraint": "",
         "probability": 1.0,  # below 100 nodes every cycle scores every node
         "admission": "model",  # the fake API server lets nobody create pods, even in dry run
+        "target_net": "high",
     }
     assert first["reason"].startswith("kube-scheduler would place the replacement on fast-1 (net=high): total ")
     assert report["candidates"][1]["net"] is None  # plain-1 has no net label
@@ -945,3 +946,176 @@ def test_a_configmap_changed_by_another_writer_is_read_again_and_merged(tmp_path
     ] * 2  # the first answered 409
     assert [r["owner"]["name"] for r in records(done.history)] == ["api", "web-a"]
     assert done.report["warnings"] == []
+
+
+# --- --missing: recreate the pods created without the preference ----------------------------------
+
+
+def missing_cluster() -> list[dict[str, Any]]:
+    """Pods created while the webhook was down (no terms) beside pods created through it: web-a's
+    two, one on fast-1 (net=high) and one on slow-1; web-b's on fast-1, its second pod with the
+    terms; web-c's two with the terms; batch's, which no rule selects, without them."""
+    objs = [
+        *registration(),
+        kubeapi.namespace("shop"),
+        sized(node("fast-1", "high"), "8"),
+        sized(node("slow-1", "low"), "16"),
+        *workloads("web-a", "web-b", "web-c"),
+        workload("ReplicaSet", "shop", "batch-rs", template=template({"app": "batch"})),
+        app("web-a-fast", "fast-1", "web-a-rs", "2026-05-01T00:00:00Z"),
+        app("web-a-slow", "slow-1", "web-a-rs", "2026-05-02T00:00:00Z"),
+        app("web-b-fast", "fast-1", "web-b-rs", "2026-05-03T00:00:00Z"),
+        app("web-b-covered", "fast-1", "web-b-rs", preferred=CLASSIC_TERMS),
+        *(app(f"web-c-{i}", "slow-1", "web-c-rs", preferred=CLASSIC_TERMS) for i in range(2)),
+        *(app(f"batch-{i}", "slow-1", "batch-rs", labels={"app": "batch"}) for i in range(2)),
+    ]
+    return objs
+
+
+def test_missing_plans_the_pods_created_without_the_preference_wherever_they_run_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    code, report, evictions, requests = rebalance(missing_cluster(), tmp_path, "missing", "true")
+    assert report["mode"] == "missing"
+    assert [(c["name"], c["action"], c["constraint"], c["target"]) for c in report["candidates"]] == [
+        ("web-a-fast", "evict", "", "fast-1"),
+        ("web-a-slow", "skip", "one-per-owner", None),
+        ("web-b-fast", "evict", "", "fast-1"),
+    ]
+    first = report["candidates"][0]
+    assert (first["node"], first["net"], first["target_net"], first["probability"]) == ("fast-1", "high", "high", None)
+    assert first["reason"] == (
+        "created without the preference: its replacement gets it; kube-scheduler would place it on fast-1 (net=high)"
+    )
+    assert report["summary"] == {**NOTHING_DONE, "candidates": 3, "movable": 2, "skipped": 1}
+    assert code == 3
+    assert evictions == [] and writes(requests) == []
+    # without --missing, the same cluster's pods on fast-1 are none of rebalance's candidates
+    _, stranded, _, _ = rebalance(missing_cluster(), tmp_path)
+    assert stranded["mode"] == "stranded"
+    assert {c["name"] for c in stranded["candidates"]} == {"web-a-slow", "web-c-0", "web-c-1"}
+
+
+def test_missing_apply_evicts_exactly_the_planned_pods_records_them_and_writes_nothing_else(tmp_path: Path) -> None:
+    done = applied(missing_cluster(), tmp_path, missing=True, max_evictions=5)
+    assert done.evictions == [("shop", "web-a-fast", 201), ("shop", "web-b-fast", 201)]
+    assert [(e["name"], e["result"], e["message"]) for e in done.report["evicted"]] == [
+        ("web-a-fast", "evicted", "evicted from fast-1 to be recreated with the preference"),
+        ("web-b-fast", "evicted", "evicted from fast-1 to be recreated with the preference"),
+    ]
+    assert [r.split("?")[0] for r in writes(done.requests)] == [
+        "POST /api/v1/namespaces/shop/pods/web-a-fast/eviction",
+        "POST /apis/events.k8s.io/v1/namespaces/shop/events",
+        "POST /apis/events.k8s.io/v1/namespaces/shop/events",
+        "POST /api/v1/namespaces/shop/pods/web-b-fast/eviction",
+        "POST /apis/events.k8s.io/v1/namespaces/shop/events",
+        "POST /apis/events.k8s.io/v1/namespaces/shop/events",
+        f"POST /api/v1/namespaces/{NS}/configmaps",  # the records: none yet, created
+    ]
+    assert not [r for r in done.requests if r.startswith(("PUT", "PATCH", "DELETE"))]
+    assert all("so that its replacement is created with the preference: " in e["note"] for e in done.events)
+    assert [(r["pod"]["name"], r["target"], r.get("mode")) for r in records(done.history)] == [
+        ("web-a-fast", "fast-1", "missing"),
+        ("web-b-fast", "fast-1", "missing"),
+    ]
+    assert done.code == 0  # all planned were evicted; web-a-slow is the next run's (one pod per owner)
+
+
+def test_missing_respects_budgets_and_system_critical_priority_and_reports_them(tmp_path: Path) -> None:
+    objs = missing_cluster()
+    for o in objs:
+        if o["kind"] == "Pod" and o["metadata"]["name"].startswith("web-a"):
+            o["metadata"]["labels"] = {**QOS, "app": "web-a"}
+        if o["metadata"]["name"] == "web-b-fast":
+            o["spec"] |= {"priority": 2000000000, "priorityClassName": "system-cluster-critical"}
+    objs.append(budget("web-a", "web-a", 0))
+    done = applied(objs, tmp_path, missing=True, max_evictions=5)
+    assert [(c["name"], c["action"], c["constraint"]) for c in done.report["candidates"]] == [
+        ("web-a-fast", "skip", "pdb"),
+        ("web-a-slow", "skip", "pdb"),
+        ("web-b-fast", "skip", "priority"),
+    ]
+    assert done.report["candidates"][0]["reason"] == (
+        "blocked: PodDisruptionBudget web-a allows no disruption now (0 allowed)"
+    )
+    assert done.report["summary"]["blocked_in_plan"] == 2
+    assert done.evictions == [] and writes(done.requests) == []
+    assert done.code == 0  # nothing to recreate now
+
+
+def test_missing_without_an_active_registration_recreates_nothing(tmp_path: Path) -> None:
+    objs = [o for o in missing_cluster() if o["kind"] not in ("MutatingWebhookConfiguration", "EndpointSlice")]
+    done = applied(objs, tmp_path, missing=True, max_evictions=5)
+    assert done.report["registration"]["active"] is False
+    assert {(c["action"], c["constraint"]) for c in done.report["candidates"]} == {("skip", "scope")}
+    assert done.evictions == [] and writes(done.requests) == []
+    assert done.code == 3
+
+
+def test_missing_table_says_what_is_recreated_and_where_it_is_predicted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with kubeapi.serve(Snapshot().add_all(missing_cluster()), tmp_path) as api:
+        argv = ["rebalance", "--kubeconfig", str(api.kubeconfig), "--config", POLICY, "--missing"]
+        assert main(argv) == 3
+    out = capsys.readouterr().out
+    assert "PLAN    --missing: 3 running pod(s) created without the preference: 2 to recreate, 1 skipped" in out
+    assert "TO RECREATE (created without the preference)" in out
+    assert "NAMESPACE/NAME    NODE     NET    OWNER              ACTION   PREDICTED   REASON" in out
+    assert "shop/web-a-fast   fast-1   high   Deployment/web-a   evict    fast-1      created without the pref" in out
+
+
+# --- each rule's own best class, and pods of an earlier policy ------------------------------------
+
+TWO_TABLES = str(FIXTURES / "policy-two-tables.yaml")  # netqos: net=high best; batch: net=low best
+BATCH = {"qos": "batch", "app": "batch"}
+# what an earlier policy's rule netqos injected: net=high at another weight, under its annotation
+EARLIER_TERMS = [
+    {"weight": 50, "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]}}
+]
+
+
+def admitted(policy: Policy, obj: dict[str, Any]) -> dict[str, Any]:
+    """The pod as the webhook left it under `policy`: its rule's terms and the annotation."""
+    outcome = evaluate(policy, obj)
+    assert outcome.decision == Decision.MUTATED
+    return dict(outcome.pod)
+
+
+def two_rules_cluster() -> list[dict[str, Any]]:
+    """fast-1 (net=high), low-1 (net=low) and plain-1 (no label), 4 CPUs each; the webhook registered
+    for the two rules. web-a runs on low-1 and web-old on plain-1 (mutated under an earlier policy),
+    batch-a on fast-1 and batch-b on low-1, where its rule asks."""
+    policy = load_policy(TWO_TABLES)
+    objs = [
+        *registration(policy=policy),
+        kubeapi.namespace("shop"),
+        *(sized(node(name, net), "4") for name, net in (("fast-1", "high"), ("low-1", "low"), ("plain-1", None))),
+    ]
+    for name, labels in (("web-a", QOS), ("web-old", QOS), ("batch-a", BATCH), ("batch-b", BATCH)):
+        objs += [
+            workload("Deployment", "shop", name),
+            workload("ReplicaSet", "shop", f"{name}-rs", owner=("Deployment", name), template=template(labels)),
+        ]
+    old = app("web-old-1", "plain-1", "web-old-rs", "2026-05-02T00:00:00Z", preferred=EARLIER_TERMS)
+    old["metadata"]["annotations"] = {"netqos.io/injected": "netqos"}
+    return [
+        *objs,
+        admitted(policy, app("web-a-1", "low-1", "web-a-rs", "2026-05-01T00:00:00Z")),
+        old,
+        admitted(policy, app("batch-a-1", "fast-1", "batch-a-rs", "2026-05-03T00:00:00Z", labels=BATCH)),
+        admitted(policy, app("batch-b-1", "low-1", "batch-b-rs", "2026-05-04T00:00:00Z", labels=BATCH)),
+    ]
+
+
+def test_each_rules_pods_move_to_that_rules_best_class_and_pods_of_an_earlier_policy_move_too(tmp_path: Path) -> None:
+    code, report, evictions, _ = rebalance(two_rules_cluster(), tmp_path, "config", TWO_TABLES, "min_replicas", "0")
+    assert plan_rows(report) == [
+        ("web-a-1", "evict", "fast-1"),
+        ("web-old-1", "evict", "fast-1"),  # its terms are an earlier policy's: its replacement gets the current ones
+        ("batch-a-1", "evict", "low-1"),  # batch belongs on net=low; batch-b-1 is there already: no candidate
+    ]
+    batch = report["candidates"][2]["reason"]
+    assert batch.startswith("kube-scheduler would place the replacement on low-1 (net=low): total "), batch
+    assert report["off_high"] == {"pods": 3, "pending": 0}  # off their own rule's best class, as status counts
+    assert (code, evictions) == (3, [])

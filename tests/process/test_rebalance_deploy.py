@@ -326,3 +326,34 @@ def test_a_users_own_scheduler_config_replaces_the_example_and_the_job_mounts_it
 def test_without_the_scheduler_config_component_the_job_passes_no_scheduler_config(container) -> None:
     assert not any(a.startswith("--scheduler-config") for a in container["args"])
     assert all(m["name"] != "scheduler-config" for m in container["volumeMounts"])
+
+
+# --- --missing: the patch docs/operations.md gives for the component --------------------------------
+
+
+def documented_missing_patch() -> list[dict[str, Any]]:
+    """The `patches` of the kustomization docs/operations.md ("The CronJob") shows for `--missing`."""
+    text = (REPO / "docs/operations.md").read_text()
+    blocks = [b.split("\n", 1)[1] for b in text.split("```yaml\n")[1:]]
+    (block,) = [b.split("```", 1)[0] for b in blocks if "value: --missing" in b.split("```", 1)[0]]
+    patches: list[dict[str, Any]] = yaml.safe_load(block)["patches"]
+    return patches
+
+
+@needs_kubectl
+def test_the_documented_patch_makes_the_cronjob_recreate_pods_created_without_the_preference(
+    rendered, tmp_path: Path
+) -> None:
+    from webhook.cli import build_parser
+
+    objs = render(tmp_path, "base", patches=documented_missing_patch())
+    (container,) = one(objs, "CronJob", "netqos-rebalance")["spec"]["jobTemplate"]["spec"]["template"]["spec"][
+        "containers"
+    ]
+    args = build_parser().parse_args([*container["command"][1:], *container["args"]])
+    assert (args.missing, args.apply, args.max_evictions) == (True, True, 1)
+    # the rest is the component's own: the same objects, the CronJob with the flag added alone
+    expected = copy.deepcopy(one(rendered, "CronJob", "netqos-rebalance"))
+    expected["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"].append("--missing")
+    assert one(objs, "CronJob", "netqos-rebalance") == expected
+    assert [o for o in objs if o["kind"] != "CronJob"] == [o for o in rendered if o["kind"] != "CronJob"]

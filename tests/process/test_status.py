@@ -28,6 +28,8 @@ from webhook.cli import main
 from webhook.commands.rebalance import RebalanceArgs
 from webhook.commands.rebalance import run as rebalance_run
 from webhook.commands.status import StatusArgs, label_selector, run
+from webhook.manifests import webhook_configuration
+from webhook.policy import evaluate
 from webhook.policy_file import load_policy
 from webhook.selector import LabelSelector
 from webhook.testing import kubeapi
@@ -316,7 +318,7 @@ FRESH = {
     },
     "admission_policies": [],
     "policy": {"source": POLICY_SOURCE, "rules": ["netqos"]},
-    "pods": {"selected": 2, "injected": 2, "explicit": 0, "opted_out": 0, "missing": 0},
+    "pods": {"selected": 2, "injected": 2, "explicit": 0, "opted_out": 0, "missing": 0, "injected_earlier": 0},
     "placement": {"high": 2, "other": 0, "unlabelled": 0, "low": 0, "pending": 0, "movable": 0},
     "high_nodes": 2,
     "missing": [],
@@ -332,7 +334,7 @@ FEASIBLE_PENDING = (
     "a net=high node is feasible now: the scheduler has not bound the pod yet (kubectl describe pod shows its "
     "FailedScheduling events)"
 )
-THREE_INJECTED = {"selected": 3, "injected": 3, "explicit": 0, "opted_out": 0, "missing": 0}
+THREE_INJECTED = {"selected": 3, "injected": 3, "explicit": 0, "opted_out": 0, "missing": 0, "injected_earlier": 0}
 TWO_ON_HIGH = {"high": 2, "other": 0, "unlabelled": 0, "low": 1, "pending": 0, "movable": 0}
 # Nodes without the net label, enough that the two net=high nodes are a tenth of the nodes
 PLAIN = [node(f"plain-{i}") for i in range(1, 18)]
@@ -351,8 +353,10 @@ def expect(**changes: Any) -> dict[str, Any]:
     return out
 
 
-def off_high(name: str, node_: str, net: str | None, why: list[str], ns: str = "shop") -> dict[str, Any]:
-    return {"namespace": ns, "name": name, "node": node_, "net": net, "why": why}
+def off_high(
+    name: str, node_: str, net: str | None, why: list[str], ns: str = "shop", target: str = "net=high"
+) -> dict[str, Any]:
+    return {"namespace": ns, "name": name, "node": node_, "net": net, "why": why, "target": target}
 
 
 POLICY_ENTRY = {"name": "netqos.netqos.io", "rule": "netqos", "bound": True, "matches_policy": True}
@@ -481,7 +485,7 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
     (
         created_before_install,
         expect(
-            pods={"selected": 6, "injected": 2, "explicit": 0, "opted_out": 0, "missing": 4},
+            pods={"selected": 6, "injected": 2, "explicit": 0, "opted_out": 0, "missing": 4, "injected_earlier": 0},
             # rebalance would move one pod of Deployment api now (one per owner and run)
             placement={"high": 3, "other": 0, "unlabelled": 1, "low": 1, "pending": 1, "movable": 1},
             missing=[
@@ -516,7 +520,7 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
     (
         explicit_and_opted_out,
         expect(
-            pods={"selected": 4, "injected": 2, "explicit": 1, "opted_out": 1, "missing": 0},
+            pods={"selected": 4, "injected": 2, "explicit": 1, "opted_out": 1, "missing": 0, "injected_earlier": 0},
             placement={"high": 2, "other": 0, "unlabelled": 1, "low": 1, "pending": 0, "movable": 0},
             not_on_high=[
                 off_high("opted-out", "slow-1", "low", [FEASIBLE_NOW]),
@@ -615,7 +619,7 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
         policy_changed_without_registering,
         expect(
             policy={"source": POLICY_SOURCE, "rules": ["netqos", "zone-a"]},
-            pods={"selected": 2, "injected": 0, "explicit": 0, "opted_out": 0, "missing": 2},
+            pods={"selected": 2, "injected": 0, "explicit": 0, "opted_out": 0, "missing": 2, "injected_earlier": 0},
             missing=[
                 {"namespace": "shop", "name": "web-6f9c-a", "owner": "Deployment/web", "created": kubeapi.EPOCH},
                 {"namespace": "shop", "name": "web-6f9c-b", "owner": "Deployment/web", "created": kubeapi.EPOCH},
@@ -631,7 +635,7 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
         policy_mounted_as_one_file_with_sub_path,
         expect(
             policy={"source": POLICY_SOURCE, "rules": ["netqos", "zone-a"]},
-            pods={"selected": 2, "injected": 0, "explicit": 0, "opted_out": 0, "missing": 2},
+            pods={"selected": 2, "injected": 0, "explicit": 0, "opted_out": 0, "missing": 2, "injected_earlier": 0},
             missing=[
                 {"namespace": "shop", "name": "web-6f9c-a", "owner": "Deployment/web", "created": kubeapi.EPOCH},
                 {"namespace": "shop", "name": "web-6f9c-b", "owner": "Deployment/web", "created": kubeapi.EPOCH},
@@ -877,6 +881,15 @@ def test_table_groups_missing_pods_by_top_owner_and_prints_the_command_that_recr
     table = out.getvalue()
     assert "  shop/Deployment/api: 2 pod(s) created since 2025-12-01T08:00:00Z: api-55d-a, api-55d-b" in table
     assert "    recreate: kubectl -n shop rollout restart deployment/api" in table
+    # rebalance --missing recreates a Deployment's pods safely; a Job's pod would restart its work
+    lines = table.splitlines()
+    assert [(lines[i - 1], line) for i, line in enumerate(lines) if line.startswith("    or:")] == [
+        (
+            "    recreate: kubectl -n shop rollout restart deployment/api",
+            "    or:       netqos-webhook rebalance --missing --apply (a pod per owner per run, through the "
+            "Eviction API)",
+        )
+    ]
     assert "  shop/CronJob/report: 1 pod(s)" in table
     assert table.index("WEBHOOK") < table.index("PODS") < table.index("MISSING") < table.index("NOT ON A net=high")
 
@@ -1156,3 +1169,77 @@ def test_the_movable_count_matches_a_replacements_namespace_selector_against_the
     report = json.loads(out.getvalue())
     assert report["placement"]["movable"] == movable
     assert report["not_on_high"] == [off_high("web-6f9c-c", "slow-1", "low", [why])]
+
+
+# --- each rule's own best class, and pods of an earlier policy ------------------------------------
+
+TWO_TABLES = FIXTURES / "policy-two-tables.yaml"  # netqos: net=high best; batch: net=low best
+BATCH = {"qos": "batch", "app": "batch"}
+# what an earlier policy's rule netqos injected: net=high at another weight, under its annotation
+EARLIER_TERMS = [
+    {"weight": 50, "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]}}
+]
+
+
+def two_rules(c: Cluster) -> None:
+    """The two-rule policy served and registered; a web pod on fast-1 and one mutated under an earlier
+    policy on plain-1; a batch pod on low-1 (where its rule asks) and one on fast-1."""
+    policy = load_policy(TWO_TABLES)
+    c.policy = TWO_TABLES.read_text()
+    c.configuration = webhook_configuration(policy, namespace=NS, ca_bundle=c.tls.ca_cert)
+    c.nodes = [node("fast-1", "high"), node("low-1", "low"), node("plain-1")]
+    batch_template = {**TEMPLATE, "metadata": {"labels": BATCH}}
+    c.workloads += [
+        workload("Deployment", "shop", "batch"),
+        workload("ReplicaSet", "shop", "batch-7d", owner=("Deployment", "batch"), template=batch_template),
+    ]
+    mutated = lambda p: dict(evaluate(policy, p).pod)  # noqa: E731 - as the webhook left it
+    c.pods = [
+        mutated(pod("shop", "web-6f9c-a", QOS, "fast-1", ("ReplicaSet", "web-6f9c"))),
+        pod(
+            "shop",
+            "web-6f9c-old",
+            QOS,
+            "plain-1",
+            ("ReplicaSet", "web-6f9c"),
+            preferred=EARLIER_TERMS,
+            annotations={"netqos.io/injected": "netqos"},
+        ),
+        mutated(pod("shop", "batch-7d-a", BATCH, "low-1", ("ReplicaSet", "batch-7d"))),
+        mutated(pod("shop", "batch-7d-b", BATCH, "fast-1", ("ReplicaSet", "batch-7d"))),
+    ]
+
+
+def test_each_rules_pods_are_placed_by_its_best_class_and_pods_of_an_earlier_policy_are_counted_apart(
+    tls: kubeapi.TLS, tmp_path: Path
+) -> None:
+    cluster = Cluster(tls)
+    two_rules(cluster)
+    with kubeapi.serve(cluster.snapshot(), tmp_path) as api:
+        out = io.StringIO()
+        code = run(StatusArgs(kubeconfig=str(api.kubeconfig), output="json"), out, now=NOW)
+        table = io.StringIO()
+        run(StatusArgs(kubeconfig=str(api.kubeconfig)), table, now=NOW)
+    report = json.loads(out.getvalue())
+    # the earlier policy's terms are not the author's own: not explicit, and not missing either
+    assert report["pods"] == {
+        "selected": 4,
+        "injected": 3,
+        "explicit": 0,
+        "opted_out": 0,
+        "missing": 0,
+        "injected_earlier": 1,
+    }
+    # batch-7d-a on net=low is where its rule asks; batch-7d-b on net=high is its rule's lowest class
+    assert report["placement"] == {"high": 2, "other": 0, "unlabelled": 1, "low": 1, "pending": 0, "movable": 2}
+    assert report["high_nodes"] == 2
+    net_low = "a net=low node is feasible now: the pod was placed when none was, or other score plugins outweighed "
+    assert report["not_on_high"] == [
+        off_high("web-6f9c-old", "plain-1", None, [FEASIBLE_NOW]),
+        off_high("batch-7d-b", "fast-1", "high", [net_low + "the preference (run explain)"], target="net=low"),
+    ]
+    assert (report["problems"], report["missing"], code) == ([], [], 0)
+    assert "PODS      selected 4: injected 3, explicit 0, opted out 0, missing 0, injected by an earlier policy 1" in (
+        table.getvalue()
+    )
+    assert "  shop/batch-7d-b on fast-1 (net=high) (wants net=low): " + net_low in table.getvalue()

@@ -502,9 +502,9 @@ def test_pods_that_differ_only_in_their_labels_share_one_prediction(monkeypatch:
     made: list[PodInfo] = []
 
     class Counting(Predictor):
-        def __init__(self, view: PodInfo, state: Any, profile: Any = None) -> None:
+        def __init__(self, view: PodInfo, state: Any, profile: Any = None, target: Any = None) -> None:
             made.append(view)
-            super().__init__(view, state, profile)
+            super().__init__(view, state, profile, target)
 
     monkeypatch.setattr(incremental, "Predictor", Counting)
     pods = [

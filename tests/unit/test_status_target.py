@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures import FIXTURES
 from tests.unit.test_status_cost import cluster_view
-from webhook import status
+from webhook import placement, status
 from webhook.commands.status import render_table, to_json
 from webhook.policy import Policy
-from webhook.policy_file import compile_policy, default_policy
+from webhook.policy_file import compile_policy, default_policy, policy_from_bytes
+from webhook.scheduler.model import Target
 from webhook.testing.kubeapi import pod
 
 QOS = {"qos": "latency-sensitive"}
@@ -118,3 +120,51 @@ def test_status_names_the_policys_target_when_no_node_carries_it(policy, label):
         f"label the fast-network nodes (kubectl label node NAME {first})"
     ) in report.problems
     assert report.high_nodes == 0
+
+
+BATCH = {"qos": "batch"}
+TWO_TABLES = policy_from_bytes((FIXTURES / "policy-two-tables.yaml").read_bytes(), "policy-two-tables.yaml")
+
+
+def test_each_rules_pods_are_placed_against_that_rules_own_best_class():
+    """netqos scores net=high best, batch net=low: a batch pod on a net=low node is where its rule
+    asks, one on a net=high node is on its rule's lowest class, and the reasons name net=low."""
+    nodes = [labelled("fast-1", net="high"), labelled("low-1", net="low"), labelled("plain-1")]
+    pods = [
+        pod("shop", "web-on-fast", QOS, "fast-1"),
+        pod("shop", "web-on-low", QOS, "low-1"),
+        pod("shop", "batch-on-low", BATCH, "low-1"),
+        pod("shop", "batch-on-fast", BATCH, "fast-1"),
+        pod("shop", "batch-on-plain", BATCH, "plain-1"),
+    ]
+    report = status.analyse(dataclasses.replace(cluster_view(nodes, pods), policy=TWO_TABLES))
+    out = to_json(report)
+    assert {k: v for k, v in out["placement"].items() if k != "movable"} == {
+        "high": 2,
+        "other": 0,
+        "unlabelled": 1,
+        "low": 2,
+        "pending": 0,
+    }
+    assert out["high_nodes"] == 2  # fast-1 for netqos, low-1 for batch
+    assert [(p["name"], p["net"], p["target"], p["why"]) for p in out["not_on_high"]] == [
+        ("web-on-low", "low", "net=high", [placement.feasible_now(Target("net", frozenset({"high"})))]),
+        ("batch-on-fast", "high", "net=low", [placement.feasible_now(Target("net", frozenset({"low"})))]),
+        ("batch-on-plain", None, "net=low", [placement.feasible_now(Target("net", frozenset({"low"})))]),
+    ]
+    table = render_table(report)
+    assert "NOT ON A NODE OF THEIR RULE'S BEST CLASS" in table
+    assert "  shop/batch-on-fast on fast-1 (net=high) (wants net=low): a net=low node is feasible now" in table
+    assert "no node is labelled" not in table
+
+
+def test_a_rule_whose_best_class_no_node_carries_is_named_alone():
+    nodes = [labelled("fast-1", net="high")]
+    report = status.analyse(
+        dataclasses.replace(cluster_view(nodes, [pod("shop", "batch-1", BATCH, "fast-1")]), policy=TWO_TABLES)
+    )
+    labelled_problems = [p for p in report.problems if p.startswith("no node is labelled")]
+    assert labelled_problems == [
+        "no node is labelled net=low: selected pods cannot be placed on a fast network; label the fast-network "
+        "nodes (kubectl label node NAME net=low)"
+    ]

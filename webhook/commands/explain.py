@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TextIO, TypeVar
 
-from webhook import cluster, documents
+from webhook import cluster, documents, workloads
 from webhook.affinity import PreferredTerm
 from webhook.apidata import ShapeError, describe, pod_type_problem, show
 from webhook.commands import flags, typed
@@ -66,6 +66,12 @@ and weighted, and the total. The predicted node is the best total. Beside it, th
 scheduler's prediction: the same profile plus the NetQoS plugin (net=high 100, other or no
 label 10, net=low 0; weight --netqos-weight) for the pod without the injected terms. The
 volume plugins are not evaluated; the output says so.
+
+The pod is a file (--pod) or TYPE/NAME of the cluster: a pod, or a workload whose controller
+creates the pod from its template. A pod that has been through the cluster (read live, or saved
+with kubectl get -o yaml) is explained as it was before admission and scheduling: without
+spec.nodeName, status, metadata.uid, resourceVersion and managedFields, and without the terms
+the webhook injected (the rules its netqos.io/injected annotation names); a note says so.
 """
 EPILOG = f"""\
 examples:
@@ -74,6 +80,10 @@ examples:
 
   # against the nodes of a live cluster (kubeconfig: --kubeconfig, else $KUBECONFIG, else ~/.kube/config), as JSON
   netqos-webhook explain --pod pod.yaml --context minikube -o json
+
+  # a pod of the cluster, judged as it was before admission and scheduling; a Deployment's next pod
+  netqos-webhook explain pod/api-7d9f4c-x2x8q -n shop
+  netqos-webhook explain deployment/api -n shop
 
   # the example of a full fast node: the pod still lands, on a slower node
   netqos-webhook explain --pod deploy/examples/full-cluster/pod.yaml \\
@@ -100,13 +110,17 @@ NAMESPACES_MISSING = (
 )
 Labels = dict[str, dict[str, str]]  # namespace name -> its labels
 VersionReader = Callable[[str | None, str | None], dict[str, Any]]
+# (kubeconfig, context, kind, name, namespace) -> the object, None when it does not exist
+ObjectGetter = Callable[[str | None, str | None, str, str, str], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
 class ExplainArgs:
     """What `explain` is asked to do: the files to read or the cluster to ask, and the output."""
 
-    pod: str
+    pod: str | None = None  # a pod file; None: `resource` names the pod or workload in the cluster
+    resource: str | None = None  # TYPE/NAME: pod/NAME, deployment/NAME, ... read from the cluster
+    namespace: str | None = None  # of `resource`; None: default
     nodes: str | None = None  # a nodes file; None: list them from the cluster (live mode)
     kubeconfig: str | None = None  # live mode (no --nodes): None is $KUBECONFIG, else ~/.kube/config
     context: str | None = None
@@ -129,7 +143,21 @@ def add_command(sub: flags.Subcommands) -> None:
     p = flags.command(sub, "explain", HELP, EXAMPLE, _main)
     p.description = DESCRIPTION
     p.epilog = EPILOG
-    p.add_argument("--pod", required=True, metavar="FILE", help="the Pod manifest (YAML or JSON) to explain")
+    p.add_argument(
+        "resource",
+        nargs="?",
+        metavar="TYPE/NAME",
+        help="a pod or workload of the cluster, as kubectl names it: pod/NAME, or deployment/NAME, statefulset/NAME, "
+        "replicaset/NAME, replicationcontroller/NAME, job/NAME, cronjob/NAME for the pod its controller creates "
+        "from the template; read through --kubeconfig/--context, judged against the cluster's nodes and pods",
+    )
+    p.add_argument("-n", "--namespace", metavar="NS", help="the namespace of TYPE/NAME (default: default)")
+    p.add_argument(
+        "--pod",
+        metavar="FILE",
+        help="the Pod manifest (YAML or JSON) to explain, or a pod saved from the cluster (kubectl get pod NAME -o "
+        "yaml), explained as it was before admission and scheduling",
+    )
     source = p.add_mutually_exclusive_group()
     source.add_argument(
         "--nodes",
@@ -188,6 +216,7 @@ def run(
     list_selectors: SelectorLister | None = None,
     server_version: VersionReader | None = None,
     list_namespaces: Lister | None = None,
+    get_object: ObjectGetter | None = None,
 ) -> int:
     """Explain `args.pod` under `policy` (None: the policy of `args.config`) and write it to `out`;
     0 when done.
@@ -200,14 +229,16 @@ def run(
     controller PodTopologySpread's default constraints read, `server_version(kubeconfig,
     context)` its /version (`webhook.cluster.server_version`) unless --kubernetes-version names
     one, and `list_namespaces(kubeconfig, context)` its Namespaces (`webhook.cluster.list_namespaces`)
-    when a namespaceSelector needs them. Tests pass fakes here: the one seam to the cluster.
+    when a namespaceSelector needs them, and `get_object(kubeconfig, context, kind, name, namespace)`
+    the pod or workload TYPE/NAME names (`webhook.cluster.get_object`). Tests pass fakes here: the
+    one seam to the cluster.
     """
     if args.nodes is not None and (args.kubeconfig is not None or args.context is not None):
         raise ExplainError("the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one")
     check_namespace(args.webhook_namespace)
     if policy is None:
         policy = load_policy(args.config)
-    pod = load_pod(args.pod)
+    pod, pod_source = _the_pod(args, get_object)
     nodes = _nodes(args, list_nodes)
     pods, usage, selectors, given = _pods(args, list_pods, list_selectors, pod)
     namespaces, namespace_note = _namespaces(args, list_namespaces, pod, pods, usage, given)
@@ -217,7 +248,7 @@ def run(
         policy,
         pod,
         nodes,
-        pod_source=f"pod file {args.pod}",
+        pod_source=pod_source,
         pods=pods,
         profile=profile,
         selectors=selectors,
@@ -230,6 +261,76 @@ def run(
     )
     out.write(render_json(report) if args.output == "json" else render_table(report))
     return 0
+
+
+def _the_pod(args: ExplainArgs, get_object: ObjectGetter | None) -> tuple[dict[str, Any], str]:
+    """The pod to explain and where it came from, for messages: the --pod file, or the pod or
+    the workload's pod TYPE/NAME names in the cluster (`pod_of_resource`)."""
+    if (args.pod is None) == (args.resource is None):
+        raise ExplainError(
+            "give the pod to explain: TYPE/NAME of the cluster (pod/NAME, deployment/NAME, ...) or --pod FILE, one"
+        )
+    if args.pod is not None:
+        if args.namespace is not None:
+            raise ExplainError(
+                f"-n names the namespace of TYPE/NAME; pod file {args.pod} says its own (metadata.namespace)"
+            )
+        return load_pod(args.pod), f"pod file {args.pod}"
+    assert args.resource is not None
+    if args.nodes is not None:
+        raise ExplainError(
+            f"{args.resource} is read from the cluster, and explained against its nodes and pods: drop --nodes, or "
+            "save the pod (kubectl get pod NAME -o yaml) and give it with --pod"
+        )
+    kind, name = resource_kind(args.resource)
+    namespace = args.namespace or "default"
+    check_namespace(namespace)
+    obj = (get_object or cluster.get_object)(args.kubeconfig, args.context, kind, name, namespace)
+    source = f"{args.resource} in namespace {namespace} ({_where(args)})"
+    if obj is None:
+        raise ExplainError(
+            f"{kind.lower()} {name} not found in namespace {namespace} ({_where(args)}); "
+            f"list them: kubectl -n {namespace} get {kind.lower()}s"
+        )
+    return pod_of_resource(kind, obj, source), source
+
+
+# kubectl's names for the kinds explain reads (plural, singular, short), by kind.
+RESOURCE_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "Pod": ("pods", "pod", "po"),
+        "Deployment": ("deployments", "deployment", "deploy"),
+        "StatefulSet": ("statefulsets", "statefulset", "sts"),
+        "ReplicaSet": ("replicasets", "replicaset", "rs"),
+        "ReplicationController": ("replicationcontrollers", "replicationcontroller", "rc"),
+        "Job": ("jobs", "job"),
+        "CronJob": ("cronjobs", "cronjob", "cj"),
+    }
+)
+
+
+def resource_kind(resource: str) -> tuple[str, str]:
+    """The kind and name of TYPE/NAME, TYPE as kubectl spells it (pod, po, deployment, deploy, ...,
+    with or without its API group: deployments.apps)."""
+    type_, _, name = resource.partition("/")
+    type_ = type_.lower().partition(".")[0]
+    kind = next((k for k, names in RESOURCE_NAMES.items() if type_ in names), None)
+    if kind is None or not name or "/" in name:
+        known = ", ".join(f"{names[1]}/NAME" for names in RESOURCE_NAMES.values())
+        raise ExplainError(f"{resource!r} is not TYPE/NAME of a kind explain reads: {known}")
+    return kind, name
+
+
+def pod_of_resource(kind: str, obj: dict[str, Any], source: str) -> dict[str, Any]:
+    """The pod itself, or the pod a workload's controller creates from its template
+    (`workloads.pod_of`, as `review` makes it)."""
+    if kind == "Pod":
+        return {"apiVersion": "v1", "kind": "Pod", **obj}
+    found = workloads.kind_of(obj) or next(k for k in workloads.KINDS if k.kind == kind)
+    try:
+        return workloads.pod_of(obj, found)
+    except workloads.NotAWorkload as err:
+        raise ExplainError(f"{source}: {err}") from None
 
 
 def _version(args: ExplainArgs, server_version: VersionReader | None) -> tuple[KubeVersion, str | None]:

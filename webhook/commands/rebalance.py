@@ -18,6 +18,11 @@ and one on its owner (`evictions.event`); and in the ConfigMap `--history-config
 after the evictions): an owner whose last replacement went to a slower node, in a world that has
 not changed since, is skipped (`repeat`). Neither write can undo an eviction: a refused one is a
 warning in the output, never a failed run.
+
+`--missing` plans and evicts recreations instead (`rebalance.Options.missing`): the pods created
+without the preference while the webhook was down, wherever they run, each evicted so that its
+controller recreates it through the webhook, by the same rules, the same Eviction API and the
+same records (of their own mode) and Events.
 """
 
 from __future__ import annotations
@@ -65,14 +70,17 @@ HELP = (
     "PodDisruptionBudgets hold, and records each eviction: an Event on the pod and on its owner, and a record "
     "per owner in --history-configmap, by which an owner whose replacement went to a slower node is not evicted "
     "again while the net=high nodes and their pods are unchanged; without an active registration it evicts "
-    "nothing. Exit code 0 when nothing "
+    "nothing. With --missing, recreates instead the running pods created without the preference while the "
+    "webhook was down (what status lists as missing), wherever they run, by the same rules and evictions; where "
+    "each replacement is predicted to land is said, not required. Exit code 0 when nothing "
     "movable is left, 3 when movable pods remain or no registration is active, 1 when the cluster (or an "
     "eviction) fails, 2 for unusable input."
 )
 EXAMPLE = (
     "netqos-webhook rebalance --context prod            # the plan; nothing is evicted\n"
     "  netqos-webhook rebalance --context prod --apply    # evict the first planned pod\n"
-    "  netqos-webhook rebalance --context prod --scheduler-config scheduler.yaml   # predict its profiles' pods too"
+    "  netqos-webhook rebalance --context prod --scheduler-config scheduler.yaml   # predict its profiles' pods too\n"
+    "  netqos-webhook rebalance --context prod --missing --apply   # recreate a pod created without the preference"
 )
 
 
@@ -93,6 +101,7 @@ class RebalanceArgs:
     scheduler_config: Sequence[str] = ()  # KubeSchedulerConfiguration files: the schedulers' profiles
     forget_after: dt.timedelta = evictions.DEFAULT_FORGET_AFTER
     history_configmap: str = REBALANCE_HISTORY
+    missing: bool = False  # recreate the pods created without the preference instead of moving stranded ones
 
 
 @dataclass(frozen=True)
@@ -176,6 +185,16 @@ def add_command(sub: flags.Subcommands) -> None:
         "are skipped",
     )
     p.add_argument(
+        "--missing",
+        action="store_true",
+        help=(
+            "instead of moving stranded pods, recreate the running pods created without the preference (while the "
+            "webhook was down: what status lists as missing), on any node, net=high ones included, by the same "
+            "rules (an active registration, PodDisruptionBudgets, --min-replicas, --max-evictions, one pod per "
+            "owner, the records); where each replacement is predicted to land is said, not required"
+        ),
+    )
+    p.add_argument(
         "--include-local-storage",
         action="store_true",
         help="also evict pods with emptyDir or hostPath volumes (their data is lost)",
@@ -234,6 +253,7 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
         include_local_storage=args.include_local_storage,
         webhook_namespace=args.webhook_namespace,
         min_probability=args.min_probability,
+        missing=args.missing,
     )
     with cluster.Reader(connection) as reader:
         policy, source, problem = policy_in_force(reader, args.webhook_namespace, override, args.config)
@@ -311,6 +331,8 @@ def _evict_one(evictor: cluster.Evictor, candidate: rebalance.Candidate, sleep: 
             return Eviction(ns, name, GONE, f"already gone ({err.detail})")
         except cluster.ClusterError as err:
             return Eviction(ns, name, ERROR, str(err))
+        if candidate.missing:
+            return Eviction(ns, name, EVICTED, f"evicted from {candidate.node} to be recreated with the preference")
         return Eviction(ns, name, EVICTED, f"evicted from {candidate.node} for {candidate.target}")
     raise AssertionError("unreachable: the last attempt returns")
 
@@ -322,6 +344,8 @@ def announce(evictor: cluster.Evictor, candidate: rebalance.Candidate, when: dt.
     c = candidate
     pod = evictions.Reference("Pod", c.namespace, c.name, c.uid)
     because = f"so that its replacement lands on {c.target}: {c.reason}"
+    if c.missing:
+        because = f"so that its replacement is created with the preference: {c.reason}"
     notes: list[tuple[evictions.Reference, evictions.Reference | None, str]] = [
         (pod, None, f"evicted from {c.node} by netqos-webhook rebalance {because}")
     ]
@@ -353,13 +377,17 @@ def _records(plan: rebalance.Plan, done: Sequence[Eviction]) -> list[evictions.R
     records = []
     for e in done:
         c = by_pod.get((e.namespace, e.name))
-        if e.result != EVICTED or c is None or c.owner is None or c.controller is None or c.target is None:
+        if e.result != EVICTED or c is None or c.owner is None or c.controller is None:
+            continue
+        if c.target is None and not c.missing:
             continue
         at = e.at or dt.datetime.now(dt.UTC)
         newest = plan.newest.get(c.controller.uid)
+        mode = evictions.MISSING if c.missing else ""
+        target = c.target or ""  # a recreation's replacement may not have been predicted
         records.append(
             evictions.Record(
-                c.namespace, c.owner, c.controller, c.name, c.uid, c.node, c.target, at, plan.world, newest
+                c.namespace, c.owner, c.controller, c.name, c.uid, c.node, target, at, plan.world, newest, mode
             )
         )
     return records
@@ -445,6 +473,9 @@ def to_json(report: RebalanceResult) -> dict[str, Any]:
                 # how its replacement was admitted: "dry-run" (the API server's answer), "model", or
                 # null where no replacement was built
                 "admission": c.admission or None,
+                # the target's net label (null: none, or no target); with --missing the target is where the
+                # replacement is predicted to land, any node, as information
+                "target_net": c.target_net,
             }
             for c in report.plan.candidates
         ],
@@ -457,11 +488,26 @@ def to_json(report: RebalanceResult) -> dict[str, Any]:
         # what --apply could not record (an Event, the records' ConfigMap): the evictions stand
         "warnings": list(report.warnings),
         "off_high": rebalance.counted(report.plan),
+        # "missing": recreations of pods created without the preference (--missing); "stranded": moves
+        "mode": "missing" if report.plan.missing else "stranded",
     }
 
 
 def render_json(report: RebalanceResult) -> str:
     return orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def _plan_line(plan: rebalance.Plan, counts: dict[str, int]) -> str:
+    if plan.missing:
+        return (
+            f"PLAN    --missing: {counts['candidates']} running pod(s) created without the preference: "
+            f"{counts['movable']} to recreate, {counts['skipped']} skipped"
+        )
+    return (
+        f"PLAN    {plan.off_high} selected pod(s) off the net=high nodes, as status counts them ({plan.pending} "
+        f"pending: the scheduler still places those); {counts['candidates']} running candidate(s): "
+        f"{counts['movable']} movable, {counts['skipped']} skipped"
+    )
 
 
 def render_table(report: RebalanceResult, limit: int = TABLE_LIMIT) -> str:
@@ -472,12 +518,13 @@ def render_table(report: RebalanceResult, limit: int = TABLE_LIMIT) -> str:
         f"POLICY  {report.policy_source}",
         f"NODES   {plan.nodes}, {plan.high_nodes} net=high",
         f"WEBHOOK {'active' if not plan.registration else 'NOT ACTIVE: ' + plan.registration}",
-        f"PLAN    {plan.off_high} selected pod(s) off the net=high nodes, as status counts them ({plan.pending} "
-        f"pending: the scheduler still places those); {counts['candidates']} running candidate(s): "
-        f"{counts['movable']} movable, {counts['skipped']} skipped",
+        _plan_line(plan, counts),
     ]
     header = ("NAMESPACE/NAME", "NODE", "NET", "OWNER", "ACTION", "TARGET", "REASON")
-    for action, title in ((rebalance.EVICT, "MOVABLE"), (rebalance.SKIP, "SKIPPED")):
+    if plan.missing:  # where a recreation's replacement is predicted to land: information, any node
+        header = ("NAMESPACE/NAME", "NODE", "NET", "OWNER", "ACTION", "PREDICTED", "REASON")
+    movable = "TO RECREATE (created without the preference)" if plan.missing else "MOVABLE"
+    for action, title in ((rebalance.EVICT, movable), (rebalance.SKIP, "SKIPPED")):
         chosen = [c for c in plan.candidates if c.action == action]
         if not chosen:
             continue
@@ -507,7 +554,7 @@ def render_table(report: RebalanceResult, limit: int = TABLE_LIMIT) -> str:
         elif plan.registration:
             lines.append("none: no active registration would give a replacement the preference")
         else:
-            lines.append("none: nothing movable")
+            lines.append("none: nothing to recreate" if plan.missing else "none: nothing movable")
     else:
         lines += ["", f"plan only: nothing evicted (--apply evicts up to --max-evictions {report.max_evictions})"]
     lines += [f"note: {n}" for n in plan.notes]

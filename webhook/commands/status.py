@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from webhook import apidata, cluster, placement, rebalance, scope, status
+from webhook import apidata, cluster, rebalance, scope, status
 from webhook.apidata import ShapeError
 from webhook.commands import flags, typed
 from webhook.commands.installed import get_object, policy_of
@@ -33,6 +33,7 @@ from webhook.commands.plan import SchedulerProfiles, read_plan, server_version
 from webhook.errors import UsageError
 from webhook.manifests import check_namespace
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
+from webhook.owners import CLIMB, TEMPLATED
 from webhook.placement import NET_CLASSES
 from webhook.policy import Policy
 from webhook.policy_file import load_policy
@@ -189,8 +190,7 @@ def _movable(
     when the net=high nodes' usage was read from every bound pod, the plan starts from those."""
     if report.high_nodes is None:
         return
-    could_fit = ((placement.feasible_now(report.target),), (placement.feasible_without_usage(report.target),))
-    if not any(p.node and p.why in could_fit for p in report.not_on_high):
+    if not any(p.node and status.could_fit(p) for p in report.not_on_high):
         # no bound pod off the net=high nodes passes a net=high node's filters now: nothing moves
         # (planning only takes room away), and every bound pod need not be read to know it
         report.movable = 0
@@ -205,7 +205,11 @@ def _movable(
         )
         return
     report.movable = sum(1 for c in plan.movable if namespace is None or c.namespace == namespace)
-    status.with_plan(report, {(c.namespace, c.name): _plan_says(c, report.target) for c in plan.candidates})
+    targets = {(p.namespace, p.name): p.target for p in report.not_on_high}
+    says = {
+        (c.namespace, c.name): _plan_says(c, targets.get((c.namespace, c.name), report.target)) for c in plan.candidates
+    }
+    status.with_plan(report, says)
 
 
 def _plan_says(candidate: rebalance.Candidate, target: Target) -> tuple[str, ...]:
@@ -411,6 +415,11 @@ RECREATE = {
     "Job": "kubectl -n {ns} delete job {name}, then create it again",
     "ReplicaSet": "kubectl -n {ns} delete pods of replicaset/{name}; it creates new ones",
 }
+# The top owners of long-running pods `rebalance --missing` recreates (their controllers re-create a
+# pod from a template, `owners.TEMPLATED`): the table offers it beside RECREATE. Not a Job's or a
+# CronJob's: recreating a running Job pod restarts its work, and the next Job is covered anyway.
+REBALANCED = frozenset({*TEMPLATED, *CLIMB.values()}) - {"Job", "CronJob"}
+REBALANCE_MISSING = "netqos-webhook rebalance --missing --apply (a pod per owner per run, through the Eviction API)"
 
 
 def to_json(report: Report) -> dict[str, Any]:
@@ -440,7 +449,7 @@ def to_json(report: Report) -> dict[str, Any]:
         # null where the pods (or, for the classes of nodes, the nodes) could not be read
         "pods": {
             k: None if report.pods_unknown else report.pods[k]
-            for k in ("selected", "injected", "explicit", "opted_out", "missing")
+            for k in ("selected", "injected", "explicit", "opted_out", "missing", status.EARLIER)
         },
         "placement": {
             **{k: _placement_count(report, k) for k in NET_CLASSES},
@@ -451,10 +460,17 @@ def to_json(report: Report) -> dict[str, Any]:
         "missing": [
             {"namespace": p.namespace, "name": p.name, "owner": p.owner, "created": p.created} for p in report.missing
         ],
-        # "high_nodes", "not_on_high" and "net" keep their names whatever the policy's target
-        # (the nodes of `scores.fast_target`, the node's value of its key): they are an API.
+        # "high_nodes", "not_on_high" and "net" keep their names whatever the rules' targets
+        # (the nodes of `scores.rule_target`, the node's value of its key): they are an API.
         "not_on_high": [
-            {"namespace": p.namespace, "name": p.name, "node": p.node, "net": p.net, "why": list(p.why)}
+            {
+                "namespace": p.namespace,
+                "name": p.name,
+                "node": p.node,
+                "net": p.net,
+                "why": list(p.why),
+                "target": str(p.target),
+            }
             for p in report.not_on_high
         ],
         "problems": report.problems,
@@ -503,6 +519,7 @@ def render_table(report: Report, limit: int = 20) -> str:
         lines.append(
             f"PODS      selected {p['selected']}: injected {p['injected']}, explicit {p['explicit']}, "
             f"opted out {p['opted_out']}, missing {p['missing']}"
+            + (f", injected by an earlier policy {p[status.EARLIER]}" if p[status.EARLIER] else "")
         )
     movable = "" if report.movable is None else f"; rebalance would move {report.movable} now"
     if report.pods_unknown:
@@ -521,12 +538,16 @@ def render_table(report: Report, limit: int = 20) -> str:
             names = ", ".join(p.name for p in pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
             lines.append(f"  {ns}/{owner or 'Pod (no owner)'}: {len(pods)} pod(s) created since {oldest}: {names}")
             lines.append(f"    recreate: {_recreate(ns, owner, pods)}")
+            if owner is not None and owner.partition("/")[0] in REBALANCED:
+                lines.append(f"    or:       {REBALANCE_MISSING}")
     if report.not_on_high:
-        lines += ["", f"NOT ON A {report.target} NODE"]
-        key = report.target.key
+        targets = {p.target for p in report.not_on_high}
+        one = next(iter(targets)) if len(targets) == 1 else None
+        lines += ["", f"NOT ON A {one} NODE" if one else "NOT ON A NODE OF THEIR RULE'S BEST CLASS"]
         for pod in _cut(report.not_on_high, limit, lines):
-            where = f"on {pod.node} ({key}={pod.net or '<none>'})" if pod.node else "pending"
-            lines.append(f"  {pod.namespace}/{pod.name} {where}: {'; '.join(pod.why)}")
+            where = f"on {pod.node} ({pod.target.key}={pod.net or '<none>'})" if pod.node else "pending"
+            wanted = "" if one else f" (wants {pod.target})"
+            lines.append(f"  {pod.namespace}/{pod.name} {where}{wanted}: {'; '.join(pod.why)}")
     lines += ["", f"PROBLEMS ({len(report.problems)})" if report.problems else "PROBLEMS none"]
     lines += [f"  - {problem}" for problem in report.problems]
     lines += [f"  ? {u}" for u in report.unknown]

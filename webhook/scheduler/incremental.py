@@ -50,12 +50,13 @@ class World:
         self.nodes = sorted(nodes, key=lambda n: n.name)
         self.namespaces = namespaces or {}
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
-        self.target = target
-        self.fast = [i for i, n in enumerate(self.nodes) if target.matches(n.labels)]
+        self.target = target  # the default target; a predictor may be given another (`fast_of`)
+        self._fast: dict[Target, list[int]] = {}
+        self.fast = self.fast_of(target)
         self.tallies = [tallies[n.name] for n in self.nodes]
         self.usage = [t.usage() for t in self.tallies]
         self.log: list[int] = []  # indices of the nodes whose usage changed, in order
-        self.fast_changes = 0
+        self.fast_changes: Counter[Target] = Counter()  # per target: moves on its nodes
         self.profile = profile
         self.label_keys = _label_keys(t.usage() for t in self.tallies)
         self._predictors: OrderedDict[Hashable, Predictor] = OrderedDict()
@@ -83,19 +84,28 @@ class World:
             self.tallies[i].add(pod)
         self.usage[i] = self.tallies[i].usage()
         self.log.append(i)
-        if self.target.matches(self.nodes[i].labels):
-            self.fast_changes += 1
+        for target in self._fast:
+            if target.matches(self.nodes[i].labels):
+                self.fast_changes[target] += 1
 
-    def predictor(self, pod: PodInfo, profile: Profile | None = None) -> Predictor:
+    def fast_of(self, target: Target) -> list[int]:
+        """The indices of `target`'s nodes (a policy's rules may each have their own target)."""
+        found = self._fast.get(target)
+        if found is None:
+            found = self._fast[target] = [i for i, n in enumerate(self.nodes) if target.matches(n.labels)]
+        return found
+
+    def predictor(self, pod: PodInfo, profile: Profile | None = None, target: Target | None = None) -> Predictor:
         """The predictor for `pod`'s spec under `profile` (the world's by default: a pod of
         another scheduler is predicted with that scheduler's profile over the same nodes and
-        moves), up to date with every move (pods of one `keys.scheduling_key` and one profile
-        share it)."""
+        moves) towards `target` (the world's by default: the target of the pod's rule), up to
+        date with every move (pods of one `keys.scheduling_key`, profile and target share it)."""
         profile = profile or self.profile
-        key = (profile.scheduler_name, keys.scheduling_key(pod, profile, self.label_keys))
+        target = target or self.target
+        key = (profile.scheduler_name, target, keys.scheduling_key(pod, profile, self.label_keys))
         predictor = self._predictors.get(key)
         if predictor is None:
-            predictor = self._predictors[key] = Predictor(pod, self, profile)
+            predictor = self._predictors[key] = Predictor(pod, self, profile, target)
             if len(self._predictors) > PREDICTORS:
                 self._predictors.popitem(last=False)
         else:
@@ -179,10 +189,14 @@ class Predictor:
     and PreScore count other pods on every node) are evaluated again over every node whenever a
     node changed."""
 
-    def __init__(self, pod: PodInfo, world: World, profile: Profile | None = None) -> None:
+    def __init__(
+        self, pod: PodInfo, world: World, profile: Profile | None = None, target: Target | None = None
+    ) -> None:
         self.pod = pod
         self.world = world
         self.profile = profile = profile or world.profile
+        self.target = target = target or world.target
+        self.fast_nodes = fast_nodes = world.fast_of(target)
         nodes = world.nodes
         self.node_only = world.node_only(pod, profile)
         self.static: list[_Column] = []
@@ -210,12 +224,12 @@ class Predictor:
         self.base: list[tuple[str, ...]] = [()] * len(nodes)  # the reasons of the node and usage filters
         self.reasons: list[tuple[str, ...]] = [()] * len(nodes)
         self.usage_scores = [0] * len(nodes)  # the weighted sum of the lazy columns
-        self.fast = set(world.fast)
-        self.position = {i: k for k, i in enumerate(world.fast)}
+        self.fast = set(fast_nodes)
+        self.position = {i: k for k, i in enumerate(fast_nodes)}
         others = [i for i in range(len(nodes)) if i not in self.fast]
         self.position.update({i: k for k, i in enumerate(others)})
         self.others = others
-        self.totals_fast = [-1] * len(world.fast)  # -1: infeasible
+        self.totals_fast = [-1] * len(fast_nodes)  # -1: infeasible
         self.totals_other = [-1] * len(others)
         self.feasible_fast = 0
         self.feasible: set[int] = set()
@@ -349,17 +363,17 @@ class Predictor:
         if best < 0:
             return []
         nodes = self.world.nodes
-        names = [nodes[i].name for i, k in zip(self.world.fast, self.totals_fast, strict=True) if k == best]
+        names = [nodes[i].name for i, k in zip(self.fast_nodes, self.totals_fast, strict=True) if k == best]
         names += [nodes[i].name for i, k in zip(self.others, self.totals_other, strict=True) if k == best]
         return sorted(names)
 
     def choice(self) -> Choice:
         """The target node the pod is predicted on, or why it is not predicted on one."""
-        nodes, target = self.world.nodes, self.world.target
+        nodes, target = self.world.nodes, self.target
         best_fast = max(self.totals_fast, default=-1)
         if best_fast < 0:
             return Choice(None, self.why_no_fast(), self.unfit())
-        fast = nodes[self.world.fast[self.totals_fast.index(best_fast)]]
+        fast = nodes[self.fast_nodes[self.totals_fast.index(best_fast)]]
         best_other = self._best_other(best_fast)
         if best_other < best_fast:
             top = self.others[self.totals_other.index(best_other)] if best_other >= 0 else -1
@@ -408,18 +422,18 @@ class Predictor:
 
     def why_no_fast(self) -> str:
         """Why no target node fits: `unfit`, as one sentence."""
-        return f"no {self.world.target} node fits the replacement: {'; '.join(self.unfit())}"
+        return f"no {self.target} node fits the replacement: {'; '.join(self.unfit())}"
 
     def unfit(self) -> tuple[str, ...]:
         """The filter reasons of every target node, counted as the scheduler's FitError counts
         them ("1/2 net=high node(s): <reason>", sorted, as `placement.WhyNotHigh` says them);
         recomputed only when a target node's usage changed."""
-        world = self.world
-        if self._why is None or self._why[0] != world.fast_changes:
-            counts = Counter(r for i in world.fast for r in self.reasons[i])
-            total = len(world.fast)
+        changes = self.world.fast_changes[self.target]
+        if self._why is None or self._why[0] != changes:
+            counts = Counter(r for i in self.fast_nodes for r in self.reasons[i])
+            total = len(self.fast_nodes)
             self._why = (
-                world.fast_changes,
-                tuple(sorted(f"{c}/{total} {world.target} node(s): {r}" for r, c in counts.items())),
+                changes,
+                tuple(sorted(f"{c}/{total} {self.target} node(s): {r}" for r, c in counts.items())),
             )
         return self._why[1]

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from webhook.names import MAX_NODE_SCORE
-from webhook.policy import Policy
+from webhook.policy import Policy, Rule
 from webhook.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar
 from webhook.scheduler.model import Node, NodeUsage, ScoringStrategy, Taint, Target, Toleration, cache_order
 from webhook.scoretable import ScoreTable
@@ -35,17 +35,42 @@ def fast_target(policy: Policy) -> Target:
     """The nodes `policy` prefers most: the key of its first score table and the values that score
     highest there (above any other value); the NetQoS plugin's `net=high` when no rule has a table
     (terms written by hand)."""
-    table = _fast_table(policy)
+    return _table_target(_fast_table(policy.rules))
+
+
+def slow_values(policy: Policy) -> frozenset[str]:
+    """The values of `fast_target`'s key that `policy` scores lowest, below any other value (the
+    plugin's `net=low`): empty when no listed value scores below the unlisted ones."""
+    return _table_slow(_fast_table(policy.rules))
+
+
+def rule_target(policy: Policy, rule: Rule) -> Target:
+    """The nodes `rule` prefers most: its own table's key and top-scoring values (`net In [low]`
+    for a rule whose table scores low best), else, for terms written by hand, `fast_target`."""
+    return _table_target(_fast_table((rule,) + policy.rules))
+
+
+def rule_slow_values(policy: Policy, rule: Rule) -> frozenset[str]:
+    """`slow_values` of `rule`'s own table (`rule_target`'s key)."""
+    return _table_slow(_fast_table((rule,) + policy.rules))
+
+
+def judging_rule(policy: Policy, labels: Mapping[str, str]) -> Rule | None:
+    """The rule a pod with `labels` is placed by: the first that selects it and has a score table
+    with a best class (`rule_target`), else the first that selects it; None when none does. A pod
+    several rules select carries each one's terms; the first table's best class is its target."""
+    selecting = [rule for rule in policy.rules if rule.pod_selector.matches(labels)]
+    return next((rule for rule in selecting if _fast_table((rule,)) is not None), next(iter(selecting), None))
+
+
+def _table_target(table: ScoreTable | None) -> Target:
     if table is None:
         return NETQOS_TARGET
     top = max(score for _, score in table.scores)
     return Target(table.key, frozenset(value for value, score in table.scores if score == top))
 
 
-def slow_values(policy: Policy) -> frozenset[str]:
-    """The values of `fast_target`'s key that `policy` scores lowest, below any other value (the
-    plugin's `net=low`): empty when no listed value scores below the unlisted ones."""
-    table = _fast_table(policy)
+def _table_slow(table: ScoreTable | None) -> frozenset[str]:
     if table is None:
         return NETQOS_SLOW
     bottom = min(score for _, score in table.scores)
@@ -54,9 +79,9 @@ def slow_values(policy: Policy) -> frozenset[str]:
     return frozenset(value for value, score in table.scores if score == bottom)
 
 
-def _fast_table(policy: Policy) -> ScoreTable | None:
-    """The first score table of `policy` whose best listed value scores above the unlisted ones."""
-    for rule in policy.rules:
+def _fast_table(rules: Iterable[Rule]) -> ScoreTable | None:
+    """The first score table of `rules` whose best listed value scores above the unlisted ones."""
+    for rule in rules:
         table = rule.table
         if table is not None and table.scores and max(score for _, score in table.scores) > table.unlisted:
             return table

@@ -31,7 +31,7 @@ from __future__ import annotations
 from webhook.policy import policy_warnings
 from webhook.scheduler.config import profile_notes
 from webhook.status import coverage, registration
-from webhook.status.coverage import COVERAGE, owner_lookups, with_owners, with_plan
+from webhook.status.coverage import COVERAGE, EARLIER, could_fit, owner_lookups, with_owners, with_plan
 from webhook.status.model import (
     AdmissionPolicyEntry,
     Certificate,
@@ -71,7 +71,9 @@ __all__ = [
     "SecretJSON",
     "Unknown",
     "WebhookConfigurationJSON",
+    "EARLIER",
     "analyse",
+    "could_fit",
     "owner_lookups",
     "policy_location",
     "with_owners",

@@ -4,15 +4,18 @@ they run (pure).
 Coverage: each selected pod in an admitted namespace is classified by `webhook.policy.evaluate`,
 the decision `/mutate` makes, never a second copy of the rules: terms already there (`injected`),
 the pod's own affinity uses the rule's keys (`explicit`), `opted_out`, or the webhook would add
-terms now (`missing`: the pod was created without the preference). A namespace is admitted by the
+terms now (`missing`: the pod was created without the preference); a pod mutated under an earlier
+policy, whose terms are in the way of the current ones or not them (`policy.injected_earlier`), is
+`injected_earlier` instead of `explicit` or `missing`. A namespace is admitted by the
 rule's registered entry's namespaceSelector, else its bound admission policy's, else the one
 `webhook.manifests` ships: coverage counts the pods the policy means to cover even while the
 registration is broken (which `webhook.status.registration` reports), so such pods show up as
 `missing`.
 
-Placement: the class of each selected pod's node by the policy's target (`scores.fast_target`,
-`net=high` by default; the class names stay "high", "low", ... whatever the key: they are
-`status -o json`'s keys); for a pod not on a target node while one exists, why: `webhook.placement`,
+Placement: the class of each selected pod's node by its rule's target (`placement.by_rule`: the
+best class of its rule's own table, `net=high` by default; the class names stay "high", "low", ...
+whatever the key: they are `status -o json`'s keys); for a pod not on a node of its target while
+one exists, why: `webhook.placement`,
 which ranks as `explain` does, given what the pods bound to the target nodes already take
 (NodeResourcesFit, NodePorts), with the Filter plugins of the profile of the pod's
 `spec.schedulerName`: a profile of `ClusterView.profiles` (`status --scheduler-config`), else
@@ -32,7 +35,7 @@ from typing import Any
 from webhook import apidata, owners, placement
 from webhook.apidata import ShapeError
 from webhook.names import DEFAULT_SCHEDULER, NAMESPACE_NAME_LABEL, WEBHOOK_DOMAIN
-from webhook.policy import Decision, Rule, evaluate
+from webhook.policy import Decision, Rule, evaluate, injected_earlier
 from webhook.scheduler.model import NodeUsage, Profile, Target
 from webhook.scheduler.plugins import DEFAULT_PROFILE
 from webhook.selector import LabelSelector, label_selector_from_api
@@ -54,20 +57,22 @@ COVERAGE = {
     Decision.SKIPPED_OPT_OUT: "opted_out",
     Decision.MUTATED: "missing",
 }
+# A pod the webhook mutated under an earlier policy (`policy.injected_earlier`): its terms are not
+# the current ones, its replacement gets those.
+EARLIER = "injected_earlier"
 
 
 def check(view: ClusterView, report: Report, registered: Registered) -> None:
     """Classify the selected pods and where they run, into `report`."""
     nodes = None
-    classes = placement.Classes.of(view.policy)
-    report.target = classes.target
+    report.target = placement.Classes.of(view.policy).target
+    classes_of = placement.by_rule(view.policy)
     if isinstance(view.nodes, Unknown):
         report.note_unknown(view.nodes)
     else:
-        nodes = _Placement(
-            placement.read_nodes(view.nodes, classes), view.pods_on_nodes, view.profiles, view.unknown_scheduler
-        )
-        report.high_nodes = len(nodes.nodes.high)
+        by_classes = placement.read_nodes_by_classes(view.nodes, placement.every_classes(view.policy))
+        nodes = _Placement(by_classes, view.pods_on_nodes, view.profiles, view.unknown_scheduler)
+        report.high_nodes = len({n.name for of in by_classes.values() for n in of.high})
     if view.pods_namespace is not None and not view.namespace_exists(view.pods_namespace):
         report.problems.append(
             f"namespace {view.pods_namespace} (-n) does not exist: it has no pods to check (kubectl get namespaces)"
@@ -86,7 +91,7 @@ def check(view: ClusterView, report: Report, registered: Registered) -> None:
         if not any(r.pod_selector.matches(labels) and admits(r, namespace) for r in view.policy.rules):
             continue
         outcome = evaluate(view.policy, pod)
-        coverage = COVERAGE.get(outcome.decision)
+        coverage = EARLIER if injected_earlier(view.policy, pod, outcome) else COVERAGE.get(outcome.decision)
         if coverage is None:  # INVALID or ERROR: the webhook leaves such a pod alone
             report.problems.append(f"pod {namespace}/{meta.get('name')}: {'; '.join(outcome.warnings)}")
             continue
@@ -97,11 +102,10 @@ def check(view: ClusterView, report: Report, registered: Registered) -> None:
             controller = owners.controller_of(pod)
             report.missing.append(MissingPod(namespace, name, str(controller) if controller else None, created))
         if nodes is not None:
-            nodes.place(pod, report)
+            nodes.place(pod, classes_of(labels), report)
         elif not apidata.text(apidata.obj(pod, "spec", "spec"), "nodeName", "spec.nodeName"):
             report.placement["pending"] += 1  # no node to read: a pending pod is pending all the same
-    if nodes is not None and not nodes.nodes.high and report.pods["selected"]:
-        target = nodes.nodes.classes.target
+    for target in nodes.unplaceable() if nodes is not None else ():
         report.problems.append(
             f"no node is labelled {target}: selected pods cannot be placed on a fast network; "
             f"label the fast-network nodes (kubectl label node NAME {_one_label(target)})"
@@ -110,27 +114,36 @@ def check(view: ClusterView, report: Report, registered: Registered) -> None:
 
 @dataclass
 class _Placement:
-    """The nodes, and why pods are not on a target one: the pods on those nodes are read on the
-    first pod that needs them (none may)."""
+    """The nodes classed by each rule's table (`placement.by_rule`), and why pods are not on
+    their rule's target: the pods on the target nodes are read on the first pod that needs them
+    (none may)."""
 
-    nodes: placement.Nodes
+    nodes: Mapping[placement.Classes, placement.Nodes]
     pods_on_nodes: PodsOnNodes
     profiles: Mapping[str, Profile]  # by schedulerName
     unknown_scheduler: str  # what to do for a pod whose scheduler has no profile there
     usage: Mapping[str, NodeUsage] | None | Unknown = None  # None: not read yet
-    why_not_high: dict[str, placement.WhyNotHigh] = field(default_factory=dict)  # by schedulerName
+    # by schedulerName and the target judged against
+    why_not_high: dict[tuple[str, Target], placement.WhyNotHigh] = field(default_factory=dict)
+    placed: set[Target] = field(default_factory=set)  # the targets of the pods placed
 
-    def place(self, pod: Mapping[str, Any], report: Report) -> None:
+    def unplaceable(self) -> list[Target]:
+        """The targets of placed pods that no node carries."""
+        return [c.target for c, nodes in self.nodes.items() if c.target in self.placed and not nodes.high]
+
+    def place(self, pod: Mapping[str, Any], classes: placement.Classes, report: Report) -> None:
         meta, spec = apidata.obj(pod, "metadata", "metadata"), apidata.obj(pod, "spec", "spec")
+        nodes = self.nodes[classes]
+        target = classes.target
+        self.placed.add(target)
         node = apidata.text(spec, "nodeName", "spec.nodeName")
-        net = self.nodes.net.get(node) if node else None
-        net_class = self.nodes.net_class(node)
+        net = nodes.net.get(node) if node else None
+        net_class = nodes.net_class(node)
         report.placement[net_class] += 1
-        if net_class == "high" or not self.nodes.high:
+        if net_class == "high" or not nodes.high:
             return
         scheduler = apidata.text(spec, "schedulerName", "spec.schedulerName") or DEFAULT_SCHEDULER
-        why = self._why_not_high(report, scheduler)(pod)
-        target = self.nodes.classes.target
+        why = self._why_not_high(report, scheduler, nodes)(pod)
         if not node and why == (placement.feasible_now(target),):
             why = (placement.feasible_pending(target),)
         if scheduler != DEFAULT_SCHEDULER and scheduler not in self.profiles:
@@ -142,15 +155,17 @@ class _Placement:
             apidata.text(meta, "namespace", "metadata.namespace"),
             apidata.text(meta, "name", "metadata.name"),
         )
-        report.not_on_high.append(OffHigh(namespace, name, node, net, why))
+        report.not_on_high.append(OffHigh(namespace, name, node, net, why, target))
 
-    def _why_not_high(self, report: Report, scheduler: str) -> placement.WhyNotHigh:
-        """The judge of `scheduler`'s pods; the pods on the high nodes are read for the first."""
-        judge = self.why_not_high.get(scheduler)
+    def _why_not_high(self, report: Report, scheduler: str, nodes: placement.Nodes) -> placement.WhyNotHigh:
+        """The judge of `scheduler`'s pods against `nodes`' target; the pods on every target's
+        nodes are read for the first."""
+        target = nodes.classes.target
+        judge = self.why_not_high.get((scheduler, target))
         if judge is None:
-            high = self.nodes.high
             if self.usage is None:
-                pods = self.pods_on_nodes([n.name for n in high], len(self.nodes.net))
+                high = list({n.name: n for of in self.nodes.values() for n in of.high}.values())
+                pods = self.pods_on_nodes([n.name for n in high], len(nodes.net))
                 if isinstance(pods, Unknown):
                     report.note_unknown(pods)
                     self.usage = pods
@@ -158,7 +173,8 @@ class _Placement:
                     self.usage = placement.high_usage(pods, high)
             usage = None if isinstance(self.usage, Unknown) else self.usage
             profile = self.profiles.get(scheduler) or self.profiles.get(DEFAULT_SCHEDULER, DEFAULT_PROFILE)
-            judge = self.why_not_high[scheduler] = placement.WhyNotHigh(high, usage, self.nodes.classes.target, profile)
+            judge = placement.WhyNotHigh(nodes.high, usage, target, profile)
+            self.why_not_high[(scheduler, target)] = judge
         return judge
 
 
@@ -219,14 +235,17 @@ def with_plan(report: Report, placements: Mapping[tuple[str, str], tuple[str, ..
     sample of nodes holds a target node. Status then says what rebalance says."""
     if not placements:
         return
-    target = report.target
-    could_fit = {(placement.feasible_now(target),), (placement.feasible_without_usage(target),)}
     report.not_on_high = [
         dataclasses.replace(p, why=placements[(p.namespace, p.name)])
-        if p.why in could_fit and placements.get((p.namespace, p.name))
+        if could_fit(p) and placements.get((p.namespace, p.name))
         else p
         for p in report.not_on_high
     ]
+
+
+def could_fit(pod: OffHigh) -> bool:
+    """Whether status's own judge found a node of the pod's target feasible for it."""
+    return pod.why in ((placement.feasible_now(pod.target),), (placement.feasible_without_usage(pod.target),))
 
 
 def with_owners(report: Report, found: Mapping[tuple[str, str, str], Read[ObjectJSON]]) -> None:

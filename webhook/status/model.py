@@ -152,8 +152,9 @@ class OffHigh:
     namespace: str
     name: str
     node: str  # "" while pending
-    net: str | None
+    net: str | None  # the node's value of the target's key
     why: tuple[str, ...]
+    target: Target = NETQOS_TARGET  # the best class of the pod's rule (`placement.by_rule`)
 
 
 @dataclass
