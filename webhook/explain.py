@@ -30,7 +30,9 @@ from webhook.scheduler import cycle, read, sampling
 from webhook.scheduler.config import not_evaluated_summary
 from webhook.scheduler.cycle import Ranking
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Target, cache_order, usage_by_node
-from webhook.scheduler.plugins import (
+from webhook.scheduler.plugins.netqos import NETQOS_TARGET, fast_target
+from webhook.scheduler.read import NO_SELECTORS, Selectors
+from webhook.scheduler.registry import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
     IMAGE_LOCALITY,
@@ -38,9 +40,7 @@ from webhook.scheduler.plugins import (
     NODE_AFFINITY,
     POD_TOPOLOGY_SPREAD,
 )
-from webhook.scheduler.read import NO_SELECTORS, Selectors
 from webhook.scheduler.sampling import Landing
-from webhook.scheduler.scores import NETQOS_TARGET, fast_target
 from webhook.scope import NOT_CALLED, not_called_reason
 from webhook.scoretable import SchedulerWeights
 
@@ -84,7 +84,7 @@ class Mutation:
 class ImageSizes:
     """An image the pod uses that nodes report at different sizes. kube-scheduler's cache keeps
     one size per image name and ImageLocality scores every node holding it by that size
-    (`scores.image_states`): here `size`, that of `node`, the oldest node listing the image.
+    (`imagelocality.image_states`): here `size`, that of `node`, the oldest node listing the image.
     `reported`: each size with the nodes reporting it, in cache order (the kept size first).
     `decides`: had the cache kept the smallest or the largest size reported instead (it adds
     nodes in an order explain can only guess), a prediction would name other nodes."""

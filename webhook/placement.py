@@ -1,10 +1,10 @@
 """Placement: which class each node is, and why a pod is not on a node of its target: the best
-class of the rule that places it (`by_rule`, `scores.rule_target`: the key of that rule's score
+class of the rule that places it (`by_rule`, `netqos.rule_target`: the key of that rule's score
 table and its top-scoring values, `net=high` by default), each rule against its own. Pure.
 
 The classes keep the NetQoS plugin's names whatever the policy's key, since `status -o json`'s
 keys are an API: "high" (a target node), "low" (the table's lowest-scoring values, below the
-unlisted ones: `scores.slow_values`), "other" (any other value), "unlabelled" (no such label),
+unlisted ones: `netqos.slow_values`), "other" (any other value), "unlabelled" (no such label),
 "pending" (bound to no node).
 
 `status` asks it for every selected pod off the fast network; a command that moves such pods
@@ -12,7 +12,7 @@ asks the same question. The answer is `webhook.scheduler.cycle`'s, exactly as `e
 the filter reasons of every `net=high` node for the pod as if it were scheduled again, given what
 the pods bound to those nodes already take (NodeResourcesFit, NodePorts; `high_usage` folds them
 one pod at a time, so memory holds one tally per high node, never the pods). The Filter plugins
-that read every node's pods (PodTopologySpread, InterPodAffinity: `plugins.Reads.CLUSTER`) are
+that read every node's pods (PodTopologySpread, InterPodAffinity: `framework.Reads.CLUSTER`) are
 not run here, since only the pods of the `net=high` nodes are read; `status`'s count of pods that
 would move comes from the rebalance plan, which runs them, and where that plan finds that no
 `net=high` node passes them for a pod called feasible here, status gives the plan's reasons
@@ -32,8 +32,7 @@ from webhook.apidata import ShapeError
 from webhook.policy import Policy, Rule
 from webhook.scheduler import cycle, keys, read
 from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Target
-from webhook.scheduler.plugins import DEFAULT_PROFILE
-from webhook.scheduler.scores import (
+from webhook.scheduler.plugins.netqos import (
     NETQOS_SLOW,
     NETQOS_TARGET,
     fast_target,
@@ -42,6 +41,7 @@ from webhook.scheduler.scores import (
     rule_target,
     slow_values,
 )
+from webhook.scheduler.registry import DEFAULT_PROFILE
 
 # The class names are `status -o json`'s keys (an API): named after the default policy's values.
 NET_CLASSES = ("high", "other", "unlabelled", "low", "pending")
@@ -87,7 +87,7 @@ class Classes:
 
     @classmethod
     def of_rule(cls, policy: Policy, rule: Rule | None) -> Classes:
-        """The classes of `rule`'s own table (`scores.rule_target`); the policy's for None."""
+        """The classes of `rule`'s own table (`netqos.rule_target`); the policy's for None."""
         if rule is None:
             return cls.of(policy)
         return cls(rule_target(policy, rule), rule_slow_values(policy, rule))
@@ -150,7 +150,7 @@ def read_nodes_by_classes(items: Iterable[Mapping[str, Any]], several: Sequence[
 
 
 def by_rule(policy: Policy) -> Callable[[Mapping[str, str]], Classes]:
-    """pod labels -> the classes its rule judges its placement by (`scores.judging_rule`): each
+    """pod labels -> the classes its rule judges its placement by (`netqos.judging_rule`): each
     rule against its own best class, `net=high` for the default policy."""
     classes = {rule.name: Classes.of_rule(policy, rule) for rule in policy.rules}
     default = Classes.of(policy)
@@ -196,9 +196,10 @@ class WhyNotHigh:
     of the pods' scheduling fields, not their number: pods of one template share the answer
     (under `keys.pod_filter_key`); pods of several templates with the same tolerations, node selector,
     required affinity, requests and host ports share it too; and the node-only filters
-    (`cycle.node_only_filter`: cordons, taints, node affinity), the bulk of the work, run once
-    per `keys.node_filter_key`. What remains per `keys.filter_key` is `cycle.usage_reasons`
-    (host ports, resource fit) on the nodes that pass the others: a few comparisons a node.
+    (`cycle.FilterChain.node_only`: cordons, taints, node affinity), the bulk of the work, run
+    once per `keys.node_filter_key`. What remains per `keys.filter_key` is the chain's usage
+    stage (host ports, resource fit) and its late node checks on the nodes that pass the others:
+    a few comparisons a node.
     """
 
     high: Sequence[Node]
@@ -229,10 +230,9 @@ class WhyNotHigh:
         node_only_counts, passing = self._node_only.get(node_key, lambda: self._node_only_pass(pod))
         usage = self.usage or {}
         counts = Counter(node_only_counts)
-        late = cycle.late_node_checks(pod, self.profile)
+        chain = cycle.FilterChain.over(pod, self.profile)  # no snapshot: the late node-only checks
         for node in passing:
-            why = cycle.usage_reasons(pod, node, usage.get(node.name, EMPTY_USAGE), self.profile)
-            why = why or cycle.cluster_reasons(late, node)
+            why = chain.through_cluster(node, chain.through_usage(node, usage.get(node.name, EMPTY_USAGE), ()))
             if not why:
                 return (feasible_now(self.target) if self.usage is not None else feasible_without_usage(self.target),)
             counts.update(why)
@@ -241,6 +241,6 @@ class WhyNotHigh:
 
     def _node_only_pass(self, pod: PodInfo) -> tuple[Counter[str], list[Node]]:
         """The node-only filters' reasons, counted, and the high nodes that pass them."""
-        _, reasons = cycle.node_only_filter(pod, self.high, self.profile)
+        _, reasons = cycle.FilterChain(pod, self.profile).node_only(self.high)
         counts = Counter(r for why in reasons for r in why)
         return counts, [n for n, why in zip(self.high, reasons, strict=True) if not why]

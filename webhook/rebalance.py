@@ -76,10 +76,10 @@ from webhook.scheduler import keys, read
 from webhook.scheduler.config import profile_notes, unevaluated_scores
 from webhook.scheduler.incremental import Predictor, World
 from webhook.scheduler.model import Node, PodInfo, Profile, Target, UsageTally, selects_namespaces
-from webhook.scheduler.plugins import DEFAULT_PROFILE
+from webhook.scheduler.plugins.netqos import NETQOS_NODE_LABEL, NETQOS_TARGET, fast_target
 from webhook.scheduler.read import NO_SELECTORS, Selectors
+from webhook.scheduler.registry import DEFAULT_PROFILE
 from webhook.scheduler.sampling import Landing
-from webhook.scheduler.scores import NETQOS_NODE_LABEL, NETQOS_TARGET, fast_target
 from webhook.scope import ALWAYS_EXCLUDED_NAMESPACES, Registration
 
 __all__ = ["DEFAULT_MIN_AGE", "DEFAULT_MIN_REPLICAS", "Candidate", "Inventory", "Options", "Owner", "Plan", "plan"]

@@ -26,7 +26,7 @@ from tests.e2e.conftest import cli
 from tests.e2e.test_status import LABELS, deployment, node, pods_of, run_all
 from tests.fixtures import REPO
 from webhook import placement
-from webhook.scheduler.scores import NETQOS_TARGET
+from webhook.scheduler.plugins.netqos import NETQOS_TARGET
 from webhook.testing.controlplane import Cluster
 
 HOST = "kubernetes.io/hostname"

@@ -1,5 +1,5 @@
 """`rebalance` places a replacement as the cluster's own kube-scheduler would: the version is the
-API server's /version, and its default profile is that release's (webhook/scheduler/plugins.py
+API server's /version, and its default profile is that release's (webhook/scheduler/registry.py
 VERSION_VARIANTS). Two fast nodes between which only NodeResourcesBalancedAllocation decides:
 kube-scheduler 1.34 and 1.35 score the balance with the pod, 1.36 and 1.37 the change the pod
 makes (plugins/noderesources/balanced_allocation.go at v1.35.4 and v1.36.3)."""

@@ -27,8 +27,8 @@ from webhook.policy import Decision, Policy, evaluate
 from webhook.policy_file import default_policy, load_policy
 from webhook.scheduler.cycle import rank
 from webhook.scheduler.model import Node, NodeUsage, Taint
-from webhook.scheduler.plugins import DEFAULT_PROFILE, NETQOS
 from webhook.scheduler.read import pod_info
+from webhook.scheduler.registry import DEFAULT_PROFILE, NETQOS
 
 NET_VALUES = ("high", "high", "low", "low", "medium", "HIGH", "", None, None)  # None: no label
 RACKS = ("r1", "r2", "r3", "r4")

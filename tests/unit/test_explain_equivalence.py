@@ -12,7 +12,7 @@ from tests.fixtures import REPO
 from webhook.explain import explain
 from webhook.policy_file import default_policy, load_policy
 from webhook.scheduler.model import Node, Taint
-from webhook.scheduler.plugins import NODE_AFFINITY
+from webhook.scheduler.registry import NODE_AFFINITY
 from webhook.testing.pods import PAUSE
 from webhook.testing.pods import pod as pod_of
 

@@ -16,7 +16,7 @@ from webhook.commands.explain import load_nodes, load_pod, load_pods, render_tab
 from webhook.explain import Explanation, explain, sentence
 from webhook.policy_file import default_policy, load_policy
 from webhook.scheduler.model import Node
-from webhook.scheduler.plugins import DEFAULT_PROFILE, NODE_AFFINITY
+from webhook.scheduler.registry import DEFAULT_PROFILE, NODE_AFFINITY
 from webhook.testing.pods import PAUSE
 from webhook.testing.pods import pod as pod_of
 

@@ -20,9 +20,10 @@ from webhook.policy_file import default_policy
 from webhook.scheduler.cycle import rank
 from webhook.scheduler.incremental import World
 from webhook.scheduler.model import UNDATED, Node, UsageTally
-from webhook.scheduler.plugins import IMAGE_LOCALITY, default_profile
+from webhook.scheduler.plugins.imagelocality import ImageState, image_states
+from webhook.scheduler.plugins.netqos import NETQOS_TARGET
 from webhook.scheduler.read import node_info, pod_info
-from webhook.scheduler.scores import NETQOS_TARGET, ImageState, image_states
+from webhook.scheduler.registry import IMAGE_LOCALITY, default_profile
 from webhook.testing.pods import pod
 
 MB = 1024 * 1024  # image_locality_test.go's mb

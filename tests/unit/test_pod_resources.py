@@ -11,10 +11,10 @@ import pytest
 from webhook.explain import explain
 from webhook.policy_file import default_policy
 from webhook.resources import HostPort
-from webhook.scheduler.filters import REASON_TOO_MANY_PODS, insufficient_resources
 from webhook.scheduler.model import EMPTY_USAGE, Node
+from webhook.scheduler.plugins.imagelocality import image_locality, image_states
+from webhook.scheduler.plugins.noderesources import REASON_TOO_MANY_PODS, insufficient_resources
 from webhook.scheduler.read import node_info, pod_info, usage_info
-from webhook.scheduler.scores import image_locality, image_states
 from webhook.testing.pods import pod
 
 GI, MI = 2**30, 2**20

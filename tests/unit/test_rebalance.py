@@ -23,9 +23,9 @@ from webhook.scheduler.config import profiles
 from webhook.scheduler.cycle import rank
 from webhook.scheduler.incremental import Predictor, World
 from webhook.scheduler.model import PodInfo, Profile
-from webhook.scheduler.plugins import DEFAULT_PROFILE
+from webhook.scheduler.plugins.netqos import NETQOS_TARGET
 from webhook.scheduler.read import NO_SELECTORS, Selectors, pod_info, selectors_from_api
-from webhook.scheduler.scores import NETQOS_TARGET
+from webhook.scheduler.registry import DEFAULT_PROFILE
 from webhook.testing.kubeapi import node, pod
 
 NOW = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)

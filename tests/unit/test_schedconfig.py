@@ -7,10 +7,10 @@ import pytest
 
 from webhook.scheduler.config import SchedulerConfigError, profile_for, profiles, unevaluated_scores
 from webhook.scheduler.cycle import rank
-from webhook.scheduler.filters import REASON_ENFORCED_AFFINITY
 from webhook.scheduler.model import Node, ScoringStrategy
-from webhook.scheduler.plugins import DEFAULT_WEIGHTS
+from webhook.scheduler.plugins.nodeaffinity import REASON_ENFORCED_AFFINITY
 from webhook.scheduler.read import pod_info
+from webhook.scheduler.registry import DEFAULT_WEIGHTS
 
 
 def config(*profiles: dict) -> dict:

@@ -20,11 +20,12 @@ from webhook.kubeversion import KubeVersion
 from webhook.policy_file import default_policy
 from webhook.scheduler.config import SchedulerConfigError, profile_for, profile_notes, profiles
 from webhook.scheduler.cycle import rank
-from webhook.scheduler.filters import REASON_NODE_PORTS, REASON_NOT_IN_PREFILTER
 from webhook.scheduler.model import SpreadConstraint, usage_by_node
-from webhook.scheduler.plugins import DEFAULT_PROFILE, for_version
+from webhook.scheduler.plugins.nodeaffinity import REASON_NOT_IN_PREFILTER
+from webhook.scheduler.plugins.nodeports import REASON_NODE_PORTS
+from webhook.scheduler.plugins.podtopologyspread import REASON_MISSING_LABEL
 from webhook.scheduler.read import node_info, pod_info, selectors_from_api
-from webhook.scheduler.spread import REASON_MISSING_LABEL
+from webhook.scheduler.registry import DEFAULT_PROFILE, for_version
 
 SCHEDULER = "list-scheduler"
 

@@ -1,7 +1,8 @@
 """PodTopologySpread and InterPodAffinity, case by case as kube-scheduler v1.36.3's own tests state
 them (pkg/scheduler/framework/plugins/podtopologyspread/scoring_test.go TestPodTopologySpreadScore,
 filtering_test.go, interpodaffinity/{filtering_test.go,scoring_test.go}): the same pods, nodes and
-expected scores or reasons, run through `webhook.scheduler.spread`, `podaffinity` and the cycle."""
+expected scores or reasons, run through `webhook.scheduler.plugins.podtopologyspread`,
+`interpodaffinity` and the cycle."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from webhook.scheduler import cycle, podaffinity, spread
+from webhook.scheduler import cycle
 from webhook.scheduler.model import (
     AffinityTerm,
     Node,
@@ -22,7 +23,8 @@ from webhook.scheduler.model import (
     UsageTally,
     WeightedAffinityTerm,
 )
-from webhook.scheduler.plugins import SPREAD_NORMALIZE
+from webhook.scheduler.plugins import interpodaffinity, podtopologyspread
+from webhook.scheduler.plugins.podtopologyspread import NORMALIZE as SPREAD_NORMALIZE
 from webhook.scheduler.read import Selectors, pod_info, selectors_from_api
 from webhook.selector import LabelSelector
 
@@ -57,9 +59,9 @@ def snapshot(feasible: list[Node], failed: list[Node], pods: list[PodInfo]) -> S
 
 
 def spread_scores(pod: PodInfo, snap: Snapshot) -> dict[str, int]:
-    state = spread.prescore(pod, snap)
+    state = podtopologyspread.prescore(pod, snap)
     assert state is not None
-    raw = [spread.score(state, n, snap.usage_of(n)) for n in snap.feasible]
+    raw = [podtopologyspread.score(state, n, snap.usage_of(n)) for n in snap.feasible]
     return dict(zip((n.name for n in snap.feasible), SPREAD_NORMALIZE(raw), strict=True))
 
 
@@ -145,7 +147,7 @@ def test_a_pod_no_service_or_controller_selects_has_no_default_constraints() -> 
     raw = {"metadata": {"name": "p", "labels": {"foo": ""}}, "spec": {"containers": [{"name": "c"}]}}
     other = selectors_from_api([{"metadata": {"namespace": "default"}, "spec": {"selector": {"bar": ""}}}])
     assert pod_info(raw, other).default_spread is None
-    assert spread.prescore(pod_info(raw, Selectors()), snapshot(HOSTS, [], [])) is None
+    assert podtopologyspread.prescore(pod_info(raw, Selectors()), snapshot(HOSTS, [], [])) is None
 
 
 def test_a_replicasets_selector_is_added_to_the_services() -> None:
@@ -218,19 +220,19 @@ FILTER_CASES = [
 
 @pytest.mark.parametrize("name, constraint, pods, fits", FILTER_CASES, ids=[c[0] for c in FILTER_CASES])
 def test_spread_filters_as_the_go_tests_want(name, constraint, pods, fits) -> None:
-    check = spread.prefilter(incoming({"foo": ""}, constraint), snapshot(ZONES, [], pods))
+    check = podtopologyspread.prefilter(incoming({"foo": ""}, constraint), snapshot(ZONES, [], pods))
     assert check is not None
     assert {n.name for n in ZONES if not check(n)} == fits
     rejected = {check(n) for n in ZONES if check(n)}
-    assert rejected <= {(spread.REASON_CONSTRAINTS,)}
+    assert rejected <= {(podtopologyspread.REASON_CONSTRAINTS,)}
 
 
 def test_a_node_without_the_topology_key_fails_with_the_missing_label_reason() -> None:
-    check = spread.prefilter(
+    check = podtopologyspread.prefilter(
         incoming({"foo": ""}, SpreadConstraint(1, "zone", "DoNotSchedule", selector("foo"))),
         snapshot([*ZONES, node("bare")], [], []),
     )
-    assert check is not None and check(node("bare")) == (spread.REASON_MISSING_LABEL,)
+    assert check is not None and check(node("bare")) == (podtopologyspread.REASON_MISSING_LABEL,)
 
 
 def test_node_taints_policy_honor_leaves_tainted_nodes_out_of_the_domains() -> None:
@@ -240,11 +242,11 @@ def test_node_taints_policy_honor_leaves_tainted_nodes_out_of_the_domains() -> N
     ignore = dataclasses.replace(honor, node_taints_policy="Ignore")
     pods = pods_on({"node-a": 1, "node-x": 1})
     nodes = [*ZONES, tainted]
-    honored = spread.prefilter(incoming({"foo": ""}, honor), snapshot(nodes, [], pods))
-    ignored = spread.prefilter(incoming({"foo": ""}, ignore), snapshot(nodes, [], pods))
+    honored = podtopologyspread.prefilter(incoming({"foo": ""}, honor), snapshot(nodes, [], pods))
+    ignored = podtopologyspread.prefilter(incoming({"foo": ""}, ignore), snapshot(nodes, [], pods))
     assert honored is not None and ignored is not None
     assert not honored(ZONES[0])  # zones 1 and 2 hold one pod each: the minimum is 1
-    assert ignored(ZONES[0]) == (spread.REASON_CONSTRAINTS,)  # zone3 counts, with 0
+    assert ignored(ZONES[0]) == (podtopologyspread.REASON_CONSTRAINTS,)  # zone3 counts, with 0
 
 
 # --- InterPodAffinity -------------------------------------------------------------------------------
@@ -277,7 +279,7 @@ def test_an_existing_pods_required_anti_affinity_keeps_a_matching_pod_off_its_do
     pod = PodInfo("p", {"app": "web"}, {}, None, (), ())
     ranking = cycle.rank(pod, REGIONS, snapshot(REGIONS, [], pods).usage)
     assert {n.name: n.reasons for n in ranking.nodes} == {
-        "node1": (podaffinity.REASON_EXISTING_ANTI_AFFINITY,),
+        "node1": (interpodaffinity.REASON_EXISTING_ANTI_AFFINITY,),
         "node2": (),
         "node3": (),
     }
@@ -289,7 +291,7 @@ def test_required_anti_affinity_keeps_the_pod_off_hosts_with_a_sibling() -> None
     pod = PodInfo("p", {"app": "web"}, {}, None, (), (), pod_affinity=anti)
     ranking = cycle.rank(pod, hosts, snapshot(hosts, [], [existing("h2", {"app": "web"})]).usage)
     assert [n.name for n in ranking.feasible] == ["h1", "h3"]
-    assert ranking.nodes[1].reasons == (podaffinity.REASON_ANTI_AFFINITY,)
+    assert ranking.nodes[1].reasons == (interpodaffinity.REASON_ANTI_AFFINITY,)
 
 
 def test_required_affinity_with_no_match_anywhere_lets_the_first_pod_of_its_group_in() -> None:
@@ -300,7 +302,7 @@ def test_required_affinity_with_no_match_anywhere_lets_the_first_pod_of_its_grou
     )
     other = dataclasses.replace(with_self, labels={"app": "other"})
     assert len(cycle.rank(with_self, hosts).feasible) == 2
-    assert {n.reasons for n in cycle.rank(other, hosts).nodes} == {(podaffinity.REASON_AFFINITY,)}
+    assert {n.reasons for n in cycle.rank(other, hosts).nodes} == {(interpodaffinity.REASON_AFFINITY,)}
 
 
 def test_the_hard_affinity_of_an_existing_pod_scores_the_incoming_pod_at_weight_1() -> None:

@@ -16,19 +16,13 @@ from tests.unit.test_rebalance import make_plan
 from tests.unit.test_status_cost import cluster_view
 from webhook import explain, placement, rebalance, status
 from webhook.policy_file import default_policy
-from webhook.scheduler import cycle, plugins
+from webhook.scheduler import cycle, registry
+from webhook.scheduler.framework import FilterPlugin, Reads, ScorePlugin
 from webhook.scheduler.incremental import World
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, UsageTally
-from webhook.scheduler.plugins import (
-    BALANCED_ALLOCATION,
-    BALANCED_ALLOCATION_WITH_POD,
-    DEFAULT_PROFILE,
-    FilterPlugin,
-    Reads,
-    ScorePlugin,
-)
+from webhook.scheduler.plugins.netqos import NETQOS_TARGET
 from webhook.scheduler.read import node_info, pod_info
-from webhook.scheduler.scores import NETQOS_TARGET
+from webhook.scheduler.registry import BALANCED_ALLOCATION, BALANCED_ALLOCATION_WITH_POD, DEFAULT_PROFILE
 from webhook.testing.kubeapi import node, pod
 
 NOW = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
@@ -52,13 +46,13 @@ ZONED = ScorePlugin("ExampleZoneA", lambda pod, nodes, profile: True, _zone_a, N
 
 @pytest.fixture
 def with_filter(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plugins, "FILTER_PLUGINS", (*plugins.FILTER_PLUGINS, BLOCKING))
+    monkeypatch.setattr(registry, "FILTER_PLUGINS", (*registry.FILTER_PLUGINS, BLOCKING))
 
 
 @pytest.fixture
 def with_score(monkeypatch: pytest.MonkeyPatch) -> Profile:
-    monkeypatch.setattr(plugins, "SCORE_PLUGINS", {**plugins.SCORE_PLUGINS, ZONED.name: ZONED})
-    monkeypatch.setattr(plugins, "SCORE_ORDER", (*plugins.SCORE_ORDER, ZONED.name))
+    monkeypatch.setattr(registry, "SCORE_PLUGINS", {**registry.SCORE_PLUGINS, ZONED.name: ZONED})
+    monkeypatch.setattr(registry, "SCORE_ORDER", (*registry.SCORE_ORDER, ZONED.name))
     return DEFAULT_PROFILE.with_plugin(ZONED.name, 10)
 
 
@@ -190,7 +184,7 @@ rules:
 
 def test_the_fast_nodes_are_the_policys_top_scoring_values() -> None:
     from webhook.policy_file import policy_from_bytes
-    from webhook.scheduler.scores import fast_target
+    from webhook.scheduler.plugins.netqos import fast_target
 
     assert str(fast_target(default_policy())) == "net=high"
     tiered = fast_target(policy_from_bytes(TIERED, "tiers.yaml"))

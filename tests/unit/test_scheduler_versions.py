@@ -1,5 +1,5 @@
 """What each Kubernetes release's kube-scheduler computes differently, one table per behaviour and
-a row per release, through `plugins.default_profile(version)` (the profile explain, status and
+a row per release, through `registry.default_profile(version)` (the profile explain, status and
 rebalance use for a cluster of that version). Each expectation is worked out from that tag's
 sources (k8s.io/kubernetes v1.34.4, v1.35.4, v1.36.3, v1.37.2), cited per table."""
 
@@ -9,10 +9,12 @@ import pytest
 
 from webhook.kubeversion import KubeVersion
 from webhook.scheduler.cycle import rank
-from webhook.scheduler.filters import REASON_NODE_NAME, REASON_NOT_IN_PREFILTER, REASON_UNSCHEDULABLE
 from webhook.scheduler.model import Node, Taint, usage_by_node
-from webhook.scheduler.plugins import BALANCED_ALLOCATION, IMAGE_LOCALITY, default_profile, filter_plugins
+from webhook.scheduler.plugins.nodeaffinity import REASON_NOT_IN_PREFILTER
+from webhook.scheduler.plugins.nodename import REASON_NODE_NAME
+from webhook.scheduler.plugins.nodeunschedulable import REASON_UNSCHEDULABLE
 from webhook.scheduler.read import declared_features_needed, node_info, pod_info
+from webhook.scheduler.registry import BALANCED_ALLOCATION, IMAGE_LOCALITY, default_profile, filter_plugins
 from webhook.testing.pods import pod
 
 V134, V135, V136, V137 = (KubeVersion(1, minor) for minor in (34, 35, 36, 37))

@@ -13,16 +13,13 @@ from webhook.affinity import (
     preferred_score,
 )
 from webhook.scheduler.cycle import Sampling, nodes_scored_at_most, rank
-from webhook.scheduler.filters import (
-    REASON_NODE_AFFINITY,
-    REASON_NOT_IN_PREFILTER,
-    REASON_TERMS_CONFLICT,
-    REASON_UNSCHEDULABLE,
-    first_untolerated_taint,
-)
+from webhook.scheduler.framework import default_normalize
 from webhook.scheduler.model import Node, Taint, Toleration
+from webhook.scheduler.plugins.netqos import netqos_score
+from webhook.scheduler.plugins.nodeaffinity import REASON_NODE_AFFINITY, REASON_NOT_IN_PREFILTER, REASON_TERMS_CONFLICT
+from webhook.scheduler.plugins.nodeunschedulable import REASON_UNSCHEDULABLE
+from webhook.scheduler.plugins.tainttoleration import first_untolerated_taint
 from webhook.scheduler.read import node_info, pod_info
-from webhook.scheduler.scores import default_normalize, netqos_score
 from webhook.testing.pods import pod
 
 

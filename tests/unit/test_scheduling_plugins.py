@@ -10,21 +10,22 @@ import pytest
 from webhook.apidata import ShapeError
 from webhook.resources import CPU, MEMORY, HostPort, parse_quantity, resource_list
 from webhook.scheduler.cycle import filter_reasons, rank
-from webhook.scheduler.filters import REASON_NODE_PORTS, REASON_TOO_MANY_PODS, insufficient_resources, ports_fit
+from webhook.scheduler.framework import default_normalize
 from webhook.scheduler.model import Node, NodeUsage, ScoringStrategy, Taint, normalized_image_name, usage_of
-from webhook.scheduler.plugins import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY
-from webhook.scheduler.read import pod_info
-from webhook.scheduler.scores import (
-    ImageState,
+from webhook.scheduler.plugins.imagelocality import ImageState, image_locality
+from webhook.scheduler.plugins.nodeports import REASON_NODE_PORTS, ports_fit
+from webhook.scheduler.plugins.noderesources import (
+    REASON_TOO_MANY_PODS,
     balanced_allocation,
     balanced_score,
     broken_linear,
-    default_normalize,
-    image_locality,
+    insufficient_resources,
     least_allocated,
     most_allocated,
     requested_to_capacity_ratio,
 )
+from webhook.scheduler.read import pod_info
+from webhook.scheduler.registry import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY
 from webhook.testing.pods import pod
 
 GI, MI = 2**30, 2**20

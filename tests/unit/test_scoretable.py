@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from webhook.affinity import preferred_score
-from webhook.scheduler.scores import default_normalize
+from webhook.scheduler.framework import default_normalize
 from webhook.scoretable import (
     SchedulerWeights,
     ScoreTable,

@@ -10,7 +10,7 @@ from typing import Any
 from tests.fixtures import NETQOS_TERMS
 from webhook import status
 from webhook.policy_file import default_policy
-from webhook.scheduler import filters
+from webhook.scheduler.plugins import tainttoleration
 from webhook.testing.kubeapi import node, pod
 
 ALLOCATABLE = {"cpu": "2", "memory": "4Gi", "pods": "10"}
@@ -46,13 +46,13 @@ def test_status_filters_each_high_node_once_per_distinct_spec_not_once_per_pod(m
         p["spec"]["containers"][0].update(image=f"registry.example/app-{i:03}:1", resources={"requests": {"cpu": "3"}})
         pods.append(p)
     calls = Counter[str]()
-    taint_filter = filters.first_untolerated_taint
+    taint_filter = tainttoleration.first_untolerated_taint
 
     def counted(tolerations: Any, taints: Any) -> Any:
         calls["taint"] += 1
         return taint_filter(tolerations, taints)
 
-    monkeypatch.setattr(filters, "first_untolerated_taint", counted)
+    monkeypatch.setattr(tainttoleration, "first_untolerated_taint", counted)
     report = status.analyse(cluster_view(nodes, pods))
     assert len(report.not_on_high) == 300
     assert {p.why for p in report.not_on_high} == {("200/200 net=high node(s): Insufficient cpu",)}

@@ -38,7 +38,8 @@ from webhook.scheduler.config import SchedulerConfigError, profile_for
 from webhook.scheduler.cycle import NodeResult
 from webhook.scheduler.keys import UsageFold
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, selects_namespaces
-from webhook.scheduler.plugins import (
+from webhook.scheduler.read import NO_SELECTORS, Selectors, namespace_info, node_info, pod_info, selectors_from_api
+from webhook.scheduler.registry import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
     IMAGE_LOCALITY,
@@ -49,7 +50,6 @@ from webhook.scheduler.plugins import (
     TAINT_TOLERATION,
     for_version,
 )
-from webhook.scheduler.read import NO_SELECTORS, Selectors, namespace_info, node_info, pod_info, selectors_from_api
 from webhook.scheduler.sampling import Landing
 
 HELP = "Predict the node the stock kube-scheduler picks for a pod the webhook mutated, beside the NetQoS scheduler's."

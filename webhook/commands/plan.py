@@ -6,7 +6,7 @@ registration (`read_registration`, whose Namespaces' labels pod affinity's names
 match too), and the Services of the candidates' namespaces (with the controllers, what
 PodTopologySpread's default constraints spread a replacement by). Shared by `rebalance`, which
 acts on the plan, and `status`, which counts the pods it would move. The replacements are scored
-as the cluster's Kubernetes version scores (its /version: `scheduler.plugins.default_profile`),
+as the cluster's Kubernetes version scores (its /version: `scheduler.registry.default_profile`),
 each with the profile of its schedulerName: the default profile for `default-scheduler` unless
 the given scheduler configurations name it, and the profiles of those configurations
 (`SchedulerProfiles`) for the others.
@@ -36,8 +36,8 @@ from webhook.owners import Owner
 from webhook.policy import Policy
 from webhook.scheduler.config import SchedulerConfigError, profiles
 from webhook.scheduler.model import Profile
-from webhook.scheduler.plugins import DEFAULT_PROFILE, default_profile, for_version
 from webhook.scheduler.read import Selectors, selectors_from_api
+from webhook.scheduler.registry import DEFAULT_PROFILE, default_profile, for_version
 
 UNBOUND = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"  # Pending pods no node holds yet
 MAX_DRY_RUNS = 20  # replacements the API server admits in dry run per plan; the others are modelled

@@ -461,7 +461,7 @@ def to_json(report: Report) -> dict[str, Any]:
             {"namespace": p.namespace, "name": p.name, "owner": p.owner, "created": p.created} for p in report.missing
         ],
         # "high_nodes", "not_on_high" and "net" keep their names whatever the rules' targets
-        # (the nodes of `scores.rule_target`, the node's value of its key): they are an API.
+        # (the nodes of `netqos.rule_target`, the node's value of its key): they are an API.
         "not_on_high": [
             {
                 "namespace": p.namespace,

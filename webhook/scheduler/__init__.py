@@ -5,12 +5,15 @@ Modules, bottom-up (each imports only those before it):
 - `model`: nodes, pods (`PodInfo`), what pods take of a node (`NodeUsage`, `UsageTally`), the
   `Profile` (Score plugins and weights, plugin arguments) and the fast-node `Target`;
 - `read`: API objects (decoded JSON) into the model;
-- `filters`, `scores`: each plugin's Filter check and raw Score, the normalisations, Go's
-  integer helpers, the NetQoS plugin's port and the fast nodes a policy prefers;
-- `spread`, `podaffinity`: PodTopologySpread and InterPodAffinity, which read every node's pods;
-- `plugins`: the ONE table of plugins (name, functions, normaliser, what each reads) and the
-  default profile;
-- `cycle`: one scheduling cycle over the table (PreFilter, Filter, Score, sampling, the result);
+- `framework`: what a Filter and a Score plugin are (`FilterPlugin`, `ScorePlugin`, `Reads`),
+  NormalizeScore and Go's integer arithmetic;
+- `plugins`: one module per plugin, as kube-scheduler's pkg/scheduler/framework/plugins/<plugin>/:
+  its reasons, Filter and PreFilter, PreScore state, Score, normaliser and per-release variants
+  (the NetQoS plugin's port, and the fast nodes a policy prefers, in `plugins.netqos`);
+- `registry`: the ONE table of plugins, built from the plugin modules, the default profile and
+  the variants each modelled release runs;
+- `cycle`: one scheduling cycle over the table: the ONE filter chain (`FilterChain`: PreFilter,
+  node-only, usage and cluster filters), Score, sampling, the result;
 - `keys`: keys that let pods of one template share that work, and the one cap on them;
 - `incremental`: what-if placement for pod after pod as usage changes (rebalance), over the
   same table;

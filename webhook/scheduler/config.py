@@ -1,6 +1,6 @@
 """A `KubeSchedulerConfiguration` (kubescheduler.config.k8s.io/v1) read into the `Profile` that
 scores a pod: the profile named by the pod's `schedulerName`. Pure: API data in, a Profile out.
-The plugins it can evaluate, and the default profile it starts from, are `plugins`'.
+The plugins it can evaluate, and the default profile it starts from, are `registry`'s.
 
 What is read, with kube-scheduler's merge rules (kubernetes v1.36.3: pkg/scheduler/apis/config/v1/
 default_plugins.go `getDefaultPlugins`, `mergePlugins`; pkg/scheduler/framework/runtime/framework.go
@@ -45,7 +45,8 @@ from webhook import apidata
 from webhook.affinity import node_affinity_from_api
 from webhook.apidata import InvalidValue, ShapeError, expect
 from webhook.scheduler.model import DEFAULT_SCHEDULER, Profile, ScoringStrategy, SpreadConstraint
-from webhook.scheduler.plugins import (
+from webhook.scheduler.read import spread_constraint
+from webhook.scheduler.registry import (
     BALANCED_ALLOCATION,
     DEFAULT_WEIGHTS,
     FILTER_PLUGINS,
@@ -62,7 +63,6 @@ from webhook.scheduler.plugins import (
     SCORE_ORDER,
     TAINT_TOLERATION,
 )
-from webhook.scheduler.read import spread_constraint
 from webhook.validation import is_qualified_name
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"

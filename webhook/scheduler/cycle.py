@@ -1,6 +1,6 @@
 """One kube-scheduler cycle for one pod over a list of nodes and what the pods already on them
 take: PreFilter, the Filter plugins, the Score plugins normalised and weighted, the total and the
-predicted node(s). Pure: the model in, a `Ranking` out. The plugins are `plugins`' tables.
+predicted node(s). Pure: the model in, a `Ranking` out. The plugins are `registry`'s tables.
 
 Filtering (schedule_one.go findNodesThatPassFilters): NodeAffinity's PreFilter narrows the
 candidates when every required term names nodes (`matchFields metadata.name In`), and from 1.37
@@ -11,7 +11,7 @@ goes through the Filter plugins in order, and the first that rejects it gives th
 rejected by them. With `Sampling` the cycle stops once it has found numFeasibleNodesToFind
 feasible nodes, as the scheduler does in large clusters.
 
-Scoring, per feasible node: each Score plugin of the profile (`plugins.score_plugins`), PreScore
+Scoring, per feasible node: each Score plugin of the profile (`registry.score_plugins`), PreScore
 once for the pod, the raw score per node, its NormalizeScore over the feasible nodes, times its
 weight; the total is their sum and the prediction the best total (ties: the scheduler picks at
 random among them).
@@ -29,11 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from webhook.affinity import PREFERRED, preferred_terms_problem
-from webhook.scheduler import plugins
-from webhook.scheduler.filters import no_node_in_prefilter, not_in_prefilter
+from webhook.scheduler import registry
+from webhook.scheduler.framework import Normalize, no_node_in_prefilter, not_in_prefilter
 from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Snapshot
-from webhook.scheduler.plugins import DEFAULT_PROFILE, DEFAULT_WEIGHTS, NODE_AFFINITY
-from webhook.scheduler.scores import NETQOS_NODE_LABEL, netqos_score
+from webhook.scheduler.plugins.netqos import NETQOS_NODE_LABEL, netqos_score
+from webhook.scheduler.registry import DEFAULT_PROFILE, DEFAULT_WEIGHTS, NODE_AFFINITY
 
 MIN_FEASIBLE_NODES_TO_FIND = 100  # below this many nodes the scheduler evaluates every node
 MIN_FEASIBLE_NODES_PERCENTAGE = 5
@@ -171,7 +171,7 @@ def node_only_reasons(pod: PodInfo, node: Node, profile: Profile = DEFAULT_PROFI
     first (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity): the first one's reasons.
     Their verdict depends on the pod's node name, tolerations, node selector and required
     affinity only, so pods that share those share it, whatever the pods on the node."""
-    for plugin in plugins.node_filters(profile):
+    for plugin in registry.node_filters(profile):
         reasons = plugin.filter(pod, node, EMPTY_USAGE, profile)
         if reasons:
             return reasons
@@ -181,7 +181,7 @@ def node_only_reasons(pod: PodInfo, node: Node, profile: Profile = DEFAULT_PROFI
 def usage_reasons(pod: PodInfo, node: Node, usage: NodeUsage, profile: Profile = DEFAULT_PROFILE) -> tuple[str, ...]:
     """The Filter plugins that read what the pods already on the node take, which the default
     profile runs next (NodePorts, NodeResourcesFit): the first one's reasons."""
-    for plugin in plugins.usage_filters(profile):
+    for plugin in registry.usage_filters(profile):
         reasons = plugin.filter(pod, node, usage, profile)
         if reasons:
             return reasons
@@ -207,7 +207,7 @@ def prefilter(
     nodes (framework/runtime/framework.go, schedule_one.go findNodesThatFitPod)."""
     allowed: frozenset[str] | None = None
     naming: list[str] = []
-    for plugin in plugins.node_name_prefilters(profile):
+    for plugin in registry.node_name_prefilters(profile):
         assert plugin.node_names is not None
         names = plugin.node_names(pod)
         if names is None:
@@ -241,14 +241,14 @@ def node_only_filter(
 def cluster_checks(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> list[Callable[[Node], tuple[str, ...]]]:
     """The PreFilter of each Filter plugin that reads the whole cluster (PodTopologySpread,
     InterPodAffinity), as the Filter of one node; those whose PreFilter skips the pod left out."""
-    checks = (p.prefilter(pod, snapshot, profile) for p in plugins.cluster_filters(profile) if p.prefilter)
+    checks = (p.prefilter(pod, snapshot, profile) for p in registry.cluster_filters(profile) if p.prefilter)
     return [c for c in checks if c is not None]
 
 
 def late_node_checks(pod: PodInfo, profile: Profile) -> list[Callable[[Node], tuple[str, ...]]]:
     """`cluster_checks` of the plugins that need no snapshot (NodeDeclaredFeatures), for a judge
     that reads no other pod (`placement.WhyNotHigh`); they filter last, as in the cycle."""
-    checks = (p.prefilter(pod, NO_SNAPSHOT, profile) for p in plugins.late_node_filters(profile) if p.prefilter)
+    checks = (p.prefilter(pod, NO_SNAPSHOT, profile) for p in registry.late_node_filters(profile) if p.prefilter)
     return [c for c in checks if c is not None]
 
 
@@ -261,14 +261,63 @@ def cluster_reasons(checks: Sequence[Callable[[Node], tuple[str, ...]]], node: N
     return ()
 
 
+@dataclass(frozen=True)
+class FilterChain:
+    """The ONE composition of a cycle's filtering for one pod, in the profile's order: PreFilter
+    (the node names it narrows to), the Filter plugins that read the node alone, those that read
+    what the pods on it take, then those that read every node's pods (`checks`: their PreFilter
+    run over one snapshot, or, without a snapshot, the ones that need none: `late_node_checks`).
+    The first stage that rejects a node gives its reasons, as the framework stops at the first
+    plugin that rejects it.
+
+    The cycle (`rank`), what-if placement (`incremental.Predictor`) and `placement.WhyNotHigh`
+    all filter through it; the latter two share a stage's verdict where it allows (the node-only
+    verdict per `keys.node_filter_key`, the usage verdict per node until its usage changes) and
+    pass it in, so the order is stated here only."""
+
+    pod: PodInfo
+    profile: Profile
+    checks: tuple[Callable[[Node], tuple[str, ...]], ...] = ()
+
+    @classmethod
+    def over(cls, pod: PodInfo, profile: Profile, snapshot: Snapshot | None = None) -> FilterChain:
+        """The chain for `pod`, its cluster stage PreFiltered over `snapshot` (None: only the
+        plugins that need no snapshot, for a judge that reads no other pod)."""
+        if snapshot is None:
+            return cls(pod, profile, tuple(late_node_checks(pod, profile)))
+        return cls(pod, profile, tuple(cluster_checks(pod, snapshot, profile)))
+
+    def prefilter(self, nodes: Sequence[Node]) -> tuple[str | None, Callable[[Node], tuple[str, ...]]]:
+        """The PreFilter stage (`prefilter`): its failure, and each node's reasons from it."""
+        return prefilter(self.pod, nodes, self.profile)
+
+    def node_only(self, nodes: Sequence[Node]) -> tuple[str | None, list[tuple[str, ...]]]:
+        """The PreFilter and node-only stages over `nodes` (`node_only_filter`), the verdict
+        pods that share `keys.node_filter_key` share."""
+        return node_only_filter(self.pod, nodes, self.profile)
+
+    def through_usage(self, node: Node, usage: NodeUsage, node_only: tuple[str, ...]) -> tuple[str, ...]:
+        """The verdict up to the usage stage, given the node-only stage's (`node_only`)."""
+        return node_only or usage_reasons(self.pod, node, usage, self.profile)
+
+    def through_cluster(self, node: Node, through_usage: tuple[str, ...]) -> tuple[str, ...]:
+        """The whole chain's verdict, given the verdict up to the usage stage (`through_usage`)."""
+        return through_usage or cluster_reasons(self.checks, node)
+
+    def reasons(self, node: Node, usage: NodeUsage, excluded: Callable[[Node], tuple[str, ...]]) -> tuple[str, ...]:
+        """Every stage on `node`, PreFilter's verdict being `excluded` (`prefilter`)."""
+        node_only = excluded(node) or node_only_reasons(self.pod, node, self.profile)
+        return self.through_cluster(node, self.through_usage(node, usage, node_only))
+
+
 def _walk(
     pod: PodInfo, snapshot: Snapshot, profile: Profile, sampling: Sampling | None
 ) -> tuple[str | None, list[Node], list[tuple[str, ...]]]:
     """The nodes one cycle filters, with their reasons: every node, or with `sampling` from
     `sampling.start` round the list until it has found enough feasible ones."""
     nodes, usage = snapshot.nodes, snapshot.usage
-    conflict, excluded = prefilter(pod, nodes, profile)
-    checks = cluster_checks(pod, snapshot, profile)
+    chain = FilterChain.over(pod, profile, snapshot)
+    conflict, excluded = chain.prefilter(nodes)
     start, wanted = (
         (0, len(nodes)) if sampling is None else (sampling.start, nodes_scored_at_most(len(nodes), sampling.percentage))
     )
@@ -277,11 +326,7 @@ def _walk(
     found = 0
     for i in range(len(nodes)):
         node = nodes[(start + i) % len(nodes)]
-        why = (
-            excluded(node)
-            or filter_reasons(pod, node, usage.get(node.name, EMPTY_USAGE), profile)
-            or cluster_reasons(checks, node)
-        )
+        why = chain.reasons(node, usage.get(node.name, EMPTY_USAGE), excluded)
         scanned.append(node)
         reasons.append(why)
         found += not why
@@ -301,7 +346,7 @@ class Column:
     name: str
     weight: int
     raw: list[int]
-    normalize: plugins.Normalize | None
+    normalize: Normalize | None
 
 
 def raw_columns(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> tuple[list[Column], tuple[str, ...]]:
@@ -311,7 +356,7 @@ def raw_columns(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> tuple[lis
     skipped: list[str] = []
     feasible = snapshot.feasible
     use = [snapshot.usage_of(n) for n in feasible]
-    for plugin, weight in plugins.score_plugins(profile):
+    for plugin, weight in registry.score_plugins(profile):
         state = plugin.prepare(pod, snapshot, profile)
         if state is None:
             skipped.append(plugin.name)
@@ -351,7 +396,7 @@ def rank(
     snapshot = dataclasses.replace(snapshot, feasible=feasible)
     scores, skipped = score(pod, snapshot, profile)
     # NodeAffinity's scores are shown even when the profile does not weigh them.
-    affinity = plugins.SCORE_PLUGINS[NODE_AFFINITY]
+    affinity = registry.SCORE_PLUGINS[NODE_AFFINITY]
     terms = affinity.prepare(pod, snapshot, profile)
     raw = {n.name: affinity.score(terms, n, EMPTY_USAGE) for n in scanned}
     assert affinity.normalize is not None

@@ -7,7 +7,7 @@ The nodes are split into those of a `Target` (the fast nodes) and the others; `P
 says whether the pod's best node is a target node, and by how much.
 
 Per node a `Predictor` keeps the filter reasons and each Score plugin's raw score: those of the
-plugins that read the node alone (`plugins.Reads.NODE`) are computed once per node and shared by
+plugins that read the node alone (`framework.Reads.NODE`) are computed once per node and shared by
 every predictor whose pod has the plugin's key; those that read the node's usage are computed
 again when the node's usage changes (`sync`, from the world's log). A plugin that normalises
 does so by the best raw score over the feasible nodes: when that changes, every total is
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from webhook.names import MAX_NODE_SCORE
-from webhook.scheduler import cycle, keys, plugins, sampling
+from webhook.scheduler import cycle, keys, registry, sampling
+from webhook.scheduler.framework import Reads, ScorePlugin
 from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Snapshot, Target, UsageTally
-from webhook.scheduler.plugins import Reads, ScorePlugin
 
 T = TypeVar("T")
 PREDICTORS = 64  # pod specs whose per-node scores are kept at once (each holds a list per node)
@@ -120,7 +120,7 @@ class World:
         """PreFilter, then the Filter plugins that read the pod and the node alone (NodeAffinity
         reads the profile's addedAffinity too)."""
         key = ("node-only", keys.node_filter_key(pod, profile), profile.added_required)
-        return self.shared(key, lambda: cycle.node_only_filter(pod, self.nodes, profile)[1])
+        return self.shared(key, lambda: cycle.FilterChain(pod, profile).node_only(self.nodes)[1])
 
     def static_scores(self, plugin: ScorePlugin, pod: PodInfo, profile: Profile, state: Any) -> list[int]:
         """The raw scores of a plugin that reads the node alone, per node."""
@@ -203,7 +203,7 @@ class Predictor:
         self.dynamic: list[_Column] = []
         self.cluster_plugins: list[tuple[ScorePlugin, int]] = []
         snapshot = world.snapshot()
-        for plugin, weight in plugins.score_plugins(profile):
+        for plugin, weight in registry.score_plugins(profile):
             if plugin.reads is Reads.CLUSTER:
                 self.cluster_plugins.append((plugin, weight))
                 continue
@@ -249,17 +249,16 @@ class Predictor:
     def _refresh(self, changed: set[int]) -> None:
         self.seen = len(self.world.log)
         everything = set(range(len(self.world.nodes)))
-        for i in changed:
-            node = self.world.nodes[i]
-            # cycle.filter_reasons, in two halves: the node-only verdict is shared (`World.node_only`)
-            self.base[i] = self.node_only[i] or cycle.usage_reasons(self.pod, node, self.world.usage[i], self.profile)
         snapshot = self.world.snapshot()
-        checks = cycle.cluster_checks(self.pod, snapshot, self.profile)
-        judged = everything if checks or self._cluster_filtered else changed
-        self._cluster_filtered = bool(checks)
+        chain = cycle.FilterChain.over(self.pod, self.profile, snapshot)
+        for i in changed:
+            # the node-only verdict is shared (`World.node_only`); the usage verdict is kept per
+            # node until its usage changes
+            self.base[i] = chain.through_usage(self.world.nodes[i], self.world.usage[i], self.node_only[i])
+        judged = everything if chain.checks or self._cluster_filtered else changed
+        self._cluster_filtered = bool(chain.checks)
         for i in judged:
-            why = self.base[i] or cycle.cluster_reasons(checks, self.world.nodes[i])
-            self._judge(i, why)
+            self._judge(i, chain.through_cluster(self.world.nodes[i], self.base[i]))
         for i in changed:
             self._score_changed(i)
         cluster = self._cluster_columns(snapshot)
@@ -405,7 +404,7 @@ class Predictor:
         """The lead of the target node (over a bound: at least that), and the plugins it holds under."""
         if best_other < 0:
             return ""
-        scored = [p.name for p, _ in plugins.score_plugins(self.profile)]
+        scored = [p.name for p, _ in registry.score_plugins(self.profile)]
         least = "at least " if bounded else ""
         return f"; a lead of {least}{best_fast - best_other} with every plugin evaluated scored ({', '.join(scored)})"
 

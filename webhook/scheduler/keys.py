@@ -20,7 +20,7 @@ import orjson
 from webhook import apidata
 from webhook.affinity import REQUIRED
 from webhook.resources import RESIZE_PENDING
-from webhook.scheduler import plugins, read
+from webhook.scheduler import read, registry
 from webhook.scheduler.model import NodeUsage, PodInfo, Profile, UsageTally
 
 TEMPLATES = 4096  # distinct pod specs any cache of the scheduler wing remembers
@@ -130,30 +130,30 @@ def _unmounted(containers: Any) -> Any:
     return [{k: v for k, v in c.items() if k != "volumeMounts"} if isinstance(c, Mapping) else c for c in containers]
 
 
-def node_filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:
+def node_filter_key(pod: PodInfo, profile: Profile = registry.DEFAULT_PROFILE) -> Hashable:
     """What the PreFilters that narrow the nodes and the Filter plugins that read the node alone
     read of the pod, each by its table entry: profiles that run other plugins key apart."""
-    prefilters = tuple((p.entry, p.key(pod)) for p in plugins.node_name_prefilters(profile))
-    return prefilters, tuple((p.entry, p.key(pod)) for p in plugins.node_filters(profile))
+    prefilters = tuple((p.entry, p.key(pod)) for p in registry.node_name_prefilters(profile))
+    return prefilters, tuple((p.entry, p.key(pod)) for p in registry.node_filters(profile))
 
 
-def filter_key(pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE) -> Hashable:
+def filter_key(pod: PodInfo, profile: Profile = registry.DEFAULT_PROFILE) -> Hashable:
     """What PreFilter and every Filter plugin that needs no snapshot read of the pod."""
-    usage = tuple(p.key(pod) for p in plugins.usage_filters(profile))
-    return node_filter_key(pod, profile), usage, tuple(p.key(pod) for p in plugins.late_node_filters(profile))
+    usage = tuple(p.key(pod) for p in registry.usage_filters(profile))
+    return node_filter_key(pod, profile), usage, tuple(p.key(pod) for p in registry.late_node_filters(profile))
 
 
 def scheduling_key(
-    pod: PodInfo, profile: Profile = plugins.DEFAULT_PROFILE, label_keys: frozenset[str] | None = None
+    pod: PodInfo, profile: Profile = registry.DEFAULT_PROFILE, label_keys: frozenset[str] | None = None
 ) -> Hashable:
     """What the whole cycle reads of the pod (filters and the profile's scores), and which
     plugins it uses that are not evaluated: pods with one key are ranked alike. When a plugin
     lets other pods' selectors read the pod's labels (InterPodAffinity), its labels count too:
     those of `label_keys` only, when the caller knows every key those selectors read."""
-    cluster = tuple(p.key(pod) for p in plugins.cluster_filters(profile))
-    scored = tuple((p.name, p.key(pod, profile)) for p, _ in plugins.score_plugins(profile))
+    cluster = tuple(p.key(pod) for p in registry.cluster_filters(profile))
+    scored = tuple((p.name, p.key(pod, profile)) for p, _ in registry.score_plugins(profile))
     labels: tuple[tuple[str, str], ...] = ()
-    if plugins.reads_labels(profile):
+    if registry.reads_labels(profile):
         labels = tuple(sorted((k, v) for k, v in pod.labels.items() if label_keys is None or k in label_keys))
     return filter_key(pod, profile), cluster, scored, pod.uses, labels
 

@@ -67,7 +67,7 @@ class Node:
     # without resources (tests of other plugins), whose fit is not evaluated.
     allocatable: Mapping[str, int] | None = None
     # every name in status.images -> the size in bytes of its first entry; ImageLocality scores by
-    # the size the cache keeps for the name, which may be another node's (`scores.image_states`)
+    # the size the cache keeps for the name, which may be another node's (`plugins.imagelocality.image_states`)
     images: Mapping[str, int] = field(default_factory=dict)
     declared_features: frozenset[str] = frozenset()  # status.declaredFeatures (Kubernetes 1.35+)
     created: dt.datetime = UNDATED  # metadata.creationTimestamp; UNDATED when absent
@@ -242,7 +242,7 @@ class NodeUsage:
     namespace and labels, the terminating ones (metadata.deletionTimestamp set) apart, and those
     with pod (anti-)affinity terms. PodTopologySpread leaves terminating pods out of its counts
     (podtopologyspread/common.go countPodsMatchSelector, v1.36.3); InterPodAffinity counts every pod
-    of the NodeInfo, terminating or not (`podaffinity`)."""
+    of the NodeInfo, terminating or not (`plugins.interpodaffinity`)."""
 
     requested: Mapping[str, int] = field(default_factory=dict)
     non_zero_requested: Mapping[str, int] = field(default_factory=dict)
@@ -386,8 +386,8 @@ class ScoringStrategy:
 @dataclass(frozen=True)
 class Profile:
     """A KubeSchedulerProfile, as far as it is evaluated here: the Score plugins that run, by
-    name, with their weights (`plugins.SCORE_PLUGINS` says what each name computes), and the
-    plugins' arguments. `plugins.DEFAULT_PROFILE` is kube-scheduler's default profile."""
+    name, with their weights (`registry.SCORE_PLUGINS` says what each name computes), and the
+    plugins' arguments. `registry.DEFAULT_PROFILE` is kube-scheduler's default profile."""
 
     weights: Mapping[str, int]
     scheduler_name: str = DEFAULT_SCHEDULER
@@ -415,8 +415,8 @@ class Profile:
     # what the scheduler configuration says that is not evaluated here, each "where: what"
     # (`config.settings_not_evaluated` explains them; explain, status and rebalance name them)
     settings_not_evaluated: tuple[str, ...] = ()
-    # plugin name -> the entry of `plugins.SCORE_PLUGINS` or `plugins.FILTER_PLUGINS` that runs
-    # it, when not the one of that name (a Kubernetes release's variant: `plugins.for_version`)
+    # plugin name -> the entry of `registry.SCORE_PLUGINS` or `registry.FILTER_PLUGINS` that runs
+    # it, when not the one of that name (a Kubernetes release's variant: `registry.for_version`)
     variants: Mapping[str, str] = field(default_factory=dict)
 
     def with_plugin(self, name: str, weight: int) -> Profile:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from webhook.scheduler import cycle
 from webhook.scheduler.cycle import Column, Ranking
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Snapshot, cache_order
-from webhook.scheduler.plugins import DEFAULT_PROFILE
+from webhook.scheduler.registry import DEFAULT_PROFILE
 
 ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
 REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")

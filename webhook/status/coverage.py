@@ -37,7 +37,7 @@ from webhook.apidata import ShapeError
 from webhook.names import DEFAULT_SCHEDULER, NAMESPACE_NAME_LABEL, WEBHOOK_DOMAIN
 from webhook.policy import Decision, Rule, evaluate, injected_earlier
 from webhook.scheduler.model import NodeUsage, Profile, Target
-from webhook.scheduler.plugins import DEFAULT_PROFILE
+from webhook.scheduler.registry import DEFAULT_PROFILE
 from webhook.selector import LabelSelector, label_selector_from_api
 from webhook.status.model import (
     ClusterView,

@@ -15,7 +15,7 @@ from webhook.evictability import UNKNOWN_SCHEDULER
 from webhook.kubeversion import KubeVersion
 from webhook.policy import Policy
 from webhook.scheduler.model import Profile, Target
-from webhook.scheduler.scores import NETQOS_TARGET
+from webhook.scheduler.plugins.netqos import NETQOS_TARGET
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ class Report:
     pods: Counter[str] = field(default_factory=Counter)
     placement: Counter[str] = field(default_factory=Counter)
     high_nodes: int | None = None  # the target's nodes: "high" names them in `-o json` (an API)
-    target: Target = NETQOS_TARGET  # the policy's fast nodes (`scores.fast_target`)
+    target: Target = NETQOS_TARGET  # the policy's fast nodes (`netqos.fast_target`)
     missing: list[MissingPod] = field(default_factory=list)
     not_on_high: list[OffHigh] = field(default_factory=list)
     movable: int | None = None  # pods `rebalance` would move now; None when unknown

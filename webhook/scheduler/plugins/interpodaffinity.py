@@ -46,21 +46,28 @@ v1.35.4 (as v1.36.3) and v1.37.2.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from webhook.names import MAX_NODE_SCORE
+from webhook.scheduler.framework import FilterPlugin, Normalize, Reads, ScorePlugin, no_filter
 from webhook.scheduler.model import (
     AffinityTerm,
     LabelsKey,
     Node,
     NodeUsage,
     PodInfo,
+    Profile,
     Snapshot,
     WeightedAffinityTerm,
     namespace_labels,
 )
 
+NAME = "InterPodAffinity"
+# The variant releases before 1.37 run (`registry.VERSION_VARIANTS`), by the name of its table entry:
+# the incoming pod's namespaceSelectors also match nil labels: NotIn, DoesNotExist select every namespace
+UNMERGED = "InterPodAffinity (before 1.37)"
 HARD_POD_AFFINITY_WEIGHT = 1  # InterPodAffinityArgs.hardPodAffinityWeight's default
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -235,3 +242,52 @@ def normalize_one(raw: int, low: int | None, high: int | None) -> int:
     if low is None or high is None or high == low:
         return 0
     return int(MAX_NODE_SCORE * ((raw - low) / (high - low)))
+
+
+def _pod_affinity_key(pod: PodInfo) -> Hashable:
+    return pod.pod_affinity, pod.namespace
+
+
+def _pod_affinity_prescore(pod: PodInfo, snapshot: Snapshot, profile: Profile, unmerged: bool = False) -> Any:
+    """InterPodAffinity's PreScore with the profile's InterPodAffinityArgs."""
+    return prescore(
+        pod, snapshot, unmerged, profile.hard_pod_affinity_weight, profile.ignore_preferred_terms_of_existing_pods
+    )
+
+
+NORMALIZE = Normalize(normalize_one)
+FILTER = FilterPlugin(
+    NAME,
+    no_filter,
+    Reads.CLUSTER,
+    _pod_affinity_key,
+    lambda pod, snapshot, profile: prefilter(pod, snapshot),
+    labels=True,
+)
+FILTER_UNMERGED = FilterPlugin(
+    NAME,
+    no_filter,
+    Reads.CLUSTER,
+    _pod_affinity_key,
+    lambda pod, snapshot, profile: prefilter(pod, snapshot, unmerged=True),
+    labels=True,
+    variant=UNMERGED,
+)
+SCORE = ScorePlugin(
+    NAME,
+    lambda pod, snapshot, profile: _pod_affinity_prescore(pod, snapshot, profile),
+    score,
+    NORMALIZE,
+    Reads.CLUSTER,
+    lambda pod, profile: _pod_affinity_key(pod),
+    labels=True,
+)
+SCORE_UNMERGED = ScorePlugin(
+    NAME,
+    lambda pod, snapshot, profile: _pod_affinity_prescore(pod, snapshot, profile, unmerged=True),
+    score,
+    NORMALIZE,
+    Reads.CLUSTER,
+    lambda pod, profile: _pod_affinity_key(pod),
+    labels=True,
+)

@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from webhook.names import MAX_NODE_SCORE
-from webhook.scheduler.filters import first_untolerated_taint, required_affinity_matches
+from webhook.scheduler.framework import FilterPlugin, Normalize, Reads, ScorePlugin, no_filter
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Snapshot, SpreadConstraint, selects
+from webhook.scheduler.plugins.nodeaffinity import required_affinity_matches
+from webhook.scheduler.plugins.tainttoleration import first_untolerated_taint
 
+NAME = "PodTopologySpread"
 HOSTNAME = "kubernetes.io/hostname"  # v1.LabelHostname
 ZONE = "topology.kubernetes.io/zone"  # v1.LabelTopologyZone
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
@@ -181,3 +184,39 @@ def normalize_one(raw: int, low: int | None, high: int | None) -> int:
     if raw < 0 or low is None or high is None:
         return 0
     return MAX_NODE_SCORE if high == 0 else MAX_NODE_SCORE * (high + low - raw) // high
+
+
+def _spread_key(pod: PodInfo) -> Hashable:
+    """The pod's constraints (or default selector), the node fields its inclusion policies read,
+    and which of its own selectors select it."""
+    if not pod.spread and pod.default_spread is None:
+        return None
+    own = tuple(selects(c.selector, pod.labels) for c in pod.spread)
+    return (
+        pod.spread,
+        pod.default_spread,
+        pod.namespace,
+        own,
+        selects(pod.default_spread, pod.labels),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required,
+        pod.tolerations,
+    )
+
+
+NORMALIZE = Normalize(normalize_one, ignore_negative=True)
+FILTER = FilterPlugin(
+    NAME,
+    no_filter,
+    Reads.CLUSTER,
+    _spread_key,
+    lambda pod, snapshot, profile: prefilter(pod, snapshot, profile.spread_defaults),
+)
+SCORE = ScorePlugin(
+    NAME,
+    lambda pod, snapshot, profile: prescore(pod, snapshot, profile.spread_defaults),
+    score,
+    NORMALIZE,
+    Reads.CLUSTER,
+    lambda pod, profile: _spread_key(pod),
+)
