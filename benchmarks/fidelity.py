@@ -35,21 +35,28 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import random
+import shlex
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks import evidence
+from webhook.admission_policy import MUTATING_KIND, admission_policies
 from webhook.affinity import preferred_score
 from webhook.policy import Policy, evaluate
 from webhook.policy_file import default_policy, load_policy
 from webhook.resources import CPU, MEMORY, NON_ZERO_DEFAULTS, PODS
 from webhook.scheduler.cycle import Ranking, Sampling, rank
+from webhook.scheduler.framework import default_normalize
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, Taint
-from webhook.scheduler.plugins import (
+from webhook.scheduler.plugins.netqos import NETQOS_NODE_LABEL
+from webhook.scheduler.read import pod_info
+from webhook.scheduler.registry import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
     IMAGE_LOCALITY,
@@ -58,8 +65,6 @@ from webhook.scheduler.plugins import (
     NODE_RESOURCES_FIT,
     TAINT_TOLERATION,
 )
-from webhook.scheduler.read import pod_info
-from webhook.scheduler.scores import NETQOS_NODE_LABEL, default_normalize
 
 CLASSIC_FILE = "deploy/examples/policies/classic.yaml"
 GI = 1024**3
@@ -268,8 +273,15 @@ class Prediction:
         return {name for name, total in self.totals.items() if total == best}
 
 
-def compare(case: Case, policies: dict[str, Policy], profile: Profile, netqos_weight: int) -> Outcome:
-    """Every policy's prediction for one case against the NetQoS scheduler's, with causes.
+def compare(
+    case: Case,
+    policies: dict[str, Policy],
+    profile: Profile,
+    netqos_weight: int,
+    admitted: Mapping[str, Any] | None = None,
+) -> Outcome:
+    """Every policy's prediction for one case against the NetQoS scheduler's, with causes;
+    `admitted`: more predictions, of the pod as something else mutated it (name -> the pod after).
 
     One `rank` of the pod as written gives every node's filter result and scores; the pod after a
     policy differs only in its preferred terms, which filter nothing and change only NodeAffinity,
@@ -282,8 +294,9 @@ def compare(case: Case, policies: dict[str, Policy], profile: Profile, netqos_we
     netqos = predict(base, labels, before.preferred, profile, netqos_weight)
     agree, causes = {}, {}
     seen: dict[tuple[Any, ...], Prediction] = {}
-    for name, policy in policies.items():
-        after = pod_info(evaluate(policy, case.pod).pod)
+    mutated = {name: evaluate(policy, case.pod).pod for name, policy in policies.items()}
+    for name, pod in {**mutated, **(admitted or {})}.items():
+        after = pod_info(pod)
         key = tuple(t.identity for t in after.preferred)
         stock = seen.get(key) or seen.setdefault(key, predict(base, labels, after.preferred, profile, 0))
         agree[name] = stock.predicted == netqos.predicted
@@ -358,6 +371,25 @@ def policies() -> dict[str, Policy]:
     }
 
 
+ADMISSION = "default (admission policy)"
+CHUNK = 500  # pods per run of the API server's admission code: one process start each
+
+
+def admission_policy_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods after the default policy compiled into MutatingAdmissionPolicies (`manifests --as
+    admission-policy`), run by the API server's own CEL and patcher (tests/apiserver_cel.py: the
+    kube-apiserver's admission code, built once from Go modules). Raises `Unavailable` without Go."""
+    from tests import apiserver_cel  # the test harness's build of it: Go and a module download
+
+    objects = [o for o in admission_policies(default_policy()) if o["kind"] == MUTATING_KIND]
+    out = []
+    for result in apiserver_cel.run(objects, pods)["pods"]:
+        if result["errors"]:
+            raise RuntimeError(f"the admission policy failed on a pod: {result['errors']}")
+        out.append(result["after"])
+    return out
+
+
 @dataclass
 class Summary:
     clusters: int
@@ -370,29 +402,30 @@ class Summary:
     sampled: dict[str, Any] = field(default_factory=dict)
 
 
-def run(clusters: int, seed: int, netqos_weight: int) -> Summary:
+def run(clusters: int, seed: int, netqos_weight: int, admission: bool = False) -> Summary:
+    """`admission`: also the default policy as the admission policy carries it out (the column
+    `ADMISSION`), each pod mutated by the API server's own admission code."""
     rng = random.Random(seed)
     profile = DEFAULT_PROFILE
     chosen = policies()
     shapes_rng = random.Random(f"own shapes {seed}")  # the second pods: the first stream stays as it was
     rows: dict[str, Counter[str]] = {kind: Counter() for kind in (*KINDS, *OWN_ROWS)}
-    causes: dict[str, dict[str, Counter[str]]] = {name: {} for name in chosen}
+    causes: dict[str, dict[str, Counter[str]]] = {name: {} for name in (*chosen, *([ADMISSION] if admission else []))}
     started, cpu_started = time.perf_counter(), time.process_time()
-    for _ in range(clusters):
-        case = generate(rng)
-        first = compare(case, chosen, profile, netqos_weight)
-        shape, second_case = own_case(shapes_rng, case)
-        second = compare(second_case, chosen, profile, netqos_weight)
-        for outcome, kinds in (
-            (first, (first.kind, *((first.relation, OWN_ALL) if first.relation else ()))),
-            (second, (shape, second.relation or OWN_CONFLICT, OWN_ALL)),
-        ):
-            for kind in kinds:
-                rows[kind]["pods"] += 1
-                for name, agreed in outcome.agree.items():
-                    rows[kind][f"agree_{name}"] += agreed
-            for name, text in outcome.causes.items():
-                causes[name].setdefault(kinds[0], Counter())[text] += 1
+    for done in range(0, clusters, CHUNK):
+        cases = []
+        for _ in range(min(CHUNK, clusters - done)):
+            case = generate(rng)
+            shape, second_case = own_case(shapes_rng, case)
+            cases.append((case, shape, second_case))
+        pods = [c.pod for case, _, second_case in cases for c in (case, second_case)]
+        after = iter(admission_policy_pods(pods) if admission else [])
+        for case, shape, second_case in cases:
+            first = compare(case, chosen, profile, netqos_weight, {ADMISSION: next(after)} if admission else None)
+            second = compare(
+                second_case, chosen, profile, netqos_weight, {ADMISSION: next(after)} if admission else None
+            )
+            _count(rows, causes, first, second, shape)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     return Summary(
         clusters,
@@ -403,6 +436,27 @@ def run(clusters: int, seed: int, netqos_weight: int) -> Summary:
         {k: dict(v) for k, v in rows.items()},
         {name: {k: dict(v) for k, v in by_kind.items()} for name, by_kind in causes.items()},
     )
+
+
+def _count(
+    rows: dict[str, Counter[str]],
+    causes: dict[str, dict[str, Counter[str]]],
+    first: Outcome,
+    second: Outcome,
+    shape: str,
+) -> None:
+    """One cluster's two pods into the rows and causes: the first by its kind, the second (given
+    preferences of its own) by its shape."""
+    for outcome, kinds in (
+        (first, (first.kind, *((first.relation, OWN_ALL) if first.relation else ()))),
+        (second, (shape, second.relation or OWN_CONFLICT, OWN_ALL)),
+    ):
+        for kind in kinds:
+            rows[kind]["pods"] += 1
+            for name, agreed in outcome.agree.items():
+                rows[kind][f"agree_{name}"] += agreed
+        for name, text in outcome.causes.items():
+            causes[name].setdefault(kinds[0], Counter())[text] += 1
 
 
 def run_sampled(clusters: int, seed: int, netqos_weight: int) -> dict[str, Any]:
@@ -538,17 +592,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=40,
         help="how many clusters of 100-5,000 nodes to schedule with kube-scheduler's sampling (default 40; 0: none)",
     )
+    parser.add_argument(
+        "--no-admission-policy",
+        action="store_true",
+        help="leave out the admission policy's column (it needs Go to build the API server's admission code)",
+    )
     parser.add_argument("--json", action="store_true", help="print the counts as JSON instead of markdown")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="also write the tables to docs/evidence/fidelity-DATE.md with the run's header",
+    )
     args = parser.parse_args(argv)
     if args.clusters < 1 or args.netqos_weight < 1 or args.sampled_clusters < 0:
         parser.error("--clusters and --netqos-weight must be at least 1, --sampled-clusters at least 0")
-    summary = run(args.clusters, args.seed, args.netqos_weight)
+    load, started = os.getloadavg()[0], time.monotonic()
+    summary = run(args.clusters, args.seed, args.netqos_weight, admission=not args.no_admission_policy)
     if args.sampled_clusters:
         summary.sampled = run_sampled(args.sampled_clusters, args.seed, args.netqos_weight)
     if args.json:
         print(json.dumps(summary.__dict__, indent=2))
     else:
         sys.stdout.write(markdown(summary))
+    if args.record:
+        command = shlex.join(["scripts/fidelity", *(argv if argv is not None else sys.argv[1:])])
+        title = "How often the stock scheduler and the NetQoS scheduler agree"
+        seconds = time.monotonic() - started
+        path = evidence.write("fidelity", title, command, markdown(summary), (load, os.getloadavg()[0]), seconds)
+        print(f"recorded: {path.relative_to(evidence.REPO)}", file=sys.stderr)
     return 0
 
 

@@ -24,11 +24,9 @@ command, the table); docs/scheduling.md states the current figures and links the
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import os
-import platform
 import shlex
 import signal
 import subprocess
@@ -40,11 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import evidence
 from benchmarks.explain_real import environment
 from webhook.testing.controlplane import Cluster
 
 REPO = Path(__file__).resolve().parents[1]
-EVIDENCE = REPO / "docs" / "evidence"
 NAMESPACE = "sampling-bench"
 SCHEDULER = "sampling-bench-scheduler"
 PROFILES = {"adaptive-scheduler": None, "full-scheduler": 100}  # schedulerName -> percentageOfNodesToScore
@@ -226,32 +224,12 @@ def table(rows: Sequence[Row]) -> str:
 
 
 def record(
-    rows: Sequence[Row], command: str, load: tuple[float, float], seconds: float, directory: Path = EVIDENCE
+    rows: Sequence[Row], command: str, load: tuple[float, float], seconds: float, directory: Path = evidence.EVIDENCE
 ) -> Path:
     """The run as `directory`/sampling-DATE.md (docs/evidence): a fixed header, then the table."""
-    now = dt.datetime.now(dt.UTC)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "webhook", "benchmarks"], capture_output=True, text=True, cwd=REPO
+    return evidence.write(
+        "sampling", "Sampling on the real kube-scheduler", command, table(rows), load, seconds, directory
     )
-    path = directory / f"sampling-{now:%Y-%m-%d}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    lines = [
-        f"# Sampling on the real kube-scheduler, {now:%Y-%m-%d}",
-        "",
-        f"- commit: {commit}{' (with uncommitted changes)' if dirty.stdout.strip() else ''}",
-        f"- date: {now:%Y-%m-%d %H:%M} UTC",
-        f"- machine: {os.cpu_count()} cores, {memory:.0f} GiB, {platform.system()} {platform.release()}",
-        f"- load average (1 min) before and after: {load[0]:.1f}, {load[1]:.1f}",
-        f"- command: `{command}`",
-        f"- duration: {seconds:.0f} s",
-        "",
-        table(rows),
-        "",
-    ]
-    path.write_text("\n".join(lines))
-    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -59,6 +59,22 @@ class _CheckingInitialiser:
         return declarations
 
 
+# Kubernetes' list library (k8s.io/apiserver/pkg/cel/library/lists.go, `sum`), which the
+# generated CEL uses to add up a pod's own weights: declared here for lists of ints.
+_SUM = cel.FunctionDecl(
+    "sum",
+    [
+        cel.Overload(
+            "list_int_sum",
+            return_type=cel.Type.INT,
+            parameters=[cel.Type.List(cel.Type.INT)],
+            is_member=True,
+            impl=lambda values: sum(values),
+        )
+    ],
+)
+
+
 def _evaluating_initialiser(type_name: str, fields: Sequence[tuple[str, str]]) -> str:
     return "init({" + ", ".join(f'"{name}": {value}' for name, value in fields) + "})"
 
@@ -66,7 +82,7 @@ def _evaluating_initialiser(type_name: str, fields: Sequence[tuple[str, str]]) -
 def _checking_env(initialiser: _CheckingInitialiser) -> Any:
     return cel.NewEnv(
         variables={"object": DYN, "oldObject": DYN, "variables": DYN},
-        functions=initialiser.declarations(),
+        functions=[*initialiser.declarations(), _SUM],
         extensions=[ext_strings.ExtStrings()],
     )
 
@@ -84,7 +100,8 @@ _EVAL_ENV = cel.NewEnv(
                     impl=lambda fields: fields,
                 )
             ],
-        )
+        ),
+        _SUM,
     ],
     extensions=[ext_strings.ExtStrings()],
 )

@@ -18,13 +18,17 @@ for one rule, decision for decision:
   its preferences), and `netqos.io/injected` gets the rule's name merged in as
   `policy._merge_names` merges it.
 
-What it leaves to the webhook: beside a pod's own preferred terms the webhook scales a table's
-terms to them, pod by pod (`scoretable.scaled_terms`: the most weight the pod's terms can give
-one node, searched over which of them can match together, and terms split past weight 100).
-The CEL injects the table at its fixed scale there (`beside_own`: the classic terms for the
-default policy), which is what the webhook does for the policy `fixed_scale(policy)`; every other
-pod gets exactly the webhook's terms. docs/scheduling.md, "The pod's own node affinity", measures
-the difference.
+Beside a pod's own preferred terms the webhook scales a table's terms to them, pod by pod
+(`scoretable.scaled_terms` for P, the most the pod's terms can give one node, searched over which
+of them can match together). The CEL does the same arithmetic for P = the sum of the positive
+weights of the pod's own scored terms (`ownMax`: an upper bound, tight unless terms exclude each
+other), with the integer rounding, the minimum weight of 1 and the split past weight 100 of
+`scaled_terms`: one slot per term it can produce (`scaled_slots`), unused slots weighing 0. That is
+the webhook's `evaluate` of the policy `cel_scale(policy)`, pod for pod. A table whose slots exceed
+`MAX_SCALED_SLOTS` (the per-expression cost grows with them) goes in at its fixed scale
+(`beside_own`) instead, and `left_to_webhook` names it. Terms with a table's requirements at a
+weight the pod's scale gives them count as ours for every table rule the CEL scales (the webhook
+counts only the rules that select the pod: the two differ only where two tables share a key).
 
 Several rules selecting one pod give the webhook's result for the order the API server runs the
 policies in (it keeps none): each policy sees the terms earlier ones added as policy terms, never
@@ -61,6 +65,7 @@ from webhook.names import ADMISSION_API_VERSION, DEFAULT_NAMESPACE, INJECTED_ANN
 from webhook.patch import escape
 from webhook.policy import Policy, Rule
 from webhook.scope import OPT_OUT_CONDITION, pod_scope, webhook_name
+from webhook.scoretable import MAX_SCORE, MAX_TERM_WEIGHT, SPLIT_CAPACITY, classic_terms, split_weight
 
 MUTATING_KIND = "MutatingAdmissionPolicy"
 MUTATING_BINDING_KIND = "MutatingAdmissionPolicyBinding"
@@ -144,6 +149,53 @@ def admission_policies(
     return objects
 
 
+# Scaled terms the CEL may inject for one rule (each a slot of `scaled_slots`): each costs the
+# mutation a pass over the pod's preferred terms, and the API server's estimate of that pass grows
+# with the largest list a pod can hold; past this many the rule stays at its fixed scale.
+MAX_SCALED_SLOTS = 24
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One term the per-pod scale may inject: the `part`-th of the weights `split_weight` makes of
+    the step `step` (the index into `scoretable.scaled_terms`' steps, heaviest first)."""
+
+    shape: PreferredTerm  # the step's term at the classic scale (its requirements)
+    step: int
+    part: int
+    before: int  # the weight the parts before this one carry when they are all full
+
+
+def scaled_slots(rule: Rule) -> tuple[Slot, ...]:
+    """Every term `scoretable.scaled_terms` can give `rule`'s table, whatever the pod's own terms:
+    per step, as many parts as its heaviest weight splits into (`SPLIT_CAPACITY` caps the scale)."""
+    if rule.table is None:
+        return ()
+    slots = []
+    for index, (shape, step) in enumerate(_scaled_steps(rule)):
+        heaviest = max(s for _, s in _scaled_steps(rule))
+        most = max(1, (2 * SPLIT_CAPACITY * step + heaviest) // (2 * heaviest))
+        before = 0
+        for part, weight in enumerate(split_weight(most)):
+            slots.append(Slot(shape, index, part, before))
+            before += weight
+    return tuple(slots)
+
+
+def scaled_in_cel(rule: Rule) -> bool:
+    """Whether the CEL scales `rule`'s table per pod (else it injects the fixed scale there)."""
+    return rule.table is not None and len(scaled_slots(rule)) <= MAX_SCALED_SLOTS
+
+
+def cel_scale(policy: Policy) -> Policy:
+    """The policy as the admission policies carry it out, for `evaluate` to give pod for pod what
+    the generated CEL does: a table beside a pod's own preferred terms scaled to the sum of their
+    positive weights (`Policy.summed_own`), or at its fixed scale for a rule the cost budget leaves
+    out (`scaled_in_cel`)."""
+    fixed = frozenset(r.name for r in policy.rules if r.table is not None and not scaled_in_cel(r))
+    return dataclasses.replace(policy, summed_own=True, fixed_scale_rules=fixed)
+
+
 def fixed_scale(policy: Policy) -> Policy:
     """The policy as the admission policies carry it out: a table beside a pod's own preferred
     terms at its fixed scale, not scaled per pod (the webhook's `evaluate` of this policy is what
@@ -152,15 +204,30 @@ def fixed_scale(policy: Policy) -> Policy:
 
 
 def left_to_webhook(policy: Policy) -> tuple[str, ...]:
-    """What the admission policies do otherwise than the webhook, per rule: a table rule beside a
-    pod's own preferred terms goes in at its fixed scale, not scaled to them."""
-    return tuple(
-        f'rule "{rule.name}": beside preferred node affinity of the pod\'s own, the admission policy injects the '
-        "table at its fixed scale; the webhook scales it to the pod's terms, which puts such pods on the NetQoS "
-        "scheduler's node more often (docs/scheduling.md, \"The pod's own node affinity\")"
-        for rule in policy.rules
-        if rule.table is not None
-    )
+    """What the admission policies do otherwise than the webhook, per table rule: beside a pod's
+    own preferred terms they scale the table to the sum of those terms' positive weights (the
+    webhook: to the most the terms give one node), or, for a table too finely split for the CEL
+    cost budget (`scaled_in_cel`), inject it at its fixed scale."""
+    notes = []
+    for rule in policy.rules:
+        if rule.table is None:
+            continue
+        if scaled_in_cel(rule):
+            notes.append(
+                f'rule "{rule.name}": beside preferred node affinity of the pod\'s own, the admission policy scales '
+                "the table to the sum of the pod's positive weights; the webhook scales it to the most they give "
+                "one node, which differs only where the pod's terms exclude each other (docs/scheduling.md, "
+                '"The pod\'s own node affinity")'
+            )
+        else:
+            notes.append(
+                f'rule "{rule.name}": its table needs {len(scaled_slots(rule))} scaled terms, more than the '
+                f"{MAX_SCALED_SLOTS} the CEL cost budget allows: beside preferred node affinity of the pod's own, "
+                "the admission policy injects the table at its fixed scale; the webhook scales it to the pod's "
+                "terms, which puts such pods on the NetQoS scheduler's node more often (docs/scheduling.md, \"The "
+                "pod's own node affinity\")"
+            )
+    return tuple(notes)
 
 
 def warnings_name(rule_name: str) -> str:
@@ -237,7 +304,8 @@ def _pod_variables(policy: Policy, rule: Rule) -> list[tuple[str, str]]:
     na = "variables.nodeAffinity"
     terms = f"{na}.{REQUIRED}.nodeSelectorTerms"
     uses_key = "has({t}.matchExpressions) && {t}.matchExpressions.exists(e, e.key == k)"
-    return [
+    shaped = _any_shape("t", policy)
+    variables = [
         ("annotations", "has(object.metadata.annotations) ? object.metadata.annotations : {}"),
         (
             "nodeAffinity",
@@ -246,31 +314,119 @@ def _pod_variables(policy: Policy, rule: Rule) -> list[tuple[str, str]]:
         ),
         ("preferred", f"has({na}.{PREFERRED}) ?\n  {na}.{PREFERRED} : []"),
         ("required", f"has({na}.{REQUIRED}) && has({terms}) &&\n  type({terms}) == list ?\n  {terms} : []"),
-        # The pod's preferred terms that are no rule's terms: the author's own choices.
+        # The pod's preferred terms that are no rule's terms.
         ("ownPreferred", "variables.preferred.filter(t, !(\n  " + _any_policy_term("t", policy) + "))"),
+        # Of those, the ones the scheduler scores (it skips weight 0 and empty terms, `preference:
+        # {}`) with a table's requirements at another weight: ours at some pod's scale, or the author's.
+        ("shaped", f"variables.ownPreferred.filter(t, {_SCORED} && ({shaped}))"),
+        # The author's own choices the scheduler scores: beside those the table goes in scaled.
+        ("own", f"variables.ownPreferred.filter(t, {_SCORED} && !({shaped}))"),
+        # At least the most the pod's own terms give one node: the sum of their positive weights.
+        ("ownMax", "variables.own.map(t, int(t.weight)).filter(w, w > 0).sum()"),
+        ("hasOwn", "variables.ownMax > 0"),
+    ]
+    for other in policy.rules:
+        if scaled_in_cel(other):
+            variables += _scaled_variables(policy, other, _suffix(policy, rule, other))
+    if scaled_in_cel(rule):
+        # The pod's terms with a table's requirements (ours or not), in one pass over its terms:
+        # the slots are looked up among these few, which keeps the cost of a pod with thousands
+        # of terms of its own near that of the fixed scale.
+        variables.append(("tableTerms", f"variables.preferred.filter(t, {shaped})"))
+        variables.append(("presentScaled", _present_scaled(rule)))
+    return variables + [
         # One flag per term of this rule: does the pod already carry it?
         ("present", _present(rule.preferences)),
         # The same for the terms that go in beside preferred terms of the pod's own (Rule.beside_own).
         ("presentBesideOwn", _present(rule.beside_own or ())),
-        # Terms of the pod's own that the scheduler scores: it skips weight 0 and empty terms
-        # (`preference: {}`), and beside those alone the rule's exact form goes in.
-        (
-            "hasOwn",
-            "variables.ownPreferred.exists(t, has(t.weight) && t.weight != 0 && has(t.preference) && (\n"
-            "  (has(t.preference.matchExpressions) && size(t.preference.matchExpressions) > 0) ||\n"
-            "  (has(t.preference.matchFields) && size(t.preference.matchFields) > 0)))",
-        ),
         # The rule counts as applied: all its terms are there, or all of an earlier form of them
-        # (Rule.equivalents: what earlier versions of the webhook injected for the same table).
+        # (Rule.equivalents: what earlier versions of the webhook injected for the same table), or
+        # all of its terms at this pod's scale.
         ("carried", _carried(rule)),
-        # This rule's keys that the pod's own node affinity uses (explicit wins).
+        # This rule's keys that the pod's own node affinity uses (explicit wins), or a table term
+        # at a weight this pod's scale does not give it.
         (
             "explicitKeys",
             f"{cel_strings(sorted(rule.keys))}.filter(k,\n"
             f"  variables.required.exists(t, {uses_key.format(t='t')}) ||\n"
-            f"  variables.ownPreferred.exists(t, {uses_key.format(t='t.preference')}))",
+            f"  variables.own.exists(t, {uses_key.format(t='t.preference')}) ||\n"
+            f"  variables.shaped.exists(t, !({_ours('t', policy, rule)}) && {uses_key.format(t='t.preference')}))",
         ),
     ]
+
+
+# A preferred term the scheduler scores: a weight other than 0 and a requirement of some kind.
+_SCORED = (
+    "(has(t.weight) && t.weight != 0 && has(t.preference) && (\n"
+    "  (has(t.preference.matchExpressions) && size(t.preference.matchExpressions) > 0) ||\n"
+    "  (has(t.preference.matchFields) && size(t.preference.matchFields) > 0)))"
+)
+
+
+def _scaled_variables(policy: Policy, rule: Rule, suffix: str) -> list[tuple[str, str]]:
+    """`scaled`: the weight of each step of `rule`'s table at the pod's scale, as
+    `scoretable.scaled_terms` computes it for `own_max` = `ownMax` (the same integer arithmetic);
+    `parts`: each slot's share of it (`split_weight`; 0 when the slot goes unused). `suffix`
+    names another rule's: the policy's own comes without."""
+    wa, wp = policy.weights.node_affinity, policy.weights.netqos
+    steps = _scaled_steps(rule)
+    heaviest = max(step for _, step in steps)
+    weights = []
+    for _, step in steps:
+        capped = (2 * SPLIT_CAPACITY * step + heaviest) // (2 * heaviest)
+        rounded = f"(2 * variables.ownMax * {wp * step} + {MAX_SCORE * wa}) / {2 * MAX_SCORE * wa}"
+        if step == heaviest:  # the table always goes in, however light the pod's terms
+            capped, rounded = max(capped, 1), f"({rounded} > 0 ? {rounded} : 1)"
+        weights.append(f"variables.ownMax * {wp * heaviest} > {SPLIT_CAPACITY * MAX_SCORE * wa} ? {capped} : {rounded}")
+    parts = []
+    for slot in scaled_slots(rule):
+        most, rest = MAX_TERM_WEIGHT - slot.part, f"variables.scaled{suffix}[{slot.step}] - {slot.before}"
+        parts.append(f"{rest} > {most} ? {most} : ({rest} > 0 ? {rest} : 0)")
+    return [
+        ("scaled" + suffix, "[\n  " + ",\n  ".join(weights) + "\n]"),
+        ("parts" + suffix, "[\n  " + ",\n  ".join(parts) + "\n]"),
+    ]
+
+
+def _present_scaled(rule: Rule) -> str:
+    """CEL: per slot, whether it goes unused or the pod carries its term."""
+    present = []
+    for k, slot in enumerate(scaled_slots(rule)):
+        term = _is_term("t", slot.shape, f"variables.parts[{k}]")
+        present.append(f"variables.parts[{k}] == 0 ||\n    variables.tableTerms.exists(t, {term})")
+    return "[\n  " + ",\n  ".join(present) + "\n]"
+
+
+def _suffix(policy: Policy, rule: Rule, other: Rule) -> str:
+    return "" if other is rule else f"Of{policy.rules.index(other)}"
+
+
+def _scaled_steps(rule: Rule) -> list[tuple[PreferredTerm, int]]:
+    """The table's terms at the classic scale, heaviest level first, with the step each carries
+    (`classic_terms` weighs each step by itself): the order `scoretable.scaled_terms` injects."""
+    assert rule.table is not None
+    return [(term, term.weight) for term in classic_terms(rule.table)]
+
+
+def _ours(var: str, policy: Policy, rule: Rule) -> str:
+    """CEL: the shaped term `var` is a table's term at the pod's scale (`Policy.summed_own`), of
+    any rule the CEL scales: the webhook counts the terms of the rules that select the pod, which
+    differs only where two rules' tables share a key and one of them does not select the pod. At
+    the fixed scale every term of ours is a policy term, never shaped."""
+    ours = [
+        _is_term(var, slot.shape, f"variables.parts{_suffix(policy, rule, other)}[{k}]")
+        for other in policy.rules
+        if scaled_in_cel(other)
+        for k, slot in enumerate(scaled_slots(other))
+    ]
+    return "variables.hasOwn && (" + " ||\n    ".join(ours) + ")" if ours else "false"
+
+
+def _any_shape(var: str, policy: Policy) -> str:
+    """CEL: `var` has the requirements of some table's term (at any weight)."""
+    if not policy.shapes:
+        return "false"
+    return " ||\n  ".join(_has_requirements(var, sorted(shape)) for shape in sorted(policy.shapes, key=sorted))
 
 
 def rule_cel(policy: Policy, rule: Rule, init: Initialiser = kubernetes_initialiser) -> RuleCel:
@@ -305,7 +461,15 @@ def rule_cel(policy: Policy, rule: Rule, init: Initialiser = kubernetes_initiali
                 f"!variables.hasOwn || variables.presentBesideOwn[{i}]",
                 _add(init, PREFERRED_PATH + "/-", _term_initialiser(init, term)),
             )
-            for i, term in enumerate(rule.beside_own or ())
+            for i, term in enumerate(() if scaled_in_cel(rule) else rule.beside_own or ())
+        ),
+        # Beside terms of the pod's own, the table at the pod's scale: each used slot's term.
+        *(
+            _unless(
+                f"!variables.hasOwn || variables.parts[{k}] == 0 || variables.presentScaled[{k}]",
+                _add(init, PREFERRED_PATH + "/-", _term_initialiser(init, slot.shape, f"variables.parts[{k}]")),
+            )
+            for k, slot in enumerate(scaled_slots(rule) if scaled_in_cel(rule) else ())
         ),
         # A map of strings when the pod has no annotations, else the one key (`add` replaces).
         "(has(object.metadata.annotations) ? ["
@@ -356,9 +520,10 @@ def _unless(condition: str, op: str) -> str:
     return f"({condition} ? [] : [{op}])"
 
 
-def _term_initialiser(init: Initialiser, term: PreferredTerm) -> str:
+def _term_initialiser(init: Initialiser, term: PreferredTerm, weight: str | None = None) -> str:
     """One top-level Object initialiser for the whole term (its nested list of requirement
-    initialisers is converted field by field, not as a list value: safe on 1.36.0-1.36.3)."""
+    initialisers is converted field by field, not as a list value: safe on 1.36.0-1.36.3), at
+    `term`'s weight or the CEL expression `weight`."""
     requirements = []
     for req in term.term.expressions:
         fields = [("key", cel_string(req.key)), ("operator", cel_string(req.operator))]
@@ -366,16 +531,21 @@ def _term_initialiser(init: Initialiser, term: PreferredTerm) -> str:
             fields.append(("values", cel_strings(req.values)))
         requirements.append(init(REQUIREMENT_TYPE, fields))
     preference = init(PREFERENCE_TYPE, (("matchExpressions", "[" + ", ".join(requirements) + "]"),))
-    return init(TERM_TYPE, (("weight", str(term.weight)), ("preference", preference)))
+    return init(TERM_TYPE, (("weight", weight or str(term.weight)), ("preference", preference)))
 
 
-def _is_term(var: str, term: PreferredTerm) -> str:
+def _is_term(var: str, term: PreferredTerm, weight: str | None = None) -> str:
     """CEL: the pod's preferred term `var` has `term`'s identity (PreferredTerm.identity: the
-    weight, the requirements as a set with each one's values as a set, and no matchFields)."""
+    weight, the requirements as a set with each one's values as a set, and no matchFields), at
+    `term`'s weight or the CEL expression `weight`."""
     canon = sorted({r.canonical() for r in term.term.expressions})
+    return f"({var}.weight == {weight or term.weight} && {_has_requirements(var, canon)})"
+
+
+def _has_requirements(var: str, canon: Sequence[Canonical]) -> str:
+    """CEL: the preferred term `var` has exactly the requirements `canon` (as sets) and no matchFields."""
     exprs = f"{var}.preference.matchExpressions"
     parts = [
-        f"{var}.weight == {term.weight}",
         f"(!has({var}.preference.matchFields) || size({var}.preference.matchFields) == 0)",
         f"has({exprs})",
         f"{exprs}.all(e, " + " || ".join(_is_requirement("e", c) for c in canon) + ")",
@@ -402,6 +572,8 @@ def _carried(rule: Rule) -> str:
     forms = ["variables.present.all(p, p)"]
     for terms in rule.equivalents:
         forms.append("(" + " && ".join(f"variables.preferred.exists(t, {_is_term('t', t)})" for t in terms) + ")")
+    if scaled_in_cel(rule):
+        forms.append("(variables.hasOwn && variables.presentScaled.all(p, p))")
     return " ||\n".join(forms)
 
 

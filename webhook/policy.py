@@ -96,6 +96,12 @@ class Policy:
     # Tables beside a pod's own preferred terms: scaled to them per pod (the webhook), or at the
     # fixed scale (False: what the admission policy compiles; `Rule.terms_beside`).
     per_pod: bool = True
+    # How far a pod's own terms can raise one node (`own_max`): the tight bound, searched over which
+    # of them can match together, or (True) the sum of their positive weights, the bound the
+    # admission policy computes in CEL. Rules named in `fixed_scale_rules` stay at the fixed scale
+    # (the admission policy's fallback where the CEL cost budget leaves a rule's scaling out).
+    summed_own: bool = False
+    fixed_scale_rules: frozenset[str] = frozenset()
     # Identities of every term any rule injects or recognises: such terms in a pod are ours (or
     # identical to ours), never the user's explicit choice.
     term_ids: frozenset[TermIdentity] = field(init=False, compare=False)
@@ -182,8 +188,13 @@ def evaluate(policy: Policy, pod: Any) -> Outcome:
                 continue
         own.append(sketch)
         explicit |= keys
-    own_max = _own_max(own) if own else 0
-    forms = {rule.name: rule.terms_beside(own_max, policy.weights, policy.per_pod) for rule in selected}
+    own_max = (_own_sum(own) if policy.summed_own else _own_max(own)) if own else 0
+    forms = {
+        rule.name: rule.terms_beside(
+            own_max, policy.weights, policy.per_pod and rule.name not in policy.fixed_scale_rules
+        )
+        for rule in selected
+    }
     ours = {t.identity for form in forms.values() for t in form}
     for identity, keys in shaped:
         if identity not in ours:
@@ -338,6 +349,12 @@ def _own_max(own: list[TermSketch]) -> int:
         return sum(sketch[0] for sketch in own if sketch[0] > 0)
     weighed = [(sketch[0], term_dimensions(sketch[1], sketch[2]), sketch[3]) for sketch in own if sketch[0] > 0]
     return matched_weight(weighed, _parse)
+
+
+def _own_sum(own: list[TermSketch]) -> int:
+    """The sum of the own terms' positive weights: at least `_own_max`, equal when no two of them
+    exclude each other."""
+    return sum(sketch[0] for sketch in own if sketch[0] > 0)
 
 
 def _parse(raw: Mapping[str, Any]) -> PreferredTerm:

@@ -23,7 +23,7 @@ import yaml
 from tests import podcorpus
 from tests.e2e.conftest import cli, served
 from webhook.admission import create_review, review, wire_patch
-from webhook.admission_policy import fixed_scale
+from webhook.admission_policy import cel_scale
 from webhook.names import INJECTED_ANNOTATION, LABELS, OPT_OUT_ANNOTATION
 from webhook.policy_file import load_policy
 from webhook.testing.controlplane import Cluster
@@ -104,7 +104,7 @@ def test_the_generated_objects_are_in_the_api_this_version_serves(cluster: Clust
 
 
 def webhook_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    policy = fixed_scale(load_policy(POLICY_FILE))  # the admission policies' scale beside own terms
+    policy = cel_scale(load_policy(POLICY_FILE))  # the admission policies' scale beside own terms
     response = review(policy, create_review(copy.deepcopy(pod), "e2e")).response
     return jsonpatch.apply_patch(copy.deepcopy(pod), wire_patch(response))
 

@@ -17,12 +17,13 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from tests import apiserver_cel, podcorpus
+from tests import apiserver_cel, own_preference, podcorpus
 from tests.policies import policies
 from webhook.admission import create_review, review, wire_patch
-from webhook.admission_policy import MUTATING_KIND, admission_policies, fixed_scale
+from webhook.admission_policy import MUTATING_KIND, admission_policies, cel_scale
 from webhook.policy import Policy
 from webhook.policy_file import default_policy
+from webhook.scoretable import scaled_terms
 
 POLICIES = policies()
 PODS = [pod for _, pod in podcorpus.every_pod()]
@@ -42,7 +43,7 @@ def mutating(policy: Policy) -> list[dict[str, Any]]:
 
 
 def webhook(policy: Policy, pod: dict[str, Any]) -> dict[str, Any]:
-    response = review(fixed_scale(policy), create_review(copy.deepcopy(pod), "differential-test")).response
+    response = review(cel_scale(policy), create_review(copy.deepcopy(pod), "differential-test")).response
     return jsonpatch.apply_patch(copy.deepcopy(pod), wire_patch(response))
 
 
@@ -84,8 +85,12 @@ def test_a_pod_with_thousands_of_preferred_terms_stays_within_the_cel_cost_budge
     pod = podcorpus.pod("many", podcorpus.LABELS, affinity={"nodeAffinity": {podcorpus.PREFERRED: many}})
     (result,) = apiserver_cel.run(mutating(default_policy()), [pod])["pods"]
     assert result["errors"] == []
-    beside_own = [t.to_api() for t in default_policy().rules[0].beside_own or ()]  # the pod has terms of its own
-    assert result["after"]["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED][2000:] == beside_own
+    policy = default_policy()
+    table = policy.rules[0].table
+    assert table is not None
+    # The pod has terms of its own: the table goes in scaled to the sum of their weights.
+    scaled = [t.to_api() for t in scaled_terms(table, policy.weights, sum(t["weight"] for t in many))]
+    assert result["after"]["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED][2000:] == scaled
     assert result["after"] == webhook(default_policy(), result["before"])
 
 
@@ -108,3 +113,15 @@ def test_the_panic_the_generated_patch_avoids_is_real_in_this_api_server() -> No
         ours["errors"] == []
         and ours["after"]["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED] == podcorpus.OURS
     )
+
+
+def test_beside_own_terms_the_api_server_injects_the_table_scaled_to_the_sum_of_their_weights() -> None:
+    policy = default_policy()
+    table = policy.rules[0].table
+    assert table is not None
+    pods = [own_preference.pod_with(own) for _, own, _ in own_preference.CASES]
+    results = apiserver_cel.run(mutating(policy), pods)["pods"]
+    for (case, own, scale), result in zip(own_preference.CASES, results, strict=True):
+        expected = [t.to_api() for t in scaled_terms(table, policy.weights, scale)]
+        assert result["errors"] == [], case
+        assert result["after"]["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED] == own + expected, case

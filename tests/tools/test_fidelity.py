@@ -7,12 +7,18 @@ from __future__ import annotations
 import random
 import subprocess
 
+import pytest
+
 from benchmarks import fidelity
+from tests import apiserver_cel
 from tests.fixtures import REPO
+from webhook.admission_policy import cel_scale
+from webhook.names import INJECTED_ANNOTATION
 from webhook.policy import evaluate
+from webhook.policy_file import default_policy
 from webhook.scheduler.cycle import rank
-from webhook.scheduler.plugins import DEFAULT_PROFILE, NETQOS
 from webhook.scheduler.read import pod_info
+from webhook.scheduler.registry import DEFAULT_PROFILE, NETQOS
 
 
 def test_a_seed_reproduces_the_same_counts():
@@ -133,3 +139,30 @@ def test_the_script_prints_the_tables():
     assert "30 clusters, seed 2, NetQoS plugin weight 1" in done.stdout
     assert "| all latency-sensitive |" in done.stdout and "same node, classic policy" in done.stdout
     assert "| stock, default policy | unset (adaptive) |" in done.stdout
+
+
+def test_the_admission_policy_column_is_the_api_servers_mutation_and_beats_the_fixed_scale_beside_own_terms():
+    try:
+        apiserver_cel.binary()
+    except apiserver_cel.Unavailable as err:
+        pytest.skip(str(err))
+    summary = fidelity.run(300, 5, 1, admission=True)
+    own = summary.rows[fidelity.OWN_ALL]
+    assert fidelity.ADMISSION in summary.causes
+    assert own[f"agree_{fidelity.ADMISSION}"] > own["agree_default at the fixed scale"]
+    # Without own preferences the admission policy injects exactly the webhook's terms.
+    for kind in (fidelity.HIGH_FEASIBLE, fidelity.NO_HIGH, fidelity.ORDINARY):
+        assert summary.rows[kind][f"agree_{fidelity.ADMISSION}"] == summary.rows[kind]["agree_default"], kind
+    # Each pod the API server's code mutated is the webhook's at the admission policy's scale.
+    rng, shapes = random.Random(5), random.Random("own shapes 5")
+    pods = []
+    for _ in range(20):
+        case = fidelity.generate(rng)
+        pods += [case.pod, fidelity.own_case(shapes, case)[1].pod]
+    expected = [evaluate(cel_scale(default_policy()), pod).pod for pod in pods]
+    got = fidelity.admission_policy_pods(pods)
+    assert [written(p) for p in got] == [written(p) for p in expected]
+
+
+def written(pod):
+    return (pod["spec"].get("affinity"), (pod["metadata"].get("annotations") or {}).get(INJECTED_ANNOTATION))

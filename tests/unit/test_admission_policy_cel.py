@@ -18,22 +18,23 @@ import jsonpatch
 import kubernetes_validate
 import pytest
 
-from tests import celengine, podcorpus
+from tests import celengine, own_preference, podcorpus
 from tests.fixtures import NETQOS_TERMS
 from tests.policies import policies
 from webhook.admission import create_review, review, wire_patch
-from webhook.admission_policy import fixed_scale
+from webhook.admission_policy import cel_scale
 from webhook.policy import Policy, Rule
 from webhook.policy_file import default_policy
+from webhook.scoretable import scaled_terms
 
 POLICIES = policies()
 PODS = podcorpus.every_pod()
 
 
 def webhook(policy: Policy, pod: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
-    """The pod the webhook makes at the admission policy's fixed scale (its wire patch applied)
+    """The pod the webhook makes at the admission policy's scale (`cel_scale`) (its wire patch applied)
     and its warnings."""
-    response = review(fixed_scale(policy), create_review(copy.deepcopy(pod), "differential-test")).response
+    response = review(cel_scale(policy), create_review(copy.deepcopy(pod), "differential-test")).response
     ops = wire_patch(response)
     return jsonpatch.apply_patch(copy.deepcopy(pod), ops), set(response["response"].get("warnings", []))
 
@@ -129,3 +130,15 @@ def test_own_terms_the_scheduler_ignores_leave_the_exact_form_in_the_admission_p
     before = podcorpus.pod("ignored", podcorpus.LABELS, affinity={"nodeAffinity": {podcorpus.PREFERRED: own}})
     after = celengine.mutate(policy, policy.rules[0], before).pod
     assert after["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED] == own + NETQOS_TERMS, case
+
+
+@pytest.mark.parametrize(("case", "own", "scale"), own_preference.CASES, ids=[c for c, _, _ in own_preference.CASES])
+def test_beside_own_terms_the_cel_injects_the_table_scaled_to_the_sum_of_their_weights(case, own, scale) -> None:
+    policy = default_policy()
+    rule = policy.rules[0]
+    assert rule.table is not None
+    after = celengine.mutate(policy, rule, own_preference.pod_with(own)).pod
+    expected = [t.to_api() for t in scaled_terms(rule.table, policy.weights, scale)]
+    assert after["spec"]["affinity"]["nodeAffinity"][podcorpus.PREFERRED] == own + expected, case
+    assert celengine.mutate(policy, rule, after).patch == [], "a reinvocation finds the scaled terms carried"
+    assert celengine.warnings(policy, rule, after) == [], "the scaled terms are ours, not the author's"
