@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import cli
+from tests.e2e.test_rebalance import bound_replacement
 from tests.e2e.test_status import LABELS, deployment, node, pods_of, run_all
 from tests.fixtures import REPO
 from webhook import placement
@@ -195,13 +196,4 @@ def test_status_and_rebalance_predict_a_replacement_beside_its_pods_of_a_labelle
     assert [(c["action"], c["target"]) for c in mine] == [("evict", "fast-1"), ("skip", None)], why
     [eviction] = [e for e in report["evicted"] if e["namespace"] == namespace]
     assert eviction["result"] == "evicted", eviction
-    deadline = time.monotonic() + 30
-    replacement = None
-    while time.monotonic() < deadline and replacement is None:
-        items = cluster.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3Dweb")["items"]
-        fresh = [p for p in items if p["metadata"]["name"] not in {s["metadata"]["name"] for s in stranded}]
-        if fresh and fresh[0]["spec"].get("nodeName"):
-            replacement = fresh[0]
-        time.sleep(0.2)
-    assert replacement is not None, "no replacement was bound within 30 s"
-    assert replacement["spec"]["nodeName"] == "fast-1"
+    assert bound_replacement(cluster, namespace, stranded)["spec"]["nodeName"] == "fast-1"

@@ -95,16 +95,20 @@ def test_rebalance_evicts_through_the_eviction_api_and_a_budget_blocks_it(
     evicted = cluster.pod(namespace, eviction["name"])
     assert evicted is None or evicted["metadata"].get("deletionTimestamp"), "the evicted pod is still running"
     # the ReplicaSet replaces it, and the scheduler binds the replacement where rebalance planned it
-    deadline = time.monotonic() + 30
-    replacement = None
-    while time.monotonic() < deadline and replacement is None:
+    assert bound_replacement(cluster, namespace, stranded)["spec"]["nodeName"] == "fast-1"
+
+
+def bound_replacement(cluster, namespace: str, stranded: list[dict[str, Any]], timeout: float = 30) -> dict[str, Any]:
+    """The first pod of app=web that is none of `stranded`, once the scheduler has bound it."""
+    old = {p["metadata"]["name"] for p in stranded}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         items = cluster.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3Dweb")["items"]
-        fresh = [p for p in items if p["metadata"]["name"] not in {s["metadata"]["name"] for s in stranded}]
+        fresh = [p for p in items if p["metadata"]["name"] not in old]
         if fresh and fresh[0]["spec"].get("nodeName"):
-            replacement = fresh[0]
+            return fresh[0]
         time.sleep(0.2)
-    assert replacement is not None, "no replacement was bound within 30 s"
-    assert replacement["spec"]["nodeName"] == "fast-1"
+    raise AssertionError(f"no replacement was bound within {timeout:.0f} s")
 
 
 def webhook_namespace(cluster) -> list[str]:
@@ -182,9 +186,9 @@ def test_the_cronjobs_service_account_may_do_exactly_what_rebalance_apply_does(
     created = webhook_namespace(cluster)
     for path in ("serviceaccount.yaml", "rbac.yaml", "history.yaml"):
         for obj in yaml.safe_load_all((OVERLAY / path).read_text()):
-            if cluster.get(_path_of(obj)) is None:
+            if cluster.get(path_of(obj)) is None:
                 cluster.create(obj, obj["metadata"].get("namespace"))
-                created.insert(0, _path_of(obj))
+                created.insert(0, path_of(obj))
     try:
         _rebalance_as_the_service_account(cluster, namespace, tmp_path)
     finally:
@@ -192,7 +196,8 @@ def test_the_cronjobs_service_account_may_do_exactly_what_rebalance_apply_does(
             cluster.request("DELETE", path)
 
 
-def _rebalance_as_the_service_account(cluster, namespace: str, tmp_path: Path) -> None:
+def service_account_kubeconfig(cluster, tmp_path: Path) -> Path:
+    """A kubeconfig of the CronJob's ServiceAccount (netqos-rebalance), with a token of 10 minutes."""
     code, token = cluster.request(
         "POST",
         f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/serviceaccounts/netqos-rebalance/token",
@@ -201,6 +206,7 @@ def _rebalance_as_the_service_account(cluster, namespace: str, tmp_path: Path) -
     assert code == 201, token
     admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
     kubeconfig = tmp_path / "rebalancer.kubeconfig"
+    context = {"cluster": admin["clusters"][0]["name"], "user": "rebalancer"}
     kubeconfig.write_text(
         yaml.safe_dump(
             {
@@ -208,14 +214,16 @@ def _rebalance_as_the_service_account(cluster, namespace: str, tmp_path: Path) -
                 "kind": "Config",
                 "clusters": admin["clusters"],
                 "users": [{"name": "rebalancer", "user": {"token": token["status"]["token"]}}],
-                "contexts": [
-                    {"name": "rebalancer", "context": {"cluster": admin["clusters"][0]["name"], "user": "rebalancer"}}
-                ],
+                "contexts": [{"name": "rebalancer", "context": context}],
                 "current-context": "rebalancer",
             }
         )
     )
+    return kubeconfig
 
+
+def _rebalance_as_the_service_account(cluster, namespace: str, tmp_path: Path) -> None:
+    kubeconfig = service_account_kubeconfig(cluster, tmp_path)
     cluster.create(node("slow-1", "low"))
     cluster.create(deployment("web", 2), namespace)
     stranded = pods_of(cluster, namespace, 2, "app%3Dweb")
@@ -251,7 +259,8 @@ def _rebalance_as_the_service_account(cluster, namespace: str, tmp_path: Path) -
     assert other.returncode != 0 and "forbidden" in other.stderr.lower(), other.stderr
 
 
-def _path_of(obj: dict[str, Any]) -> str:
+def path_of(obj: dict[str, Any]) -> str:
+    """Where one object of deploy/overlays/rebalance lives on the API server."""
     kind = obj["kind"]
     name = obj["metadata"]["name"]
     namespace = obj["metadata"].get("namespace")

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import cli
-from tests.e2e.test_rebalance import OVERLAY
+from tests.e2e.test_rebalance import OVERLAY, path_of, service_account_kubeconfig
 from tests.e2e.test_status import LABELS, node, pods_of, run_all
 from tests.fixtures import REPO
 from webhook.names import DEFAULT_NAMESPACE
@@ -85,18 +85,6 @@ def tenant_b_pod(node_name: str) -> dict[str, Any]:
     }
 
 
-def _path_of(obj: dict[str, Any]) -> str:
-    """Where one object of deploy/overlays/rebalance lives on the API server."""
-    kind, meta = obj["kind"], obj["metadata"]
-    if kind == "ServiceAccount":
-        return f"/api/v1/namespaces/{meta['namespace']}/serviceaccounts/{meta['name']}"
-    plural = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}.get(kind)
-    if plural:
-        return f"/apis/rbac.authorization.k8s.io/v1/{plural}/{meta['name']}"
-    plural = {"Role": "roles", "RoleBinding": "rolebindings"}[kind]
-    return f"/apis/rbac.authorization.k8s.io/v1/namespaces/{meta['namespace']}/{plural}/{meta['name']}"
-
-
 @pytest.fixture
 def rebalancer(cluster, tmp_path: Path) -> Iterator[Path]:
     """A kubeconfig of the CronJob's ServiceAccount with deploy/overlays/rebalance's ClusterRole
@@ -108,30 +96,10 @@ def rebalancer(cluster, tmp_path: Path) -> Iterator[Path]:
         created.append(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}")
     for path in ("serviceaccount.yaml", "rbac.yaml"):
         for obj in yaml.safe_load_all((OVERLAY / path).read_text()):
-            if cluster.get(_path_of(obj)) is None:
+            if cluster.get(path_of(obj)) is None:
                 cluster.create(obj, obj["metadata"].get("namespace"))
-                created.insert(0, _path_of(obj))
-    code, token = cluster.request(
-        "POST",
-        f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/serviceaccounts/netqos-rebalance/token",
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}},
-    )
-    assert code == 201, token
-    admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
-    kubeconfig = tmp_path / "rebalancer.kubeconfig"
-    context = {"cluster": admin["clusters"][0]["name"], "user": "rebalancer"}
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": admin["clusters"],
-                "users": [{"name": "rebalancer", "user": {"token": token["status"]["token"]}}],
-                "contexts": [{"name": "rebalancer", "context": context}],
-                "current-context": "rebalancer",
-            }
-        )
-    )
+                created.insert(0, path_of(obj))
+    kubeconfig = service_account_kubeconfig(cluster, tmp_path)
     try:
         yield kubeconfig
     finally:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from tests.e2e.conftest import cli
+from tests.e2e.test_rebalance import bound_replacement
 from tests.e2e.test_status import deployment, node, pods_of, run_all
 
 PLAN = ("rebalance", "--min-age", "0", "--min-replicas", "1", "-o", "json")
@@ -43,17 +43,6 @@ def evict(cluster, namespace: str, name: str) -> None:
     assert code == 201, body
 
 
-def bound_replacement(cluster, namespace: str, old: str, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        items = cluster.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3Dweb")["items"]
-        fresh = [p for p in items if p["metadata"]["name"] != old and p["spec"].get("nodeName")]
-        if fresh:
-            return fresh[0]
-        time.sleep(0.2)
-    raise AssertionError(f"no replacement of {old} was bound within {timeout} s")
-
-
 def test_a_replacement_drawn_back_to_its_terminating_predecessor_is_not_planned_and_the_scheduler_agrees(
     cluster, registered, namespace: str, nodes
 ) -> None:
@@ -77,7 +66,7 @@ def test_a_replacement_drawn_back_to_its_terminating_predecessor_is_not_planned_
     # Evicted anyway, the pod stays Terminating on slow-1 and its replacement is bound beside it.
     name = stranded["metadata"]["name"]
     evict(cluster, namespace, name)
-    replacement = bound_replacement(cluster, namespace, name)
+    replacement = bound_replacement(cluster, namespace, [stranded])
     predecessor = cluster.pod(namespace, name)
     assert predecessor is not None and predecessor["metadata"].get("deletionTimestamp"), predecessor
     assert replacement["spec"]["nodeName"] == "slow-1"
