@@ -1,5 +1,5 @@
 """What the webhook adds to a pod's creation, measured through the real API server of
-`scripts/cluster` (webhook.testing.controlplane) with a real `netqos-webhook serve` on loopback.
+`scripts/cluster` (harness.controlplane) with a real `netqos-webhook serve` on loopback.
 
     python -m benchmarks.admission_latency [--pods N] [--clients C] [--rounds R] [--json]
     scripts/bench-admission                       (the same, with the environment set up)
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.explain_real import environment
+from harness.controlplane import LOOPBACK, Cluster
 from webhook.names import CONFIGURATION_NAME, INJECTED_ANNOTATION
-from webhook.testing.controlplane import LOOPBACK, Cluster
 
 NAMESPACE = "admission-latency"
 MODES = ("none", "selected", "unselected")

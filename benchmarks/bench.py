@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import reviews
+from harness.certs import make_certs
+from harness.procfs import children
+from harness.server import SERVER_NAME, free_port
 from webhook.certs import CertFiles
-from webhook.testing.certs import make_certs
-from webhook.testing.procfs import children
-from webhook.testing.server import SERVER_NAME, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")

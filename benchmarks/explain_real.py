@@ -1,5 +1,5 @@
 """`explain` against the real kube-scheduler: random clusters on the real control plane of
-`scripts/cluster` (webhook.testing.controlplane), a pod created through the webhook and bound by
+`scripts/cluster` (harness.controlplane), a pod created through the webhook and bound by
 the real scheduler, and `netqos-webhook explain --kubeconfig` asked beforehand where it goes.
 
     python -m benchmarks.explain_real [--clusters N] [--seed S] [--max-nodes M] [--image-volumes] [--json]
@@ -52,10 +52,10 @@ from typing import Any
 
 import yaml
 
+from harness import controlplane
+from harness.controlplane import NETQOS_SCHEDULER, Cluster
+from harness.server import Server, start_server
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
-from webhook.testing import controlplane
-from webhook.testing.controlplane import NETQOS_SCHEDULER, Cluster
-from webhook.testing.server import Server, start_server
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "explain-real"

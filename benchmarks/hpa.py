@@ -49,9 +49,8 @@ from typing import Any
 import yaml
 
 from benchmarks.scaleup import carries_preference, metrics, summed, with_preference
-from webhook.resources import parse_quantity
-from webhook.testing import nodes as realnodes
-from webhook.testing.controlplane import (
+from harness import nodes as realnodes
+from harness.controlplane import (
     LOOPBACK,
     Cluster,
     ControlPlaneError,
@@ -60,6 +59,7 @@ from webhook.testing.controlplane import (
     default_directory,
     find_go,
 )
+from webhook.resources import parse_quantity
 
 REPO = Path(__file__).resolve().parent.parent
 CHART = REPO / "deploy/helm/netqos-webhook"

@@ -1,6 +1,6 @@
 """The read-only commands on the REAL API server at Kubernetes' documented limits.
 
-On the real control plane of tests/e2e (webhook.testing.controlplane: etcd, kube-apiserver,
+On the real control plane of tests/e2e (harness.controlplane: etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler; no kubelets), a seeded world is loaded:
 
 - N Nodes (5,000), each with its status: `net` 15 % high, 10 % low (the slow nodes), 5 % another
@@ -66,9 +66,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import scaleup
+from harness import controlplane
+from harness.controlplane import LOOPBACK, Cluster
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
-from webhook.testing import controlplane
-from webhook.testing.controlplane import LOOPBACK, Cluster
 
 REPO = Path(__file__).resolve().parent.parent
 FULL_NODES, FULL_PODS, FULL_REPLICAS = 5_000, 150_000, 10_000

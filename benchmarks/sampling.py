@@ -40,7 +40,7 @@ from typing import Any
 
 from benchmarks import evidence
 from benchmarks.explain_real import environment
-from webhook.testing.controlplane import Cluster
+from harness.controlplane import Cluster
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "sampling-bench"

@@ -42,11 +42,11 @@ from typing import Any
 
 import yaml
 
+from harness import cpuquota, procfs
+from harness.certs import make_certs
+from harness.controlplane import LOOPBACK, Cluster, ControlPlaneError, free_port
+from harness.server import start_server
 from webhook.names import CONFIGURATION_NAME, INJECTED_ANNOTATION
-from webhook.testing import cpuquota, procfs
-from webhook.testing.certs import make_certs
-from webhook.testing.controlplane import LOOPBACK, Cluster, ControlPlaneError, free_port
-from webhook.testing.server import start_server
 
 REPO = Path(__file__).resolve().parent.parent
 VARIANTS = ("webhook", "go", "policy")
@@ -199,7 +199,7 @@ def _cli(cluster: Cluster, *args: str, check: bool = True) -> subprocess.Complet
 def installed(cluster: Cluster, variant: str, workdir: Path, cpus: float | None = None) -> Iterator[int | None]:
     """The installation of `variant`, removed afterwards; yields the pid whose process tree
     answers the reviews (None for the admission policy). With `cpus`, that process tree runs
-    under a CPU quota of that many CPUs (webhook.testing.cpuquota) while it is installed."""
+    under a CPU quota of that many CPUs (harness.cpuquota) while it is installed."""
     with _installed(cluster, variant, workdir) as pid:
         if pid is None or cpus is None:
             yield pid

@@ -1,6 +1,6 @@
 """`netqos-webhook status` at Kubernetes' documented limits: time and peak memory.
 
-A fake API server (webhook.testing.kubeapi, in a process of its own so its memory is not counted)
+A fake API server (harness.kubeapi, in a process of its own so its memory is not counted)
 holds an installed webhook, N nodes (10 % net=high, 10 % net=low, the rest unlabelled; 8 CPUs and
 110 pods allocatable each, so resource fit is evaluated) and P pods, S of them selected by the
 policy (qos=latency-sensitive): 80 % carry the terms, 15 % were created before the webhook
@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook.testing import kubeapi
-from webhook.testing.kubeapi import Snapshot, node, pod, workload
+from harness import kubeapi
+from harness.kubeapi import Snapshot, node, pod, workload
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET_SECONDS = 30.0

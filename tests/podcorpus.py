@@ -14,11 +14,11 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from harness import pods
 from tests.fixtures import FIXTURES, fixture
 from webhook.affinity import PREFERRED, REQUIRED
 from webhook.policy import Policy
 from webhook.policy_file import default_policy
-from webhook.testing import pods
 
 LABELS = {"qos": "latency-sensitive"}
 # The default rule's terms as it compiles them, and the earlier forms that count as applied.

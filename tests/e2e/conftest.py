@@ -1,6 +1,6 @@
 """End-to-end tests against a real control plane built from its Go modules (etcd, kube-apiserver,
 kube-controller-manager, and kube-scheduler with the NetQoS plugin as a second profile), started by
-`webhook.testing.controlplane` as `scripts/cluster up` starts it. The real API server calls a real
+`harness.controlplane` as `scripts/cluster up` starts it. The real API server calls a real
 `netqos-webhook serve` registered by `netqos-webhook register --url`; the real scheduler binds.
 
 One cluster serves the whole session. With $NETQOS_CLUSTER_DIR naming a running cluster
@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import controlplane
+from harness.controlplane import Cluster
+from harness.server import Server, start_server
 from tests.fixtures import REPO
 from webhook.names import CONFIGURATION_NAME
-from webhook.testing import controlplane
-from webhook.testing.controlplane import Cluster
-from webhook.testing.server import Server, start_server
 
 HERE = Path(__file__).parent
 WEBHOOK_CONFIGURATION = f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{CONFIGURATION_NAME}"

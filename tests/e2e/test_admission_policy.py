@@ -20,13 +20,13 @@ import jsonpatch
 import pytest
 import yaml
 
+from harness.controlplane import Cluster
 from tests import podcorpus
 from tests.e2e.conftest import cli, served
 from webhook.admission import create_review, review, wire_patch
 from webhook.admission_policy import cel_scale
 from webhook.names import INJECTED_ANNOTATION, LABELS, OPT_OUT_ANNOTATION
 from webhook.policy_file import load_policy
-from webhook.testing.controlplane import Cluster
 
 # The API each release serves MutatingAdmissionPolicy in (and so what the generator must print).
 MUTATING_API = {

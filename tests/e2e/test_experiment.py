@@ -9,9 +9,9 @@ import json
 import pytest
 import yaml
 
+from harness.controlplane import NETQOS_SCHEDULER
 from tests.e2e.conftest import cli, experiment_nodes, manifest, node_affinity
 from tests.fixtures import REPO
-from webhook.testing.controlplane import NETQOS_SCHEDULER
 
 TEST_POD = "deploy/examples/test-pod.yaml"
 

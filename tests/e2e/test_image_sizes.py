@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.controlplane import NETQOS_SCHEDULER
 from tests.e2e.conftest import cli
 from webhook.names import OPT_OUT_ANNOTATION
-from webhook.testing.controlplane import NETQOS_SCHEDULER
 
 MI = 2**20
 

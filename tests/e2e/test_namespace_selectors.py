@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
+from harness.controlplane import Cluster
 from tests.e2e.conftest import cli
 from tests.e2e.test_rebalance import bound_replacement
 from tests.e2e.test_status import LABELS, deployment, node, pods_of, run_all
 from tests.fixtures import REPO
 from webhook import placement
 from webhook.scheduler.plugins.netqos import NETQOS_TARGET
-from webhook.testing.controlplane import Cluster
 
 HOST = "kubernetes.io/hostname"
 NO_POD_AFFINITY = "node(s) didn't match pod affinity rules"

@@ -3,8 +3,8 @@ compacted between two pages (the continue token expires: 410)."""
 
 from __future__ import annotations
 
+from harness.controlplane import Cluster
 from webhook import cluster as kube
-from webhook.testing.controlplane import Cluster
 
 
 def bound_pod(name: str) -> dict:

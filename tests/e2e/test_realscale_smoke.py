@@ -13,8 +13,8 @@ import os
 import subprocess
 import sys
 
+from harness import controlplane
 from tests.fixtures import REPO
-from webhook.testing import controlplane
 
 
 def test_realscale_smoke_injects_every_replica_reads_in_pages_and_restarts_an_expired_list(tmp_path):

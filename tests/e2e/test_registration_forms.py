@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.controlplane import Cluster
+from harness.server import Server, free_port
+from harness.waiting import until
 from tests.e2e.conftest import WEBHOOK_CONFIGURATION, cli, manifest, node_affinity, register
 from tests.fixtures import REPO
-from webhook.testing.controlplane import Cluster
-from webhook.testing.server import Server, free_port
-from webhook.testing.waiting import until
 
 BASE = str(REPO / "deploy" / "base")
 NAMESPACE = "netqos-system"

@@ -3,18 +3,18 @@ webhook: zero failed admissions, i.e. every pod created during the procedure car
 preference (a failed call would have let it through unmutated: `failurePolicy: Ignore`).
 
 The server reads its certificate from a directory updated as the kubelet updates a mounted
-Secret (webhook.testing.volume), and only after `register`, as the README's procedure orders it:
+Secret (harness.volume), and only after `register`, as the README's procedure orders it:
 `certs` writes the files, `register` updates the caBundle, then the pods see the new Secret."""
 
 from __future__ import annotations
 
 import time
 
+from harness.podcreator import PodCreator
+from harness.server import start_server
+from harness.volume import MountedVolume
 from tests.e2e.conftest import cli, register
 from webhook.certs import CertFiles
-from webhook.testing.podcreator import PodCreator
-from webhook.testing.server import start_server
-from webhook.testing.volume import MountedVolume
 
 LOOPBACK = "127.0.0.1"
 INTERVAL = 0.05  # seconds between pod creations

@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 from benchmarks import scaleup
+from harness import cpuquota
+from harness.controlplane import Cluster
 from tests.fixtures import REPO
 from webhook.resources import parse_quantity
-from webhook.testing import cpuquota
-from webhook.testing.controlplane import Cluster
 
 # Two syncs of the ReplicaSet controller: each creates at most 500 pods (BurstReplicas) in batches
 # that double from 1, the last 245 at once (kubernetes v1.36.3 pkg/controller/replicaset/

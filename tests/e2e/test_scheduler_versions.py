@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.controlplane import Cluster
 from tests.e2e.conftest import cli
-from webhook.testing.controlplane import Cluster
 
 FEATURE = "RestartAllContainersOnContainerExits"
 UNDECLARED = "node(s) didn't match Pod's required features"

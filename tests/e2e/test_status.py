@@ -14,10 +14,10 @@ import time
 
 import pytest
 
+from harness.server import start_server
 from tests.e2e.conftest import WEBHOOK_CONFIGURATION, cli, node_affinity, register
 from tests.fixtures import REPO
 from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION
-from webhook.testing.server import start_server
 
 LABELS = {"qos": "latency-sensitive"}
 

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from harness.patches import apply_kubectl, apply_python, pod_review
 from tests.fixtures import CLASSIC_TERMS, NETQOS_TERMS
 from webhook.affinity import PREFERRED
 from webhook.policy_file import default_policy
 from webhook.serving.app import AppConfig, create_app
-from webhook.testing.patches import apply_kubectl, apply_python, pod_review
 
 EXAMPLES = int(os.environ.get("NETQOS_HYPOTHESIS_EXAMPLES", "200"))
 KUBECTL_EXAMPLES = int(os.environ.get("NETQOS_KUBECTL_EXAMPLES", "40"))

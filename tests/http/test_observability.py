@@ -11,11 +11,11 @@ import re
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness import pods
+from harness.patches import pod_review
+from harness.server import metric_value
 from tests.fixtures import fixture
 from webhook.serving import logs
-from webhook.testing import pods
-from webhook.testing.patches import pod_review
-from webhook.testing.server import metric_value
 
 LS = {"qos": "latency-sensitive"}
 pod = functools.partial(pods.pod, containers=[{"name": "c", "image": "i"}])

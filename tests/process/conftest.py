@@ -1,6 +1,6 @@
 """Process tests: real processes and real I/O. A real `netqos-webhook serve` (gunicorn, gevent,
 TLS with the project's certificates, verified for the Service DNS name), the CLI run as users run
-it, `kubectl patch --local` cross-checks, and API servers on loopback. Harness: webhook.testing.
+it, `kubectl patch --local` cross-checks, and API servers on loopback. Harness: harness.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from webhook.testing.server import Server, start_server
+from harness.server import Server, start_server
 
 
 @pytest.fixture(scope="module")

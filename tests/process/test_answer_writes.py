@@ -17,7 +17,7 @@ import time
 import pytest
 
 from benchmarks import reviews
-from webhook.testing.server import SERVER_NAME, Server, start_server
+from harness.server import SERVER_NAME, Server, start_server
 
 pytestmark = pytest.mark.process
 

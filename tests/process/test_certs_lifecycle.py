@@ -15,10 +15,10 @@ import pytest
 import yaml
 from cryptography import x509
 
+from harness.kubeapi import ScriptedAPI, discovering, status_body
+from harness.server import start_server
 from tests.fixtures import fixture
 from webhook.certs import CertFiles
-from webhook.testing.kubeapi import ScriptedAPI, discovering, status_body
-from webhook.testing.server import start_server
 
 CA_DAYS = 3650
 CERT_DAYS = 365

@@ -19,10 +19,10 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from harness.certs import LOCAL_HOSTS
+from harness.patches import pod_review
+from harness.server import Server, start_server
 from webhook.certs import CertFiles, issued_by
-from webhook.testing.certs import LOCAL_HOSTS
-from webhook.testing.patches import pod_review
-from webhook.testing.server import Server, start_server
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}}
 

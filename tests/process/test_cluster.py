@@ -16,9 +16,9 @@ import pytest
 from kubernetes.client import ApiException
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ProtocolError
 
+from harness.kubeapi import ScriptedAPI
 from tests.fixtures import REPO
 from webhook.cluster import ClusterError, Connection, KubeconfigError, _request, list_nodes
-from webhook.testing.kubeapi import ScriptedAPI
 
 
 def kubeconfig(tmp_path, server: str) -> str:

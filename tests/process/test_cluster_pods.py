@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.kubeapi import Request, ScriptedAPI
+from harness.pods import pod
 from tests.process.test_cluster import kubeconfig
 from webhook.cluster import ASSIGNED_NOT_FINISHED, PAGE_SIZE, ClusterError, fold_pods, list_pods
-from webhook.testing.kubeapi import Request, ScriptedAPI
-from webhook.testing.pods import pod
 
 
 def node_pod(name: str) -> dict:

@@ -1,4 +1,4 @@
-"""The control plane's build (webhook.testing.controlplane.build) when `go build` outlasts its
+"""The control plane's build (harness.controlplane.build) when `go build` outlasts its
 timeout: one error naming the release, the time waited and how to go on, not a traceback of
 subprocess.TimeoutExpired. A stand-in `go` that never finishes: a real cold build takes an hour."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.testing import controlplane
+from harness import controlplane
 
 
 def test_a_build_that_outlasts_its_timeout_is_one_error_saying_how_to_resume(

@@ -11,13 +11,13 @@ import time
 
 import pytest
 
+from harness.patches import decoded_patch, pod_review
+from harness.pods import pod
+from harness.server import metric_value, start_server
+from harness.volume import MountedVolume
+from harness.waiting import until
 from tests.fixtures import REPO
 from webhook.documents import MAX_DEPTH
-from webhook.testing.patches import decoded_patch, pod_review
-from webhook.testing.pods import pod
-from webhook.testing.server import metric_value, start_server
-from webhook.testing.volume import MountedVolume
-from webhook.testing.waiting import until
 
 POD = str(REPO / "deploy" / "examples" / "test-pod.yaml")
 NODES = str(REPO / "deploy" / "examples" / "nodes.yaml")

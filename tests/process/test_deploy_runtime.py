@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.server import free_port
 from tests.fixtures import REPO, fixture
 from webhook.certs import generate
-from webhook.testing.server import free_port
 
 pytestmark = pytest.mark.process
 
@@ -112,7 +112,7 @@ def _stop(proc: subprocess.Popen) -> str:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
     try:
-        # A worker still booting when SIGTERM arrives misses it and lingers (as in webhook/testing/server.py).
+        # A worker still booting when SIGTERM arrives misses it and lingers (as in harness/server.py).
         out, _ = proc.communicate(timeout=5)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness import kubeapi
 from tests.fixtures import REPO
 from webhook import cli
 from webhook.cluster import ClusterError
 from webhook.commands import explain, typed
 from webhook.explain import mutate
 from webhook.policy_file import DEFAULT_DOCUMENT, default_policy
-from webhook.testing import kubeapi
 
 FIXTURES = REPO / "tests" / "fixtures" / "explain"
 TEST_POD = str(REPO / "deploy/examples/test-pod.yaml")

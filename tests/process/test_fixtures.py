@@ -3,10 +3,10 @@ carries is applied identically by Python's jsonpatch and by Go's (kubectl patch 
 
 import pytest
 
+from harness.patches import apply_python, assert_patch_agrees, decoded_patch
 from tests.fixtures import expectations, fixture, with_netqos
 from webhook.admission import AUDIT_ANNOTATION, review
 from webhook.policy_file import default_policy
-from webhook.testing.patches import apply_python, assert_patch_agrees, decoded_patch
 
 EXPECTED = expectations()
 

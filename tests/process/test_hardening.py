@@ -17,9 +17,9 @@ from contextlib import ExitStack
 
 import pytest
 
-from webhook.testing.patches import pod_review
-from webhook.testing.procfs import rss_bytes
-from webhook.testing.server import metric_value, start_server
+from harness.patches import pod_review
+from harness.procfs import rss_bytes
+from harness.server import metric_value, start_server
 
 pytestmark = pytest.mark.process
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from webhook.testing.patches import pod_review
-from webhook.testing.server import start_server
+from harness.patches import pod_review
+from harness.server import start_server
 
 pytestmark = pytest.mark.process
 

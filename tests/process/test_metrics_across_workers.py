@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from webhook.testing.patches import pod_review
-from webhook.testing.server import Server, metric_value, start_server
+from harness.patches import pod_review
+from harness.server import Server, metric_value, start_server
 
 pytestmark = pytest.mark.process
 

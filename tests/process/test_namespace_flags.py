@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from harness import kubeapi
+from harness.kubeapi import Snapshot, node
 from tests.fixtures import REPO
 from webhook.cli import main
 from webhook.commands.rebalance import RebalanceArgs
 from webhook.commands.rebalance import run as rebalance
 from webhook.commands.status import StatusArgs
 from webhook.commands.status import run as status
-from webhook.testing import kubeapi
-from webhook.testing.kubeapi import Snapshot, node
 
 POLICY = str(REPO / "deploy/base/policy.yaml")
 

@@ -1,6 +1,6 @@
 """Each real node's containerd and kubelet run in a mount namespace of their own in which the host's
 /var/lib and /var/log are overlays: they read the host's files, and every write lands under the
-node's directory (`webhook.testing.nodes.in_own_mount_namespace`)."""
+node's directory (`harness.nodes.in_own_mount_namespace`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.testing import nodes
+from harness import nodes
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None, reason="a mount namespace needs root and unshare"

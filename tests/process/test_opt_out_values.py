@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from harness.patches import assert_patch_agrees, decoded_patch, pod_review
+from harness.pods import pod
 from tests.fixtures import NETQOS_TERMS, with_netqos
 from webhook.admission import review
 from webhook.affinity import PREFERRED
 from webhook.policy_file import default_policy
-from webhook.testing.patches import assert_patch_agrees, decoded_patch, pod_review
-from webhook.testing.pods import pod
 
 SELECTED = {"qos": "latency-sensitive"}
 

@@ -4,8 +4,8 @@ server applies webhook patches with)."""
 
 import pytest
 
+from harness.patches import apply_kubectl
 from tests.unit.test_patch import CASES
-from webhook.testing.patches import apply_kubectl
 
 pytestmark = pytest.mark.process
 PATCHED = [case for case in CASES if case[3]]  # an empty patch is not sent

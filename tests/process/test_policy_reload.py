@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.clock import ManualClock
+from harness.patches import decoded_patch, pod_review
+from harness.pods import pod
+from harness.procfs import client_ports
+from harness.server import metric_value, start_server
+from harness.volume import MountedVolume
+from harness.waiting import until
 from webhook.affinity import PREFERRED
 from webhook.policy_file import policy_from_bytes
 from webhook.serving import filewatch
 from webhook.serving.reload import LastGood, PolicySnapshot, PolicyWatcher, load_snapshot
-from webhook.testing.clock import ManualClock
-from webhook.testing.patches import decoded_patch, pod_review
-from webhook.testing.pods import pod
-from webhook.testing.procfs import client_ports
-from webhook.testing.server import metric_value, start_server
-from webhook.testing.volume import MountedVolume
-from webhook.testing.waiting import until
 
 LATENCY_POD = pod({"qos": "latency-sensitive"}, containers=[{"name": "c", "image": "i"}])
 

@@ -1,4 +1,4 @@
-"""`netqos-webhook rebalance` against a fake Kubernetes API server on loopback (webhook/testing/kubeapi.py)
+"""`netqos-webhook rebalance` against a fake Kubernetes API server on loopback (harness/kubeapi.py)
 speaking the real REST paths, through the real `kubernetes` client and a kubeconfig: the plan names
 the right pods and targets, `--apply` sends exactly the evictions it reports (none without it),
 PodDisruptionBudgets answer 429, gone pods 404, RBAC 403, and the JSON and exit codes are exact.
@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import kubeapi
+from harness.kubeapi import Snapshot, node, pod, workload
 from tests.fixtures import CLASSIC_TERMS, FIXTURES, REPO
 from webhook import cluster, evictions
 from webhook.cli import main
@@ -25,8 +27,6 @@ from webhook.manifests import webhook_configuration
 from webhook.owners import Owner
 from webhook.policy import Decision, Policy, evaluate
 from webhook.policy_file import load_policy, policy_from_bytes
-from webhook.testing import kubeapi
-from webhook.testing.kubeapi import Snapshot, node, pod, workload
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
 NS = "netqos-system"

@@ -1,5 +1,5 @@
 """`netqos-webhook rebalance` predicts each replacement as the API server would admit it, against
-the fake API server (webhook/testing/kubeapi.py) through the real `kubernetes` client: where its
+the fake API server (harness/kubeapi.py) through the real `kubernetes` client: where its
 credentials may create pods, the API server's dry-run create is the answer; where RBAC says no (a
 SelfSubjectAccessReview), the model admits it from the LimitRanges and RuntimeClasses it lists;
 the JSON and the notes say which."""
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from harness import kubeapi
+from harness.kubeapi import Snapshot, node, pod, workload
 from tests.process.test_rebalance import rebalance, registration, sized
-from webhook.testing import kubeapi
-from webhook.testing.kubeapi import Snapshot, node, pod, workload
 
 QOS = {"qos": "latency-sensitive", "app": "web"}
 DRY_RUN = "POST /api/v1/namespaces/shop/pods?dryRun=All"

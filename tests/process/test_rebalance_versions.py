@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from harness import kubeapi
+from harness.kubeapi import Snapshot, node, pod
 from tests.process.test_rebalance import app, plan_rows, rebalance, registration, workloads
-from webhook.testing import kubeapi
-from webhook.testing.kubeapi import Snapshot, node, pod
 
 # The replacement asks 1 CPU and 1Gi (the ReplicaSet's template).
 # fast-a: 4 CPU, 8Gi, 2 CPU and 2Gi taken. fast-b: 8 CPU, 8Gi, 500m and 6Gi taken.

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.kubeapi import ADMISSION_DISCOVERY, Request, ScriptedAPI, discovering, status_body
 from tests.fixtures import REPO
 from webhook.certs import CertFiles, generate
 from webhook.cli import main
 from webhook.manifests import webhook_configuration
 from webhook.policy_file import load_policy
 from webhook.register import CertificateError, check_certificates, objects
-from webhook.testing.kubeapi import ADMISSION_DISCOVERY, Request, ScriptedAPI, discovering, status_body
 
 POLICY = str(REPO / "deploy/base/policy.yaml")
 SECRET_PATH = "/api/v1/namespaces/netqos-system/secrets/netqos-webhook-tls"

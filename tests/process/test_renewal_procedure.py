@@ -24,12 +24,12 @@ import pytest
 import yaml
 from cryptography import x509
 
+from harness.patches import assert_patch_agrees, decoded_patch, pod_review
+from harness.server import Server, ServiceConnection, start_server
+from harness.volume import MountedVolume
+from harness.waiting import until
 from tests.fixtures import with_netqos
 from webhook.certs import CertFiles
-from webhook.testing.patches import assert_patch_agrees, decoded_patch, pod_review
-from webhook.testing.server import Server, ServiceConnection, start_server
-from webhook.testing.volume import MountedVolume
-from webhook.testing.waiting import until
 
 pytestmark = pytest.mark.process
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {}}

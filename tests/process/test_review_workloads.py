@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.patches import assert_patch_agrees
 from tests.fixtures import NETQOS_TERMS, REPO
 from webhook.affinity import PREFERRED
-from webhook.testing.patches import assert_patch_agrees
 from webhook.workloads import kind_of, pod_of, with_pod
 
 WORKLOADS = REPO / "tests" / "fixtures" / "workloads" / "all-kinds.yaml"

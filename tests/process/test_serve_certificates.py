@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from harness.certs import make_certs
+from harness.server import LOOPBACK, free_port, start_server
 from tests.fixtures import fixture
 from webhook.certs import CertFiles, issued_by
-from webhook.testing.certs import make_certs
-from webhook.testing.server import LOOPBACK, free_port, start_server
 
 ALL = ("ca.crt", "ca.key", "tls.crt", "tls.key", "ca-bundle.crt")
 

@@ -9,9 +9,9 @@ import warnings
 
 import pytest
 
+from harness.patches import apply_python, assert_patch_agrees, decoded_patch
+from harness.server import SERVER_NAME, start_server
 from tests.fixtures import expectations, fixture, with_netqos
-from webhook.testing.patches import apply_python, assert_patch_agrees, decoded_patch
-from webhook.testing.server import SERVER_NAME, start_server
 
 pytestmark = pytest.mark.process
 EXPECTED = expectations()

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks import reviews
+from harness.procfs import LISTEN, socket_inodes, tcp_sockets
+from harness.server import SERVER_NAME, start_server
 from webhook.serving.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions
-from webhook.testing.procfs import LISTEN, socket_inodes, tcp_sockets
-from webhook.testing.server import SERVER_NAME, start_server
 
 pytestmark = pytest.mark.process
 

@@ -1,4 +1,4 @@
-"""`netqos-webhook status` against a fake Kubernetes API server on loopback (webhook/testing/kubeapi.py),
+"""`netqos-webhook status` against a fake Kubernetes API server on loopback (harness/kubeapi.py),
 through the real `kubernetes` client and a kubeconfig: each cluster snapshot below is one state a
 real installation can be in, and the JSON report and exit code are asserted exactly.
 
@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import kubeapi
+from harness.kubeapi import Snapshot, issue_tls, node, pod, workload
 from tests.fixtures import CLASSIC_TERMS, FIXTURES, NETQOS_TERMS, REPO
 from webhook.admission_policy import admission_policies as generate_admission_policies
 from webhook.affinity import Requirement
@@ -32,8 +34,6 @@ from webhook.manifests import webhook_configuration
 from webhook.policy import evaluate
 from webhook.policy_file import load_policy
 from webhook.selector import LabelSelector
-from webhook.testing import kubeapi
-from webhook.testing.kubeapi import Snapshot, issue_tls, node, pod, workload
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
 NS = "netqos-system"

@@ -1,6 +1,6 @@
 """`netqos-webhook status` on what the README documents beside the in-cluster install: a webhook
 registered out of the cluster (`register --url`), and a user whose RBAC hides the registration or
-the pods. Against the fake API server on loopback (webhook/testing/kubeapi.py) through the real
+the pods. Against the fake API server on loopback (harness/kubeapi.py) through the real
 client; the out-of-cluster webhook is a real TLS listener on loopback.
 
 - an out-of-cluster registration has no Deployment, Service or Secret: none is a problem; the
@@ -23,12 +23,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness import kubeapi
+from harness.kubeapi import TLS, Snapshot, issue_tls, node, pod
 from tests.fixtures import NETQOS_TERMS, REPO
 from webhook.commands.status import StatusArgs, run
 from webhook.manifests import webhook_configuration
 from webhook.policy_file import load_policy
-from webhook.testing import kubeapi
-from webhook.testing.kubeapi import TLS, Snapshot, issue_tls, node, pod
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
 POLICY = str(REPO / "deploy/base/policy.yaml")

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from harness.certs import make_certs
+from harness.patches import pod_review
+from harness.server import metric_value, start_server
+from harness.volume import MountedVolume
+from harness.waiting import until
 from webhook.certs import CertFiles, issue_client
 from webhook.serving.tls import CertificateRotator, TLSFiles, check_files
-from webhook.testing.certs import make_certs
-from webhook.testing.patches import pod_review
-from webhook.testing.server import metric_value, start_server
-from webhook.testing.volume import MountedVolume
-from webhook.testing.waiting import until
 
 pytestmark = pytest.mark.process
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}, "spec": {}}

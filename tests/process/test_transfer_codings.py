@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.patches import pod_review
+from harness.server import Server, start_server
 from tests.fixtures import REPO
 from tests.process.test_hardening import chunks, read_response
 from webhook.names import DEFAULT_MAX_BODY_BYTES
-from webhook.testing.patches import pod_review
-from webhook.testing.server import Server, start_server
 
 REVIEW = json.dumps(pod_review({"metadata": {"name": "p", "labels": {"qos": "latency-sensitive"}}})).encode()
 BODY_DEADLINE = 2  # --body-timeout of this server, seconds

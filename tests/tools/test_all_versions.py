@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+from harness.controlplane import RELEASES
 from tests.fixtures import REPO
-from webhook.testing.controlplane import RELEASES
 
 
 def all_versions(*pytest_args: str) -> subprocess.CompletedProcess[str]:

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
+from harness.patches import pod_review
 from webhook.admission import BadReview, decode, handle, review
 from webhook.policy_file import default_policy
-from webhook.testing.patches import pod_review
 
 LS_POD = {
     "apiVersion": "v1",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.testing import controlplane
+from harness import controlplane
 
 # no process recorded, so nothing is probed: these ports are never dialled
 PORTS = dict.fromkeys(("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "netqos-scheduler"), 1)

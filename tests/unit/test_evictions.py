@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from harness.kubeapi import node
 from tests.unit.test_rebalance import NOW, app_pod, controller_of, registered, sized
 from webhook import evictability, evictions, rebalance
 from webhook.evictions import History, Record, Reference, Seen
 from webhook.owners import Owner
 from webhook.policy_file import default_policy
 from webhook.scheduler.read import node_info
-from webhook.testing.kubeapi import node
 
 EVICTED = dt.datetime(2026, 1, 1, 12, 0, 30, tzinfo=dt.UTC)
 SINCE = "2026-01-01T12:00:31Z"  # a pod created a second after the eviction: its replacement

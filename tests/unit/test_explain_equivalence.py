@@ -8,13 +8,13 @@ import itertools
 
 import pytest
 
+from harness.pods import PAUSE
+from harness.pods import pod as pod_of
 from tests.fixtures import REPO
 from webhook.explain import explain
 from webhook.policy_file import default_policy, load_policy
 from webhook.scheduler.model import Node, Taint
 from webhook.scheduler.registry import NODE_AFFINITY
-from webhook.testing.pods import PAUSE
-from webhook.testing.pods import pod as pod_of
 
 NET_VALUES = ("high", "low", None, "medium")  # None: the node has no `net` label
 UNTOLERATED = Taint("dedicated", "db", "NoSchedule")

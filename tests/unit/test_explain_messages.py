@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
+from harness.pods import PAUSE
+from harness.pods import pod as pod_of
 from tests.fixtures import REPO
 from webhook.commands.explain import load_nodes, load_pod, load_pods, render_table
 from webhook.explain import Explanation, explain, sentence
 from webhook.policy_file import default_policy, load_policy
 from webhook.scheduler.model import Node
 from webhook.scheduler.registry import DEFAULT_PROFILE, NODE_AFFINITY
-from webhook.testing.pods import PAUSE
-from webhook.testing.pods import pod as pod_of
 
 EXAMPLES = REPO / "deploy" / "examples"
 FIXTURES = REPO / "tests" / "fixtures" / "explain"

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import pytest
 
+from harness.pods import PAUSE
+from harness.pods import pod as pod_of
 from webhook.affinity import PREFERRED, REQUIRED
 from webhook.explain import explain
 from webhook.policy_file import default_policy
 from webhook.scheduler.model import Node
-from webhook.testing.pods import PAUSE
-from webhook.testing.pods import pod as pod_of
 
 NODES = (Node("fast", {"net": "high", "zone": "a"}), Node("slow", {"net": "low", "zone": "b"}))
 

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
+from harness.clock import ManualClock
 from webhook.serving.filewatch import FileWatch, Look, signature
-from webhook.testing.clock import ManualClock
 
 
 @pytest.fixture

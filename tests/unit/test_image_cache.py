@@ -4,7 +4,7 @@ does not run after the cache was emptied."""
 
 from __future__ import annotations
 
-from webhook.testing import image
+from harness import image
 
 
 def test_the_archive_directory_is_made_when_the_cache_was_emptied(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.pods import pod
 from webhook.apidata import ShapeError
 from webhook.explain import explain
 from webhook.kubeversion import KubeVersion
@@ -24,7 +25,6 @@ from webhook.scheduler.plugins.imagelocality import ImageState, image_states
 from webhook.scheduler.plugins.netqos import NETQOS_TARGET
 from webhook.scheduler.read import node_info, pod_info
 from webhook.scheduler.registry import IMAGE_LOCALITY, default_profile
-from webhook.testing.pods import pod
 
 MB = 1024 * 1024  # image_locality_test.go's mb
 V136 = default_profile(KubeVersion(1, 36))

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from harness.kubeapi import pod
 from tests.fixtures import CLASSIC_TERMS, NETQOS_TERMS
 from webhook.names import INJECTED_ANNOTATION
 from webhook.policy import Decision, Injected, evaluate, injected, injected_earlier, without_injected
 from webhook.policy_file import default_policy
-from webhook.testing.kubeapi import pod
 
 QOS = {"qos": "latency-sensitive"}
 OWN_DISK = {"weight": 20, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from harness import controlplane
 from webhook.admission_api import V1, V1BETA1, NoAdmissionPolicyApi, for_version, mutating_api_version
 from webhook.admission_policy import admission_policies
 from webhook.cli import main
 from webhook.kubeversion import NEWEST, OLDEST, SUPPORTED, BadVersion, KubeVersion, from_server, nearest, parse
 from webhook.policy_file import default_policy
-from webhook.testing import controlplane
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ table with Go's, as the API server does)."""
 
 import pytest
 
+from harness.patches import apply_python
 from webhook.patch import diff, escape
-from webhook.testing.patches import apply_python
 
 BASE = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from harness.kubeapi import node, pod
 from tests.fixtures import NETQOS_TERMS
 from webhook import placement
 from webhook.scheduler.cycle import rank
 from webhook.scheduler.model import Node, usage_by_node, usage_of
 from webhook.scheduler.read import node_info, pod_info
-from webhook.testing.kubeapi import node, pod
 
 QOS = {"qos": "latency-sensitive"}
 ALLOCATABLE = {"cpu": "2", "memory": "4Gi", "pods": "10"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.pods import pod
 from webhook.explain import explain
 from webhook.policy_file import default_policy
 from webhook.resources import HostPort
@@ -15,7 +16,6 @@ from webhook.scheduler.model import EMPTY_USAGE, Node
 from webhook.scheduler.plugins.imagelocality import image_locality, image_states
 from webhook.scheduler.plugins.noderesources import REASON_TOO_MANY_PODS, insufficient_resources
 from webhook.scheduler.read import node_info, pod_info, usage_info
-from webhook.testing.pods import pod
 
 GI, MI = 2**30, 2**20
 

@@ -4,11 +4,11 @@ import copy
 
 import pytest
 
+from harness.pods import pod
 from tests.fixtures import NETQOS_TERMS, with_netqos
 from webhook.affinity import PREFERRED
 from webhook.policy import Decision, evaluate
 from webhook.policy_file import compile_policy, default_policy
-from webhook.testing.pods import pod
 
 LS = {"qos": "latency-sensitive"}
 OTHER_PREFERRED = {

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.kubeapi import node, pod
 from tests.fixtures import FIXTURES
 from webhook import evictability, owners, rebalance, scope
 from webhook.manifests import webhook_configuration
@@ -26,7 +27,6 @@ from webhook.scheduler.model import PodInfo, Profile
 from webhook.scheduler.plugins.netqos import NETQOS_TARGET
 from webhook.scheduler.read import NO_SELECTORS, Selectors, pod_info, selectors_from_api
 from webhook.scheduler.registry import DEFAULT_PROFILE
-from webhook.testing.kubeapi import node, pod
 
 NOW = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
 LONG_AGO = "2026-01-01T00:00:00Z"
@@ -662,7 +662,7 @@ def test_the_replacement_is_predicted_with_the_profile_of_its_templates_schedule
 
 def test_the_netqos_profile_of_the_fixture_is_the_one_the_control_plane_harness_runs() -> None:
     """The fixture's two first profiles are the harness's kube-scheduler's (the e2e tests pass its file)."""
-    from webhook.testing.controlplane import _scheduler_config
+    from harness.controlplane import _scheduler_config
 
     harness = profiles(_scheduler_config(FIXTURES / "kubeconfig"))
     assert harness == {name: PROFILES[name] for name in ("default-scheduler", "netqos-scheduler")}

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from harness.kubeapi import node, pod
 from tests.unit.test_rebalance import LONG_AGO, NOW, QOS, controller_of, registered, sized
 from webhook import admitted, evictability, rebalance
 from webhook.policy_file import default_policy
-from webhook.testing.kubeapi import node, pod
 
 TENANT = {**QOS, "tenant": "a"}
 ONE_CPU = {"requests": {"cpu": "1"}}

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness.kubeapi import node, pod
 from tests.unit.test_evictions import EVICTED, RS, SINCE, WEB
 from tests.unit.test_rebalance import (
     CLUSTER,
@@ -31,7 +32,6 @@ from tests.unit.test_rebalance import (
 from webhook import evictability, evictions, rebalance
 from webhook.evictions import History, Record
 from webhook.policy_file import default_policy
-from webhook.testing.kubeapi import node, pod
 
 TERMS = [t.to_api() for t in default_policy().rules[0].preferences]
 # fast-1 (net=high) has room for one more 1-CPU pod; slow (net=low) for many

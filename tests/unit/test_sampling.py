@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from harness.pods import pod
 from webhook.policy import evaluate
 from webhook.policy_file import default_policy
 from webhook.scheduler import sampling
@@ -16,7 +17,6 @@ from webhook.scheduler.cycle import Sampling, rank
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Taint
 from webhook.scheduler.read import pod_info
 from webhook.scheduler.sampling import landing, tree_order
-from webhook.testing.pods import pod
 
 ZONE = "topology.kubernetes.io/zone"
 CPU = {"cpu": 4000, "memory": 8 << 30, "pods": 110}

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness.kubeapi import node, pod
 from tests.unit.test_rebalance import make_plan
 from tests.unit.test_status_cost import cluster_view
 from webhook import explain, placement, rebalance, status
@@ -23,7 +24,6 @@ from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, UsageTall
 from webhook.scheduler.plugins.netqos import NETQOS_TARGET
 from webhook.scheduler.read import node_info, pod_info
 from webhook.scheduler.registry import BALANCED_ALLOCATION, BALANCED_ALLOCATION_WITH_POD, DEFAULT_PROFILE
-from webhook.testing.kubeapi import node, pod
 
 NOW = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
 BLOCKED = "example.com/blocked"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.pods import pod
 from webhook.kubeversion import KubeVersion
 from webhook.scheduler.cycle import rank
 from webhook.scheduler.model import Node, Taint, usage_by_node
@@ -15,7 +16,6 @@ from webhook.scheduler.plugins.nodename import REASON_NODE_NAME
 from webhook.scheduler.plugins.nodeunschedulable import REASON_UNSCHEDULABLE
 from webhook.scheduler.read import declared_features_needed, node_info, pod_info
 from webhook.scheduler.registry import BALANCED_ALLOCATION, IMAGE_LOCALITY, default_profile, filter_plugins
-from webhook.testing.pods import pod
 
 V134, V135, V136, V137 = (KubeVersion(1, minor) for minor in (34, 35, 36, 37))
 MB = 1024 * 1024

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.pods import pod
 from webhook.affinity import (
     NodeSelectorTerm,
     PreferredTerm,
@@ -20,7 +21,6 @@ from webhook.scheduler.plugins.nodeaffinity import REASON_NODE_AFFINITY, REASON_
 from webhook.scheduler.plugins.nodeunschedulable import REASON_UNSCHEDULABLE
 from webhook.scheduler.plugins.tainttoleration import first_untolerated_taint
 from webhook.scheduler.read import node_info, pod_info
-from webhook.testing.pods import pod
 
 
 def req(key: str, op: str, *values: str) -> Requirement:

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from harness.pods import pod
 from webhook.apidata import ShapeError
 from webhook.resources import CPU, MEMORY, HostPort, parse_quantity, resource_list
 from webhook.scheduler.cycle import filter_reasons, rank
@@ -26,7 +27,6 @@ from webhook.scheduler.plugins.noderesources import (
 )
 from webhook.scheduler.read import pod_info
 from webhook.scheduler.registry import BALANCED_ALLOCATION, DEFAULT_PROFILE, NETQOS, NODE_AFFINITY
-from webhook.testing.pods import pod
 
 GI, MI = 2**30, 2**20
 

@@ -7,11 +7,11 @@ import datetime as dt
 from collections import Counter
 from typing import Any
 
+from harness.kubeapi import node, pod
 from tests.fixtures import NETQOS_TERMS
 from webhook import status
 from webhook.policy_file import default_policy
 from webhook.scheduler.plugins import tainttoleration
-from webhook.testing.kubeapi import node, pod
 
 ALLOCATABLE = {"cpu": "2", "memory": "4Gi", "pods": "10"}
 

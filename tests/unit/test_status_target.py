@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from harness.kubeapi import pod
 from tests.fixtures import FIXTURES
 from tests.unit.test_status_cost import cluster_view
 from webhook import placement, status
@@ -17,7 +18,6 @@ from webhook.commands.status import render_table, to_json
 from webhook.policy import Policy
 from webhook.policy_file import compile_policy, default_policy, policy_from_bytes
 from webhook.scheduler.model import Target
-from webhook.testing.kubeapi import pod
 
 QOS = {"qos": "latency-sensitive"}
 ALLOCATABLE = {"cpu": "2", "memory": "4Gi", "pods": "10"}

@@ -1,6 +1,6 @@
 """End-to-end tests on real nodes: the image built from the Dockerfile runs as the Deployment of
 deploy/base on real kubelets (`scripts/cluster up --nodes 2`: fake-node-1 net=high, minikube
-net=low; webhook.testing.nodes), and the API server calls it through its Service.
+net=low; harness.nodes), and the API server calls it through its Service.
 
 One cluster with nodes serves the session: the one $NETQOS_CLUSTER_DIR names when it has real
 nodes (`scripts/cluster up --nodes 2`, then `scripts/image`), else one of its own. Where real nodes
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from harness import controlplane, image, nodes, podcreator
+from harness.controlplane import Cluster
 from tests.e2e.conftest import cli
 from tests.fixtures import REPO
 from webhook.names import DEFAULT_NAMESPACE
-from webhook.testing import controlplane, image, nodes, podcreator
-from webhook.testing.controlplane import Cluster
 
 HERE = Path(__file__).parent
 NODES = 2

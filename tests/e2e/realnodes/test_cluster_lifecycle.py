@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from harness import controlplane, nodes
 from tests.fixtures import REPO
-from webhook.testing import controlplane, nodes
 
 UP_TIMEOUT = 300
 

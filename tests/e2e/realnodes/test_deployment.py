@@ -6,10 +6,10 @@ from __future__ import annotations
 import ipaddress
 import time
 
+from harness import image, nodes
 from tests.e2e.conftest import node_affinity
 from tests.e2e.realnodes.conftest import DEPLOYMENT, fail_open, webhook_pods
 from webhook.names import DEFAULT_NAMESPACE, INJECTED_ANNOTATION
-from webhook.testing import image, nodes
 
 WAIT = 90.0
 

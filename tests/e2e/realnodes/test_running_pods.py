@@ -12,11 +12,11 @@ import urllib.request
 
 from cryptography import x509
 
+from harness.controlplane import NETQOS_SCHEDULER
 from tests.e2e.conftest import cli, node_affinity
 from tests.e2e.realnodes.conftest import DEPLOYMENT, PodCreator, fail_open, webhook_pods
 from tests.fixtures import REPO
 from webhook.names import DEFAULT_NAMESPACE
-from webhook.testing.controlplane import NETQOS_SCHEDULER
 
 PROPAGATION = 120.0  # the kubelet syncs every 10 s here; the webhook looks at its files every second
 

@@ -30,11 +30,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import nodes as realnodes
+from harness.controlplane import default_directory
 from webhook import __version__
-from webhook.testing import nodes as realnodes
-from webhook.testing.controlplane import default_directory
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
 IMAGE = f"netqos-webhook:{__version__}"  # deploy/base/deployment.yaml's image
 SUITE = "bookworm"

@@ -9,11 +9,11 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from harness.pods import PAUSE, pod
 from webhook.names import INJECTED_ANNOTATION
-from webhook.testing.pods import PAUSE, pod
 
 if TYPE_CHECKING:
-    from webhook.testing.controlplane import Cluster
+    from harness.controlplane import Cluster
 
 LATENCY_SENSITIVE = {"qos": "latency-sensitive"}
 

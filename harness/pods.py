@@ -2,7 +2,7 @@
 (apiVersion, kind, metadata, spec), holding exactly the fields asked for, so a test states what
 its pod has and nothing else is there to change the decision or the score.
 
-`webhook.testing.kubeapi.pod` adds what the API server adds (uid, creationTimestamp, status).
+`harness.kubeapi.pod` adds what the API server adds (uid, creationTimestamp, status).
 """
 
 from __future__ import annotations

@@ -21,13 +21,13 @@ disruption controller behind PodDisruptionBudgets and the Eviction API.
   stops one. Several clusters run at once in different directories.
 
 Each supported minor release (`RELEASES`: 1.34 to 1.37) is one pinned patch built from its own
-module file over the same Go sources: tests/e2e/go.mod for 1.36, tests/e2e/kubernetes/v<patch>.mod
+module file over the same Go sources: harness/go/go.mod for 1.36, harness/go/kubernetes/v<patch>.mod
 (with its .sum) for the others, passed to `go build -modfile`. The NetQoS plugin port compiles
 against each; where the framework's API moved, a build tag picks the small file that names it
-(tests/e2e/netqos-scheduler/netqos/framework*.go). On 1.34 and 1.35 the API server runs with the
+(harness/go/netqos-scheduler/netqos/framework*.go). On 1.34 and 1.35 the API server runs with the
 MutatingAdmissionPolicy feature gate and its v1beta1 API enabled (beta, off by default there).
 
-`python -m webhook.testing.controlplane up|down|env|status|build [--kubernetes 1.35]` is
+`python -m harness.controlplane up|down|env|status|build [--kubernetes 1.35]` is
 `scripts/cluster`.
 """
 
@@ -60,8 +60,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from harness import nodes as realnodes
 from webhook.names import INJECTED_ANNOTATION
-from webhook.testing import nodes as realnodes
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ DEFAULT_MINOR = "1.36"  # what scripts/cluster and the e2e tests run when no ver
 KUBERNETES_ENV = "NETQOS_KUBERNETES"  # the minor release the e2e tests and scripts/cluster use
 KUBERNETES_VERSION = RELEASES[DEFAULT_MINOR].version
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
-GO_MODULE = Path(__file__).resolve().parents[2] / "tests" / "e2e"
+GO_MODULE = Path(__file__).resolve().parent / "go"
 # The binaries and the packages they come from (relative ones are the module's own mains).
 PACKAGES = {
     "etcd": "./etcd",
@@ -110,7 +110,7 @@ PACKAGES = {
     "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
     "netqos-scheduler": "./netqos-scheduler",
     "kubectl": "k8s.io/kubernetes/cmd/kubectl",
-    # the nodes of `scripts/cluster up --nodes N` (webhook.testing.nodes)
+    # the nodes of `scripts/cluster up --nodes N` (harness.nodes)
     "kubelet": "k8s.io/kubernetes/cmd/kubelet",
     "kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
 }
@@ -377,7 +377,7 @@ class Cluster:
     pids: dict[str, int]
     start_seconds: float = 0.0
     kubernetes: str = KUBERNETES_VERSION  # the release's version, as its /version reports it
-    nodes: list[str] = field(default_factory=list)  # real nodes (webhook.testing.nodes), by name
+    nodes: list[str] = field(default_factory=list)  # real nodes (harness.nodes), by name
     node_pids: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -883,7 +883,7 @@ def default_directory() -> Path:
 def up(directory: Path, bin_dir: Path, of: Release | None = None, nodes: int = 0) -> Cluster:
     """Start a control plane in `directory` (made empty first) from the binaries in `bin_dir`,
     which were built for release `of` (default: `release()`), and `nodes` real nodes
-    (webhook.testing.nodes; root only) once it is ready."""
+    (harness.nodes; root only) once it is ready."""
     of = of or release()
     started = time.monotonic()
     left = realnodes.teardown(directory)  # a crashed cluster's nodes, before their directory goes

@@ -25,11 +25,11 @@ from typing import Any, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.certs import make_certs
+from harness.controlplane import LOOPBACK
+from harness.procfs import children
 from webhook.certs import CertFiles
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SERVICE, METRICS_DIR_ENV
-from webhook.testing.certs import make_certs
-from webhook.testing.controlplane import LOOPBACK
-from webhook.testing.procfs import children
 
 SERVER_NAME = f"{DEFAULT_SERVICE}.{DEFAULT_NAMESPACE}.svc"  # what the API server dials and verifies
 STOP_GRACE_SECONDS = 5  # gunicorn stops within a couple of seconds; a broken shutdown must not hang

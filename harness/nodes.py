@@ -1,4 +1,4 @@
-"""Real nodes for the control plane of `webhook.testing.controlplane`: kubelets and kube-proxy built
+"""Real nodes for the control plane of `harness.controlplane`: kubelets and kube-proxy built
 with it, containerd, runc and the CNI plugins from Debian, every address on this machine.
 
 The layout of one cluster's nodes (slot k, one of `SLOTS`, chosen free under a lock):

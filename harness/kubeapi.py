@@ -55,7 +55,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from webhook.testing import pods
+from harness import pods
 
 TOKEN = "netqos-test-token"
 # resource (plural, as in the URL) -> (apiVersion, kind)
@@ -822,7 +822,7 @@ def pod(
     phase: str | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    """A pod as the API server returns it (`webhook.testing.pods.pod` and what the API server
+    """A pod as the API server returns it (`harness.pods.pod` and what the API server
     adds: uid, creationTimestamp, status); `preferred` is its preferred node affinity."""
     meta = _meta(
         name,

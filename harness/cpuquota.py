@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from webhook.testing.procfs import children
+from harness.procfs import children
 
 PERIOD_US = 100_000  # the kubelet's CFS period
 V1 = Path("/sys/fs/cgroup/cpu")
