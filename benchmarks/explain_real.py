@@ -52,7 +52,7 @@ from typing import Any
 
 import yaml
 
-from harness import controlplane
+from harness import controlplane, gobuild
 from harness.controlplane import NETQOS_SCHEDULER, Cluster
 from harness.server import Server, start_server
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
@@ -416,7 +416,7 @@ def environment(workdir: Path) -> Iterator[Cluster]:
         if named and (Path(named) / controlplane.STATE_FILE).exists():
             cluster = controlplane.attach(Path(named))
         else:
-            built = controlplane.build()
+            built = gobuild.build()
             cluster = stack.enter_context(controlplane.running(workdir / "cluster", built.bin_dir))
         server = stack.enter_context(start_server(workdir / "webhook"))
         register(cluster, server)

@@ -377,9 +377,9 @@ CHUNK = 500  # pods per run of the API server's admission code: one process star
 
 def admission_policy_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The pods after the default policy compiled into MutatingAdmissionPolicies (`manifests --as
-    admission-policy`), run by the API server's own CEL and patcher (tests/apiserver_cel.py: the
+    admission-policy`), run by the API server's own CEL and patcher (harness/apiserver_cel.py: the
     kube-apiserver's admission code, built once from Go modules). Raises `Unavailable` without Go."""
-    from tests import apiserver_cel  # the test harness's build of it: Go and a module download
+    from harness import apiserver_cel  # the test harness's build of it: Go and a module download
 
     objects = [o for o in admission_policies(default_policy()) if o["kind"] == MUTATING_KIND]
     out = []

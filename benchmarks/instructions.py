@@ -36,8 +36,8 @@ CASES = ("baseline", "app", "app-nolog", "app-json", "http", "handle", "decode")
 
 
 def _workload(case: str, pod: str):
-    from benchmarks import reviews
     from benchmarks.baseline_app import app as baseline
+    from harness import reviews
     from webhook import admission
     from webhook.policy_file import default_policy
     from webhook.serving.app import AppConfig, create_app

@@ -23,7 +23,7 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import reviews
+from harness import reviews
 from webhook import admission
 from webhook.patch import diff
 from webhook.policy import Decision, evaluate

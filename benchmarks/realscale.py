@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import scaleup
-from harness import controlplane
+from harness import controlplane, gobuild
 from harness.controlplane import LOOPBACK, Cluster
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 
@@ -617,7 +617,7 @@ def a_cluster() -> Iterator[Cluster]:
     if named and (Path(named) / controlplane.STATE_FILE).exists():
         yield controlplane.attach(Path(named))
         return
-    built = controlplane.build()
+    built = gobuild.build()
     with tempfile.TemporaryDirectory(prefix="netqos-realscale-") as directory:
         with controlplane.running(Path(directory) / "cluster", built.bin_dir) as cluster:
             yield cluster

@@ -13,8 +13,14 @@ Like `kopf.testing` or controller-runtime's `envtest`, it drives the real thing 
   Go's implementation (`kubectl patch --local`), the one the API server applies;
 - `harness.volume`: a directory updated as the kubelet updates a mounted ConfigMap or Secret;
 - `harness.kubeapi`: a fake Kubernetes API server on loopback, with cluster builders;
-- `harness.controlplane`: a real control plane on loopback built from its Go modules (etcd,
+- `harness.gobuild`: the Kubernetes releases the harness builds (the default among them) and the
+  build of their binaries from the Go module under harness/go, cached outside the repository;
+- `harness.pki`: the control plane's certificate authority, and the certificates and kubeconfigs
+  it signs for the components, the admin and each node;
+- `harness.controlplane`: a real control plane on loopback from those binaries (etcd,
   kube-apiserver, kube-controller-manager, kube-scheduler with the NetQoS profile), for tests/e2e;
+- `harness.nodes`: real nodes for it (kubelets with containerd, kube-proxy; root only);
+- `harness.clustercli`: `scripts/cluster` (build, up, down, env, status);
 - `harness.pods`: the one builder of Pod manifests, holding exactly the fields asked for;
 - `harness.podcreator`: pods created one after another through a real API server, each
   checked for the webhook's preference (rotation, rollout and upgrade tests);

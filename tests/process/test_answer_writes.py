@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from benchmarks import reviews
+from harness import reviews
 from harness.server import SERVER_NAME, Server, start_server
 
 pytestmark = pytest.mark.process

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from benchmarks import evidence
+from harness import evidence
 
 
 def test_a_record_has_the_fixed_header_then_the_commands_output(tmp_path: Path) -> None:

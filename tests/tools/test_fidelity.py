@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from benchmarks import fidelity
-from tests import apiserver_cel
+from harness import apiserver_cel
 from tests.fixtures import REPO
 from webhook.admission_policy import cel_scale
 from webhook.names import INJECTED_ANNOTATION

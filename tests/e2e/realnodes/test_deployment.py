@@ -30,7 +30,7 @@ def test_the_local_build_keeps_the_dockerfiles_base_user_and_entrypoint(loaded):
 def test_the_deployment_is_ready_on_the_real_nodes_with_every_security_setting_in_force(real_cluster, installed):
     pods = [p for p in webhook_pods(real_cluster) if p["status"].get("phase") == "Running"]
     assert len(pods) == 2
-    assert {p["spec"]["nodeName"] for p in pods} == {"fake-node-1", "minikube"}, "one replica per node"
+    assert {p["spec"]["nodeName"] for p in pods} == {"fast-1", "slow-1"}, "one replica per node"
     for pod in pods:
         name = pod["metadata"]["name"]
         assert all(c["ready"] for c in pod["status"]["containerStatuses"])
@@ -68,7 +68,7 @@ def test_a_labelled_pod_of_a_deployment_is_mutated_through_the_service_and_runs_
     pod = running_pod(real_cluster, real_namespace, "app=app")
     assert pod["metadata"]["annotations"][INJECTED_ANNOTATION] == "netqos"
     assert node_affinity(pod), "the preference was injected"
-    assert pod["spec"]["nodeName"] == "fake-node-1", "the net=high node"
+    assert pod["spec"]["nodeName"] == "fast-1", "the net=high node"
     assert fail_open(real_cluster) == before, "the API server reached the webhook: it never failed open"
     service = real_cluster.get(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/services/{DEPLOYMENT}")
     network = nodes.recorded(real_cluster.directory)

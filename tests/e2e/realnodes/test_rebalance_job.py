@@ -65,12 +65,12 @@ def test_the_cronjobs_job_evicts_a_stranded_pod_whose_replacement_runs_on_the_fa
             },
         },
     }
-    real_cluster.kubectl("cordon", "fake-node-1")  # the fast node is "full" when they are created
+    real_cluster.kubectl("cordon", "fast-1")  # the fast node is "full" when they are created
     try:
         real_cluster.create(app, real_namespace)
-        until(lambda: running_on(real_cluster, real_namespace) == ["minikube", "minikube"], "both on minikube")
+        until(lambda: running_on(real_cluster, real_namespace) == ["slow-1", "slow-1"], "both on slow-1")
     finally:
-        real_cluster.kubectl("uncordon", "fake-node-1")
+        real_cluster.kubectl("uncordon", "fast-1")
     stranded = {p["metadata"]["name"] for p in pods_of(real_cluster, real_namespace)}
 
     cronjob = real_cluster.get(f"/apis/batch/v1/namespaces/{DEFAULT_NAMESPACE}/cronjobs/netqos-rebalance")
@@ -88,11 +88,11 @@ def test_the_cronjobs_job_evicts_a_stranded_pod_whose_replacement_runs_on_the_fa
             "items"
         ][0]
         assert ran["spec"]["serviceAccountName"] == "netqos-rebalance"
-        until(lambda: running_on(real_cluster, real_namespace) == ["fake-node-1", "minikube"], "the replacement")
+        until(lambda: running_on(real_cluster, real_namespace) == ["fast-1", "slow-1"], "the replacement")
         now = {p["metadata"]["name"] for p in pods_of(real_cluster, real_namespace)}
         assert len(stranded - now) == 1, f"exactly one pod evicted; the Job's log:\n{logs}"
         replacement = next(p for p in pods_of(real_cluster, real_namespace) if p["metadata"]["name"] not in stranded)
-        assert replacement["spec"]["nodeName"] == "fake-node-1"
+        assert replacement["spec"]["nodeName"] == "fast-1"
     finally:
         real_cluster.request("DELETE", path + "?propagationPolicy=Background")
         # the CronJob itself would go on evicting in the tests that follow

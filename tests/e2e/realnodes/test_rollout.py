@@ -59,7 +59,7 @@ def test_deleting_one_replica_during_creation_leaves_the_other_serving_every_cal
 
 
 def test_the_disruption_budget_refuses_the_eviction_that_would_leave_no_replica(real_cluster, installed):
-    nodes = ("fake-node-1", "minikube")
+    nodes = ("fast-1", "slow-1")
     for node in nodes:  # no replacement can start anywhere
         real_cluster.kubectl("cordon", node)
     try:

