@@ -29,7 +29,9 @@ benchmarks drive the real client, through a real kubeconfig, instead of a mock o
   the first update of `NS/NAME`, that object is stored in its place;
 - a resource listed in `Snapshot.forbidden` answers 403 with a `Status`, as RBAC does (`RESOURCE@cluster`:
   only its reads across every namespace, as for a user with a Role but no ClusterRole); a missing
-  object answers 404; a request without the snapshot's bearer token answers 401.
+  object answers 404; a request without the snapshot's bearer token answers 401;
+- every request is recorded (`Running.requests`) and every TCP connection accepted is counted
+  (`Running.connections`): how many a client opened, keeping them alive as HTTP/1.1 lets it.
 
 Objects are stored serialised (bytes) beside the labels and fields selectors read, so a snapshot of
 150,000 pods costs the server a few hundred MiB, and a page is a join of stored bytes. Lists are
@@ -387,6 +389,7 @@ class _Server(ThreadingHTTPServer):
                     self.by_node.setdefault(resource, {}).setdefault(s.fields["spec.nodeName"], []).append(i)
         # the paths asked for (the latest 10,000), for tests that check what was sent
         self.requests: deque[str] = deque(maxlen=10_000)
+        self.connections = 0  # TCP connections accepted: a client that keeps its connection alive opens one
         self.lock = threading.Lock()
         self.gone: set[tuple[str, str]] = set()  # evicted pods
         self.evictions: list[tuple[str, str, int]] = []  # (namespace, name, status) of every eviction asked for
@@ -394,6 +397,13 @@ class _Server(ThreadingHTTPServer):
         self.written: dict[tuple[str, str], dict[str, Any]] = {}  # ConfigMaps created or updated
         self.concurrent_done: set[str] = set()  # the concurrent writes stored already
         self.budgets = [_Budget.of(json.loads(s.body)) for s in snapshot.objects.get("poddisruptionbudgets", [])]
+
+    def get_request(self) -> tuple[Any, Any]:
+        """Each connection accepted, counted."""
+        accepted = super().get_request()
+        with self.lock:
+            self.connections += 1
+        return accepted
 
     def record_event(self, namespace: str, body: bytes) -> tuple[int, bytes]:
         """An Event created: recorded, not stored."""
@@ -551,6 +561,12 @@ class Running:
     @property
     def requests(self) -> list[str]:
         return list(self.server.requests)
+
+    @property
+    def connections(self) -> int:
+        """The TCP connections the server accepted so far."""
+        with self.server.lock:
+            return self.server.connections
 
     @property
     def evictions(self) -> list[tuple[str, str, int]]:

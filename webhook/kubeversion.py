@@ -1,5 +1,5 @@
 """The Kubernetes versions netqos-webhook knows: 1.34 to 1.37, the minor releases it is tested on
-(README, "Kubernetes versions"; each on its real control plane, tests/e2e).
+(README, the support matrix; each on its real control plane, tests/e2e).
 
 Pure. A version is a minor release (`1.35`); patches do not change what the commands compute.
 Read from a flag (`--kubernetes-version 1.35`, `v1.35.4` too), or from an API server's /version

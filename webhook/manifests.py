@@ -2,7 +2,7 @@
 
 This is the one source of the webhook registration: the file
 `deploy/base/webhook-configuration/mutatingwebhookconfiguration.yaml` is this module's output for
-`deploy/base/policy.yaml` (README, "Changing the policy", has the command; a test fails when they
+`deploy/base/policy.yaml` (docs/install.md, "Changing the policy", has the command; a test fails when they
 differ), and `netqos-webhook register` sends the same object with the
 caBundle filled in.
 

@@ -80,9 +80,9 @@ def test_the_server_bind_error_is_a_runtime_failure():
     assert issubclass(BindError, errors.NetqosError) and BindError("taken").exit_code == 1
 
 
-# --- README's command table is the parsers' flags ---------------------------------------------------
+# --- docs/commands.md's flag table is the parsers' flags -------------------------------------------
 
-README = REPO / "README.md"
+README = REPO / "docs/commands.md"
 _ROW = re.compile(r"^\| `netqos-webhook (?P<command>[a-z]+)(?P<usage>[^`]*)` \|", re.MULTILINE)
 _FLAG = re.compile(r"(?<![\w-])(--?[a-z][-a-z]*)")
 

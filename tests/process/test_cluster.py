@@ -18,7 +18,15 @@ from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnection
 
 from harness.kubeapi import ScriptedAPI
 from tests.fixtures import REPO
-from webhook.cluster import ClusterError, Connection, KubeconfigError, _request, list_nodes
+from webhook.cluster import ClusterError, Connection, KubeconfigError, _request
+from webhook.commands import clusterread
+from webhook.commands.flags import ClusterArgs
+
+
+def list_nodes(kubeconfig: str, context: str | None = None) -> list[dict]:
+    """Every Node of the cluster, read as the commands read it."""
+    with clusterread.reader(ClusterArgs(kubeconfig, context)) as reader:
+        return reader.restarting(lambda: list(clusterread.nodes(reader)))
 
 
 def kubeconfig(tmp_path, server: str) -> str:

@@ -7,7 +7,29 @@ import pytest
 from harness.kubeapi import Request, ScriptedAPI
 from harness.pods import pod
 from tests.process.test_cluster import kubeconfig
-from webhook.cluster import ASSIGNED_NOT_FINISHED, PAGE_SIZE, ClusterError, fold_pods, list_pods
+from webhook import cluster
+from webhook.cluster import ASSIGNED_NOT_FINISHED, PAGE_SIZE, ClusterError
+from webhook.commands import clusterread
+from webhook.commands.explain import TOO_MANY_PODS
+from webhook.commands.flags import ClusterArgs
+
+
+def fold_pods(kubeconfig: str, new):
+    """Every bound, unfinished pod folded into `new()`, as explain reads them (one reader)."""
+    with clusterread.reader(ClusterArgs(kubeconfig), max_pages=cluster.MAX_POD_PAGES) as reader:
+        return clusterread.fold_bound_pods(reader, new, TOO_MANY_PODS)
+
+
+class Collected:
+    def __init__(self) -> None:
+        self.items: list[dict] = []
+
+    def add(self, index: int, pod: dict) -> None:
+        self.items.append(pod)
+
+
+def list_pods(kubeconfig: str) -> list[dict]:
+    return fold_pods(kubeconfig, Collected).items
 
 
 def node_pod(name: str) -> dict:
@@ -128,5 +150,5 @@ def test_a_fold_whose_list_expires_starts_again_empty_so_nothing_is_counted_twic
     after = [[node_pod("a"), node_pod("x")], [node_pod("y")]]
     Names.started = 0
     with expiring_api([before, after], expiries=1) as api:
-        assert fold_pods(kubeconfig(tmp_path, api.url), None, Names).names == ["a", "x", "y"]
+        assert fold_pods(kubeconfig(tmp_path, api.url), Names).names == ["a", "x", "y"]
     assert Names.started == 2

@@ -8,7 +8,9 @@ import io
 import json
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -33,29 +35,21 @@ FULL_BALANCED_WITH_POD = {"std-1": 93, "slow-1": 93}
 FULL_BALANCED_CHANGE = {"std-1": 72, "slow-1": 72}
 
 
-def no_selectors(kubeconfig, context, namespace, controller) -> list:
-    """A cluster without Services: no default spreading for the pod."""
-    return []
+def explained(*argv: str, nodes: Iterable[dict] = (), pods: Iterable[dict] = (), version: dict = LIVE_VERSION) -> str:
+    """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI. Without --nodes
+    (live mode), against the fake API server holding `nodes` and `pods` and answering /version
+    with `version`, through its kubeconfig."""
+    if "--nodes" in argv:
+        return _explained(argv)
+    snapshot = kubeapi.Snapshot(version=version).add_all([*nodes, *pods])
+    with tempfile.TemporaryDirectory() as directory, kubeapi.serve(snapshot, Path(directory)) as api:
+        return _explained((*argv, "--kubeconfig", str(api.kubeconfig)))
 
 
-def explained(*argv: str, list_nodes=None, list_pods=None, list_selectors=no_selectors, version=LIVE_VERSION) -> str:
-    """explain's output for `netqos-webhook explain ARGV`, parsed by the CLI; nodes and pods from
-    `list_nodes` and `list_pods` in live mode (the seam to the cluster), the Services and
-    controllers from `list_selectors`, and the API server's /version `version`."""
+def _explained(argv: Iterable[str]) -> str:
     args = cli.build_parser().parse_args(["explain", *argv])
     out = io.StringIO()
-    options = typed(explain.ExplainArgs, args)
-    list_pods = list_pods or (lambda kubeconfig, context: [])
-    code = explain.run(
-        options,
-        out,
-        default_policy(),
-        list_nodes=list_nodes,
-        list_pods=list_pods,
-        list_selectors=list_selectors,
-        server_version=lambda kubeconfig, context: version,
-    )
-    assert code == 0
+    assert explain.run(typed(explain.ExplainArgs, args), out, default_policy()) == 0
     return out.getvalue()
 
 
@@ -92,12 +86,7 @@ def test_live_mode_scores_as_the_clusters_kubernetes_version(argv, version, note
     nodes = yaml.safe_load(Path(FULL / "nodes.yaml").read_text())["items"]
     pods = yaml.safe_load(Path(FULL / "pods.yaml").read_text())["items"]
     report = json.loads(
-        explained(
-            *("--pod", str(FULL / "pod.yaml"), "--context", "c", "-o", "json", *argv),
-            list_nodes=lambda k, c: nodes,
-            list_pods=lambda k, c: pods,
-            version=version,
-        )
+        explained(*("--pod", str(FULL / "pod.yaml"), "-o", "json", *argv), nodes=nodes, pods=pods, version=version)
     )
     versions = [n for n in report["notes"] if n.startswith("scored as kube-scheduler")]
     assert versions == ([note] if note else [])
@@ -357,34 +346,50 @@ def experiment_nodes() -> list[dict]:
     return yaml.safe_load(Path(EXPERIMENT_NODES).read_text())["items"]
 
 
-def test_live_mode_lists_nodes_through_the_seam_and_explains_them_as_the_file_mode_does():
-    calls = []
-
-    def list_nodes(kubeconfig, context):
-        calls.append(("nodes", kubeconfig, context))
-        return experiment_nodes()
-
-    def list_pods(kubeconfig, context):
-        calls.append(("pods", kubeconfig, context))
-        return yaml.safe_load(Path(FULL / "pods.yaml").read_text())["items"]
-
-    live = explained(
-        "--pod",
-        TEST_POD,
-        "--kubeconfig",
-        "kube.conf",
-        "--context",
-        "minikube",
-        "-o",
-        "json",
-        list_nodes=list_nodes,
-        list_pods=list_pods,
-    )
+def test_live_mode_reads_the_nodes_and_pods_of_the_cluster_and_explains_them_as_the_file_mode_does(tmp_path):
+    pods = yaml.safe_load(Path(FULL / "pods.yaml").read_text())["items"]
+    snapshot = kubeapi.Snapshot().add_all([*experiment_nodes(), *pods])
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        live = _explained(("--pod", TEST_POD, "--kubeconfig", str(api.kubeconfig), "--context", "fake", "-o", "json"))
     from_file = explained(
         "--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--pods", str(FULL / "pods.yaml"), "-o", "json"
     )
-    assert calls == [("nodes", "kube.conf", "minikube"), ("pods", "kube.conf", "minikube")]
-    assert live == from_file
+    lists = [path.split("?")[0] for path in api.requests if "?" in path]
+    assert lists == ["/api/v1/nodes", "/api/v1/pods", "/api/v1/namespaces/default/services"]
+    assert by_node_name(live) == by_node_name(from_file)
+
+
+def by_node_name(output: str) -> dict:
+    """explain's JSON with its nodes in name order: the API server lists them so, a file as written."""
+    document = json.loads(output)
+    return {**document, "nodes": sorted(document["nodes"], key=lambda n: n["name"])}
+
+
+def explain_connections(argv: Iterable[str], snapshot: kubeapi.Snapshot, tmp_path: Path) -> tuple[int, list[str]]:
+    """The TCP connections one `netqos-webhook explain ARGV` run opens to the fake API server, and
+    the requests it sends."""
+    with kubeapi.serve(snapshot, tmp_path) as api:
+        _explained((*argv, "--kubeconfig", str(api.kubeconfig), "-o", "json"))
+        return api.connections, api.requests
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["pod/NAME-of-the-cluster", "a-pod-file-against-the-cluster"])
+def test_one_explain_run_reads_the_cluster_through_one_connection(named, tmp_path):
+    """The pod, the nodes, every bound pod, the Services and the controller that spread it, the
+    namespaces a namespaceSelector reads and /version: each read through one kept-alive connection."""
+    pod = scheduled(admitted(WRITTEN))
+    pod["spec"]["affinity"] = yaml.safe_load(Path(NS_POD).read_text())["spec"]["affinity"]  # a namespaceSelector
+    pod["metadata"]["ownerReferences"] = [kubeapi.owner_ref("ReplicaSet", "order-router-7d9f")]
+    replica_set = kubeapi.workload("ReplicaSet", "trading", "order-router-7d9f", template={"spec": WRITTEN["spec"]})
+    pod_file = tmp_path / "pod.json"
+    pod_file.write_text(json.dumps(pod))
+    argv = ("pod/order-router", "-n", "trading") if named else ("--pod", str(pod_file))
+    connections, requests = explain_connections(argv, live_cluster(pod, replica_set), tmp_path)
+    asked = [path.split("?")[0] for path in requests]
+    read = ["/api/v1/nodes", "/api/v1/pods", "/apis/apps/v1/namespaces/trading/replicasets/order-router-7d9f"]
+    assert {"/version/", "/api/v1/namespaces", *read} <= set(asked), asked
+    assert ("/api/v1/namespaces/trading/pods/order-router" in asked) == named
+    assert connections == 1, asked
 
 
 def test_live_mode_reads_the_pods_of_one_template_once_and_ranks_as_with_every_pod_read(monkeypatch, tmp_path):
@@ -404,22 +409,13 @@ def test_live_mode_reads_the_pods_of_one_template_once_and_ranks_as_with_every_p
     for module, name in (("webhook.commands.explain", "pod_info"), ("webhook.scheduler.read", "usage_info")):
         real = getattr(importlib.import_module(module), name)
         monkeypatch.setattr(f"{module}.{name}", lambda *a, real=real, **k: reads.append(1) or real(*a, **k))
-    live = explained(
-        "--pod",
-        TEST_POD,
-        "--kubeconfig",
-        "kube.conf",
-        "-o",
-        "json",
-        list_nodes=lambda k, c: nodes,
-        list_pods=lambda k, c: pods,
-    )
+    live = explained("--pod", TEST_POD, "-o", "json", nodes=nodes, pods=pods)
     assert len(reads) <= 2
     monkeypatch.undo()
     pods_file = tmp_path / "pods.json"
     pods_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
     from_file = explained("--pod", TEST_POD, "--nodes", EXPERIMENT_NODES, "--pods", str(pods_file), "-o", "json")
-    assert live == from_file
+    assert by_node_name(live) == by_node_name(from_file)
 
 
 @pytest.mark.parametrize(
@@ -448,20 +444,18 @@ def test_without_nodes_the_cluster_is_read_finding_the_kubeconfig_as_status_does
     assert any(path.startswith("/api/v1/nodes") for path in api.requests)
 
 
-def test_a_cluster_failure_at_the_seam_reaches_the_caller_unchanged():
-    def list_nodes(kubeconfig, context):
-        raise ClusterError("cannot reach the API server at https://192.168.49.2:8443 (kubeconfig kube.conf): timed out")
-
-    with pytest.raises(ClusterError, match="cannot reach the API server at https://192.168.49.2:8443"):
-        explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=list_nodes)
+def test_a_cluster_that_does_not_answer_is_a_cluster_error_naming_it(tmp_path):
+    config = kubeapi.write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")  # the discard port: refused
+    with pytest.raises(ClusterError, match=r"^cannot reach the Kubernetes API server at http://127.0.0.1:9 "):
+        _explained(("--pod", TEST_POD, "--kubeconfig", str(config)))
 
 
 def test_nodes_from_the_cluster_are_checked_like_a_files():
     with pytest.raises(
         explain.ExplainError,
-        match=r"^cluster of kubeconfig kube.conf: items\[0\]\.metadata\.name must be a non-empty string, got null",
+        match=r"^cluster of kubeconfig \S+: items\[0\]\.metadata\.name must be a non-empty string",
     ):
-        explained("--pod", TEST_POD, "--kubeconfig", "kube.conf", list_nodes=lambda k, c: [{"metadata": {}}])
+        explained("--pod", TEST_POD, nodes=[{"kind": "Node", "metadata": {"name": ""}}])
 
 
 def test_a_large_cluster_notes_that_the_scheduler_samples_nodes_and_gives_each_nodes_probability():
@@ -470,14 +464,13 @@ def test_a_large_cluster_notes_that_the_scheduler_samples_nodes_and_gives_each_n
     allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
     items = [
         {
+            "kind": "Node",
             "metadata": {"name": f"n{i:03}", "labels": {"net": "high" if i == 7 else "low"}},
             "status": {"allocatable": allocatable},
         }
         for i in range(500)
     ]
-    document = json.loads(
-        explained("--pod", TEST_POD, "--kubeconfig", "k", "-o", "json", list_nodes=lambda k, c: items)
-    )
+    document = json.loads(explained("--pod", TEST_POD, "-o", "json", nodes=items))
     assert any(
         n.startswith("500 nodes: kube-scheduler stops filtering once it has found 230 of the 500 feasible nodes")
         and "lands on a net=high node with probability 0.46 (under the NetQoS scheduler plugin's profile, 0.46)" in n
@@ -486,7 +479,7 @@ def test_a_large_cluster_notes_that_the_scheduler_samples_nodes_and_gives_each_n
     assert document["sampling"]["target_probability"] == 0.46 and document["sampling"]["sampled"] is True
     assert {n["name"]: n["probability"] for n in document["nodes"]}["n007"] == 0.46
     assert sum(n["probability"] for n in document["nodes"]) == pytest.approx(1.0)
-    table = explained("--pod", TEST_POD, "--kubeconfig", "k", list_nodes=lambda k, c: items)
+    table = explained("--pod", TEST_POD, nodes=items)
     header, fast = table.splitlines()[6], next(line for line in table.splitlines() if " n007 " in line)
     assert header.split()[-2:] == ["P", "REASON"] and fast.split()[-1] == "0.46", (header, fast)
 
@@ -916,6 +909,9 @@ ORDER_ROUTER = kubeapi.workload(
     [
         (("pod/order-router", "-n", "trading"), scheduled(admitted(WRITTEN)), "pods", "order-router"),
         (("po/order-router", "--namespace", "trading"), scheduled(admitted(WRITTEN)), "pods", "order-router"),
+        (("pods/order-router", "-n", "trading"), scheduled(admitted(WRITTEN)), "pods", "order-router"),
+        # a name alone is a pod's, as kubectl describe pod NAME and kubectl logs NAME take it
+        (("order-router", "-n", "trading"), scheduled(admitted(WRITTEN)), "pods", "order-router"),
         # the pod the Deployment's ReplicaSet creates next, from the template
         (("deployment/order-router", "-n", "trading"), ORDER_ROUTER, "deployments", "order-router-"),
         (("deploy/order-router", "-n", "trading"), ORDER_ROUTER, "deployments", "order-router-"),
@@ -955,7 +951,12 @@ def test_a_pod_or_workload_named_in_the_cluster_is_read_and_explained_as_written
             "'daemonset/agent' is not TYPE/NAME of a kind explain reads: pod/NAME, deployment/NAME, "
             "statefulset/NAME, replicaset/NAME, replicationcontroller/NAME, job/NAME, cronjob/NAME.",
         ),
-        (("order-router",), "'order-router' is not TYPE/NAME of a kind explain reads"),
+        # without -n, the namespace of the kubeconfig's context (the fake API server's: default), as kubectl
+        (
+            ("order-router",),
+            "pod order-router not found in namespace default (cluster of kubeconfig {kubeconfig}); list them: "
+            "kubectl -n default get pods.",
+        ),
         (
             ("pod/order-router", "--pod", TEST_POD),
             "give the pod to explain: TYPE/NAME of the cluster (pod/NAME, deployment/NAME, ...) or --pod FILE, one.",

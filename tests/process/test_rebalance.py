@@ -718,7 +718,7 @@ def test_the_registration_is_read_from_the_v1beta1_admission_policies_where_v1_i
     rebalance reads the registration from there, as status does, so a bound policy calls for the pod."""
     from webhook import cluster, scope
     from webhook.admission_policy import admission_policies
-    from webhook.commands.plan import read_registration
+    from webhook.commands.clusterread import read_registration
 
     group = "/apis/admissionregistration.k8s.io"
     beta = {

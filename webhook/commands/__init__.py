@@ -6,7 +6,7 @@ beside them (`add_command(subparsers)`, the flags several commands share from
 result to `out`. `webhook.cli` owns the root parser, dispatch, exit codes and signals. A command
 module imports what it needs to run (gunicorn, cryptography, the kubernetes client) inside its
 `run`, so `--help` for any command stays light. What two commands share lives beside them here
-(flags, tables, installed, plan), never in a command.
+(flags, tables, clusterread: the one place they read a live cluster, plan), never in a command.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 explain with `webhook.explain`, print a table or JSON.
 
 Nodes and pods come from files or, without --nodes, from the cluster (--kubeconfig, else $KUBECONFIG,
-else ~/.kube/config) through
-`webhook.cluster`, which returns the same API data; everything after reading is shared.
+else ~/.kube/config) through `webhook.commands.clusterread`, which returns the same API data over
+one connection per run; everything after reading is shared.
 
 The namespaces' labels, which pod affinity's namespaceSelectors match, are read only when a term of
 the pod or of a pod on the nodes has a namespaceSelector (no other plugin evaluated reads them, and
@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TextIO, TypeVar
 
-from webhook import cluster, documents, workloads
+from webhook import cluster, documents, owners, status, workloads
 from webhook.affinity import PreferredTerm
-from webhook.apidata import ShapeError, describe, pod_type_problem, show
-from webhook.commands import flags, typed
+from webhook.apidata import ShapeError, describe, show
+from webhook.commands import clusterread, flags, typed
 from webhook.commands.tables import aligned
 from webhook.documents import OBJECT_LIMIT, Place, read_document, read_documents
 from webhook.errors import NetqosError
 from webhook.explain import ExplainError, Explanation, explain, sentence
-from webhook.kubeversion import NEWEST, KubeVersion, from_server, nearest, parse
+from webhook.kubeversion import NEWEST, KubeVersion, nearest, parse
 from webhook.manifests import check_namespace
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_NETQOS_WEIGHT
 from webhook.policy import Decision, Policy
@@ -38,7 +38,15 @@ from webhook.scheduler.config import SchedulerConfigError, profile_for
 from webhook.scheduler.cycle import NodeResult
 from webhook.scheduler.keys import UsageFold
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Profile, selects_namespaces
-from webhook.scheduler.read import NO_SELECTORS, Selectors, namespace_info, node_info, pod_info, selectors_from_api
+from webhook.scheduler.read import (
+    NO_SELECTORS,
+    Selectors,
+    namespace_info,
+    node_info,
+    pod_info,
+    pod_problem,
+    selectors_from_api,
+)
 from webhook.scheduler.registry import (
     BALANCED_ALLOCATION,
     DEFAULT_PROFILE,
@@ -94,8 +102,6 @@ examples:
 """
 
 T = TypeVar("T")
-Lister = Callable[[str | None, str | None], list[Any]]
-SelectorLister = Callable[[str | None, str | None, str, tuple[str, str] | None], list[Any]]
 # Kinds a pods file may hold beside Pods: what PodTopologySpread's default constraints read, and
 # the Namespaces whose labels pod affinity's namespaceSelectors match.
 SELECTOR_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
@@ -109,21 +115,18 @@ NAMESPACES_MISSING = (
     "kubernetes.io/metadata.name label alone; add them to the --pods file (kubectl get namespaces -o yaml)"
 )
 Labels = dict[str, dict[str, str]]  # namespace name -> its labels
-VersionReader = Callable[[str | None, str | None], dict[str, Any]]
-# (kubeconfig, context, kind, name, namespace) -> the object, None when it does not exist
-ObjectGetter = Callable[[str | None, str | None, str, str, str], dict[str, Any] | None]
+TOO_MANY_PODS = "explain a smaller cluster, or give --nodes and --pods files"
 
 
 @dataclass(frozen=True)
-class ExplainArgs:
-    """What `explain` is asked to do: the files to read or the cluster to ask, and the output."""
+class ExplainArgs(flags.ClusterArgs):
+    """What `explain` is asked to do: the files to read or the cluster to ask (live mode, without
+    --nodes: `flags.ClusterArgs`), and the output."""
 
     pod: str | None = None  # a pod file; None: `resource` names the pod or workload in the cluster
     resource: str | None = None  # TYPE/NAME: pod/NAME, deployment/NAME, ... read from the cluster
-    namespace: str | None = None  # of `resource`; None: default
+    namespace: str | None = None  # of `resource`; None: the context's, as kubectl's -n
     nodes: str | None = None  # a nodes file; None: list them from the cluster (live mode)
-    kubeconfig: str | None = None  # live mode (no --nodes): None is $KUBECONFIG, else ~/.kube/config
-    context: str | None = None
     pods: str | None = None  # the pods already on the nodes; live mode lists them when None
     scheduler_config: str | None = None
     netqos_weight: int | None = None  # None: the policy's schedulerWeights.netqos
@@ -147,11 +150,17 @@ def add_command(sub: flags.Subcommands) -> None:
         "resource",
         nargs="?",
         metavar="TYPE/NAME",
-        help="a pod or workload of the cluster, as kubectl names it: pod/NAME, or deployment/NAME, statefulset/NAME, "
+        help="a pod or workload of the cluster, as kubectl names it: pod/NAME (pods/NAME, po/NAME, or NAME alone), "
+        "or deployment/NAME, statefulset/NAME, "
         "replicaset/NAME, replicationcontroller/NAME, job/NAME, cronjob/NAME for the pod its controller creates "
         "from the template; read through --kubeconfig/--context, judged against the cluster's nodes and pods",
     )
-    p.add_argument("-n", "--namespace", metavar="NS", help="the namespace of TYPE/NAME (default: default)")
+    p.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="the namespace of TYPE/NAME (default: the kubeconfig context's namespace, else default, as kubectl)",
+    )
     p.add_argument(
         "--pod",
         metavar="FILE",
@@ -206,43 +215,32 @@ def _main(parsed: argparse.Namespace, out: TextIO) -> int:
         raise NetqosError(sentence(str(err)), err.exit_code) from None
 
 
-def run(
-    args: ExplainArgs,
-    out: TextIO,
-    policy: Policy | None = None,
-    *,
-    list_nodes: Lister | None = None,
-    list_pods: Lister | None = None,
-    list_selectors: SelectorLister | None = None,
-    server_version: VersionReader | None = None,
-    list_namespaces: Lister | None = None,
-    get_object: ObjectGetter | None = None,
-) -> int:
-    """Explain `args.pod` under `policy` (None: the policy of `args.config`) and write it to `out`;
-    0 when done.
+def run(args: ExplainArgs, out: TextIO, policy: Policy | None = None) -> int:
+    """Explain the pod `args` names under `policy` (None: the policy of `args.config`) and write it
+    to `out`; 0 when done.
 
     Raises ExplainError for unusable input and cluster.ClusterError when the cluster cannot be
-    read; the CLI turns them into its one-line errors. `list_nodes(kubeconfig, context)` and
-    `list_pods(kubeconfig, context)` read the cluster in live mode, by default
-    `webhook.cluster.list_nodes` and `list_pods` (which import the kubernetes client only when
-    called), `list_selectors(kubeconfig, context, namespace, controller)` the Services and
-    controller PodTopologySpread's default constraints read, `server_version(kubeconfig,
-    context)` its /version (`webhook.cluster.server_version`) unless --kubernetes-version names
-    one, and `list_namespaces(kubeconfig, context)` its Namespaces (`webhook.cluster.list_namespaces`)
-    when a namespaceSelector needs them, and `get_object(kubeconfig, context, kind, name, namespace)`
-    the pod or workload TYPE/NAME names (`webhook.cluster.get_object`). Tests pass fakes here: the
-    one seam to the cluster.
+    read; the CLI turns them into its one-line errors. Without --nodes (`args.live`) everything
+    the cluster holds is read through one `clusterread.reader`: one connection per run.
     """
     if args.nodes is not None and (args.kubeconfig is not None or args.context is not None):
         raise ExplainError("the nodes come from --nodes or from a cluster (--kubeconfig, --context): give one")
     check_namespace(args.webhook_namespace)
     if policy is None:
         policy = load_policy(args.config)
-    pod, pod_source = _the_pod(args, get_object)
-    nodes = _nodes(args, list_nodes)
-    pods, usage, selectors, given = _pods(args, list_pods, list_selectors, pod)
-    namespaces, namespace_note = _namespaces(args, list_namespaces, pod, pods, usage, given)
-    version, version_note = _version(args, server_version)
+    if not args.live:
+        return _explain(args, out, policy, None)
+    with clusterread.reader(args, max_pages=cluster.MAX_POD_PAGES) as reader:
+        return _explain(args, out, policy, reader)
+
+
+def _explain(args: ExplainArgs, out: TextIO, policy: Policy, reader: cluster.Reader | None) -> int:
+    """`run`, reading the cluster through `reader` in live mode (None: the files)."""
+    pod, pod_source = _the_pod(args, reader)
+    nodes = _nodes(args, reader)
+    pods, usage, selectors, given = _pods(args, reader, pod)
+    namespaces, namespace_note = _namespaces(args, reader, pod, pods, usage, given)
+    version, version_note = _version(args, reader)
     profile = for_version(_profile(args.scheduler_config, pod), version)
     report = explain(
         policy,
@@ -263,7 +261,7 @@ def run(
     return 0
 
 
-def _the_pod(args: ExplainArgs, get_object: ObjectGetter | None) -> tuple[dict[str, Any], str]:
+def _the_pod(args: ExplainArgs, reader: cluster.Reader | None) -> tuple[dict[str, Any], str]:
     """The pod to explain and where it came from, for messages: the --pod file, or the pod or
     the workload's pod TYPE/NAME names in the cluster (`pod_of_resource`)."""
     if (args.pod is None) == (args.resource is None):
@@ -277,15 +275,15 @@ def _the_pod(args: ExplainArgs, get_object: ObjectGetter | None) -> tuple[dict[s
             )
         return load_pod(args.pod), f"pod file {args.pod}"
     assert args.resource is not None
-    if args.nodes is not None:
+    if reader is None:
         raise ExplainError(
             f"{args.resource} is read from the cluster, and explained against its nodes and pods: drop --nodes, or "
             "save the pod (kubectl get pod NAME -o yaml) and give it with --pod"
         )
     kind, name = resource_kind(args.resource)
-    namespace = args.namespace or "default"
+    namespace = args.namespace or reader.cluster.namespace
     check_namespace(namespace)
-    obj = (get_object or cluster.get_object)(args.kubeconfig, args.context, kind, name, namespace)
+    obj = reader.get(kind, name, namespace)
     source = f"{args.resource} in namespace {namespace} ({_where(args)})"
     if obj is None:
         raise ExplainError(
@@ -311,7 +309,10 @@ RESOURCE_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
 
 def resource_kind(resource: str) -> tuple[str, str]:
     """The kind and name of TYPE/NAME, TYPE as kubectl spells it (pod, po, deployment, deploy, ...,
-    with or without its API group: deployments.apps)."""
+    with or without its API group: deployments.apps); NAME alone is a pod's, as `kubectl describe
+    pod NAME` and `kubectl logs NAME` take it."""
+    if "/" not in resource and resource:
+        return "Pod", resource
     type_, _, name = resource.partition("/")
     type_ = type_.lower().partition(".")[0]
     kind = next((k for k, names in RESOURCE_NAMES.items() if type_ in names), None)
@@ -333,14 +334,16 @@ def pod_of_resource(kind: str, obj: dict[str, Any], source: str) -> dict[str, An
         raise ExplainError(f"{source}: {err}") from None
 
 
-def _version(args: ExplainArgs, server_version: VersionReader | None) -> tuple[KubeVersion, str | None]:
+def _version(args: ExplainArgs, reader: cluster.Reader | None) -> tuple[KubeVersion, str | None]:
     """The Kubernetes version to score as, and the note that says which and why when it is not
     the newest (whose scores are the ones every other note and document shows)."""
     if args.kubernetes_version is not None:
         version, source = parse(args.kubernetes_version), "--kubernetes-version"
-    elif args.live:
-        info = (server_version or cluster.server_version)(args.kubeconfig, args.context)
-        version, source = from_server(info), f"the API server's /version ({info.get('gitVersion', '?')})"
+    elif reader is not None:
+        found = clusterread.server_version(reader)
+        if found.version is None:
+            return NEWEST, f"scored as kube-scheduler {NEWEST} scores, the newest known ({found.said})"
+        version, source = found.version, found.said
     else:
         version, source = NEWEST, "the newest known; --kubernetes-version to choose"
     known, outside = nearest(version)
@@ -351,22 +354,18 @@ def _version(args: ExplainArgs, server_version: VersionReader | None) -> tuple[K
 
 
 def _where(args: ExplainArgs) -> str:
-
-    return f"cluster of kubeconfig {cluster.kubeconfig_source(args.kubeconfig)}" + (
-        f", context {args.context}" if args.context else ""
-    )
+    return clusterread.where(args)
 
 
-def _nodes(args: ExplainArgs, list_nodes: Lister | None) -> list[Node]:
-
-    if args.nodes:
+def _nodes(args: ExplainArgs, reader: cluster.Reader | None) -> list[Node]:
+    if reader is None:
+        assert args.nodes is not None
         return load_nodes(args.nodes)
-    list_nodes = list_nodes or cluster.list_nodes
-    return nodes_from_api(list_nodes(args.kubeconfig, args.context), _where(args))
+    return nodes_from_api(reader.restarting(lambda: list(clusterread.nodes(reader))), _where(args))
 
 
 def _pods(
-    args: ExplainArgs, list_pods: Lister | None, list_selectors: SelectorLister | None, pod: dict[str, Any]
+    args: ExplainArgs, reader: cluster.Reader | None, pod: dict[str, Any]
 ) -> tuple[list[PodInfo], Mapping[str, NodeUsage] | None, Selectors, Labels]:
     """The pods on the nodes (from the pods file), or in live mode what they take of each node,
     folded as the cluster's pods arrive (None where the pods are read); the Services and
@@ -376,7 +375,7 @@ def _pods(
         objects = _objects(args.pods, "pods")
         source = f"pods file {args.pods}"
         return _pods_from(objects, source), None, _selectors_from(objects), _namespaces_from(objects, source)
-    if not args.live:
+    if reader is None:
         return [], None, NO_SELECTORS, {}
     source = _where(args)
     meta = pod.get("metadata")
@@ -386,22 +385,16 @@ def _pods(
     def new() -> _LiveUsage:
         return _LiveUsage(source, UsageFold(leave_out=itself))
 
-    if list_pods is None:
-        # memory holds one page of API JSON and a tally per node, never every pod (150,000 pods
-        # decoded whole are about 2.5 GB); the pods of one template are read once
-        fold = cluster.fold_pods(args.kubeconfig, args.context, new)
-    else:
-        fold = new()
-        for i, item in enumerate(list_pods(args.kubeconfig, args.context)):
-            fold.add(i, item)
-    list_selectors = list_selectors or cluster.list_spread_selectors
-    found = list_selectors(args.kubeconfig, args.context, _namespace_of(pod), _controller_of(pod))
-    return [], fold.usage.usage(), selectors_from_api([o for o in found if o.get("kind") == "Service"], found), {}
+    # memory holds one page of API JSON and a tally per node, never every pod (150,000 pods
+    # decoded whole are about 2.5 GB); the pods of one template are read once
+    fold = clusterread.fold_bound_pods(reader, new, TOO_MANY_PODS)
+    selectors = clusterread.spread_selectors(reader, _namespace_of(pod), _controller_of(pod))
+    return [], fold.usage.usage(), selectors, {}
 
 
 def _namespaces(
     args: ExplainArgs,
-    list_namespaces: Lister | None,
+    reader: cluster.Reader | None,
     pod: dict[str, Any],
     pods: Sequence[PodInfo],
     usage: Mapping[str, NodeUsage] | None,
@@ -412,17 +405,15 @@ def _namespaces(
     term of the pod or of a pod on the nodes has a namespaceSelector."""
     if given or not selects_namespaces((*_own_view(pod), *pods), (usage or {}).values()):
         return given, None
-    if not args.live:
+    if reader is None:
         return {}, NAMESPACES_MISSING
     try:
-        items = (list_namespaces or cluster.list_namespaces)(args.kubeconfig, args.context)
-    except cluster.Forbidden:
+        listed = reader.restarting(lambda: clusterread.namespaces(reader))
+    except ShapeError as err:
+        raise ExplainError(f"{_where(args)}: a Namespace: {err}; no API server stores such an object") from None
+    if isinstance(listed, status.Unknown):
         return {}, NAMESPACES_FORBIDDEN
-    # a list's items carry no kind: each is read as a Namespace
-    listed = _read_objects(
-        [(f"items[{i}].", item) for i, item in enumerate(items)], _where(args), NAMESPACE, namespace_info
-    )
-    return dict(listed), None
+    return listed, None
 
 
 def _own_view(pod: dict[str, Any]) -> tuple[PodInfo, ...]:
@@ -457,13 +448,13 @@ def _namespace_of(pod: dict[str, Any]) -> str:
     return namespace if isinstance(namespace, str) and namespace else "default"
 
 
-def _controller_of(pod: dict[str, Any]) -> tuple[str, str] | None:
-    meta = pod.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    for ref in refs if isinstance(refs, list) else ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return str(ref.get("kind") or ""), str(ref.get("name") or "")
-    return None
+def _controller_of(pod: dict[str, Any]) -> owners.Owner | None:
+    """The pod's controller (`owners.controller_of`); None for a pod whose ownerReferences cannot
+    be read, which `explain` reports on its own when it reads the pod."""
+    try:
+        return owners.controller_of(pod)
+    except ShapeError:
+        return None
 
 
 def _selectors_from(objects: Sequence[tuple[str, Any]]) -> Selectors:
@@ -508,7 +499,7 @@ def load_pod(path: str) -> dict[str, Any]:
             f"pod file {path}: kind is {show(kind)}; explain takes a Pod (for a workload, copy its "
             "spec.template into a Pod manifest: its metadata and spec)"
         )
-    problem = pod_type_problem(pod)
+    problem = pod_problem(pod)  # review turns such a pod away by the same function
     if problem:  # the API server refuses such a manifest, so the scheduler never sees the pod
         raise ExplainError(f"pod file {path}: {problem}")
     return pod

@@ -14,6 +14,7 @@ import datetime as dt
 import os
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from webhook.names import CONFIG_ENV, DEFAULT_NAMESPACE
@@ -67,9 +68,22 @@ def webhook_namespace(parser: argparse.ArgumentParser, help: str | None = None) 
     )
 
 
+@dataclass(frozen=True)
+class ClusterArgs:
+    """What every command that talks to a cluster is given to find it, as kubectl finds it: the
+    kubeconfig (None: $KUBECONFIG, else ~/.kube/config, else the in-cluster service account) and
+    its context (None: the current one). Each such command's arguments extend it; `cluster` below
+    declares its flags. The namespace is not here: kubectl's -n names the pod to explain, the pods
+    status counts, and register's --namespace the webhook's; each command says which."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+
+
 def cluster(parser: argparse.ArgumentParser, purpose: str, exclusive: Group | None = None) -> None:
-    """--kubeconfig and --context, for every command that talks to a cluster: `purpose` begins
-    --kubeconfig's help ("read the cluster of "); `exclusive`, a group --kubeconfig belongs to."""
+    """--kubeconfig and --context (`ClusterArgs`), for every command that talks to a cluster:
+    `purpose` begins --kubeconfig's help ("read the cluster of "); `exclusive`, a group
+    --kubeconfig belongs to."""
     (exclusive or parser).add_argument(
         "--kubeconfig",
         metavar="FILE",
@@ -112,7 +126,7 @@ def output(parser: argparse.ArgumentParser, choices: Sequence[str], help: str) -
 class Range:
     """An argparse type: a whole number from `low` to `high`. Every numeric flag has one, so a
     value that would fork a million workers or overflow a date is one line and exit code 2 before
-    anything starts; `--help` and README's command table state it (the tests hold them to it).
+    anything starts; `--help` and the flag table of docs/commands.md state it (the tests hold them to it).
     `fraction`: any number in the range (a probability), not only a whole one."""
 
     def __init__(self, low: int, high: int, fraction: bool = False) -> None:

@@ -1,10 +1,13 @@
 """`netqos-webhook manifests`: print the MutatingWebhookConfiguration for a policy, or (`--as
 admission-policy`) the MutatingAdmissionPolicies that do the same in the API server itself, in the
-API the target Kubernetes version serves (`--kubernetes-version`, default the newest known)."""
+API the target Kubernetes version serves: `--kubernetes-version`, else the cluster's own (its
+/version, read through `webhook.commands.clusterread`) with --kubeconfig/--context or a kubeconfig
+in the environment, else the newest known."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -33,7 +36,7 @@ EXAMPLE = "netqos-webhook manifests --config deploy/base/policy.yaml --ca-bundle
 
 
 @dataclass(frozen=True)
-class ManifestsArgs:
+class ManifestsArgs(flags.ClusterArgs):
     config: str | None = None
     namespace: str = DEFAULT_NAMESPACE
     url: str | None = None
@@ -44,13 +47,43 @@ class ManifestsArgs:
     kubernetes_version: str | None = None  # --kubernetes-version: the cluster the objects are for
 
 
-def target_version(args: ManifestsArgs) -> KubeVersion:
-    return parse(args.kubernetes_version) if args.kubernetes_version is not None else NEWEST
+def target_version(args: ManifestsArgs, notes: list[str]) -> KubeVersion:
+    """The Kubernetes version the objects are for: --kubernetes-version; else, for admission
+    policies (whose API changed in 1.36), the cluster's /version when --kubeconfig or --context
+    names one (its failure is the command's) or a kubeconfig is in the environment (its failure is a
+    note: nothing asked for that cluster); else the newest known."""
+    if args.kubernetes_version is not None:
+        return parse(args.kubernetes_version)
+    from webhook import cluster
+
+    named = args.kubeconfig is not None or args.context is not None
+    if args.form != ADMISSION_POLICY or not (named or cluster.default_kubeconfig_exists()):
+        return NEWEST
+    from webhook.commands import clusterread
+
+    try:
+        with clusterread.reader(args) as reader:
+            found = clusterread.server_version(reader)
+    except cluster.ClusterError as err:
+        if named:
+            raise
+        notes.append(
+            f"the objects are for Kubernetes {NEWEST}, the newest known (--kubernetes-version to choose): {err}"
+        )
+        return NEWEST
+    if found.version is None:
+        notes.append(f"the objects are for Kubernetes {NEWEST}, the newest known ({found.said})")
+        return NEWEST
+    notes.append(f"the objects are for Kubernetes {found.version}, the cluster's ({found.said})")
+    return found.version
 
 
 def add_command(sub: flags.Subcommands) -> None:
     p = flags.command(sub, "manifests", HELP, EXAMPLE, _main)
     flags.config(p)
+    flags.cluster(
+        p, "with --as admission-policy and no --kubernetes-version: the objects are for the version of the cluster of "
+    )
     p.add_argument(
         "--namespace",
         default=DEFAULT_NAMESPACE,
@@ -88,7 +121,9 @@ def add_command(sub: flags.Subcommands) -> None:
     p.add_argument(
         "--kubernetes-version",
         metavar="V",
-        help=f"the Kubernetes version the objects are for (default the newest known, {NEWEST}): with --as "
+        help="the Kubernetes version the objects are for (default: with --as admission-policy, the cluster's own, "
+        "its /version, with --kubeconfig/--context or a kubeconfig in $KUBECONFIG or ~/.kube/config; without "
+        f"one, the newest known, {NEWEST}): with --as "
         "admission-policy, admissionregistration.k8s.io/v1 from 1.36, v1beta1 on 1.34 and 1.35 (the API server "
         "needs --feature-gates=MutatingAdmissionPolicy=true --runtime-config=admissionregistration.k8s.io/v1beta1=true "
         "there), refused before 1.34",
@@ -104,7 +139,12 @@ def run(args: ManifestsArgs, out: TextIO) -> int:
     from webhook.policy_file import load_policy
 
     check_args(args)
-    version = target_version(args)
+    read: list[str] = []
+    version = target_version(args, read)
+    for note in read:
+        print(f"Note: {note}", file=sys.stderr)
+    if read and args.kubernetes_version is None:  # the header's command line makes the same objects again
+        args = dataclasses.replace(args, kubernetes_version=str(version))
     notes: list[str] = []
     if args.form == ADMISSION_POLICY:
         from webhook.admission_api import beta_note, mutating_api_version

@@ -2,7 +2,7 @@
 finished (one paginated list: the prediction for a replacement scores every node, so it needs what
 each holds), the candidates' controllers (a get each: the pod template their replacement is made
 from, and a ReplicaSet's Deployment or a Job's CronJob), the PodDisruptionBudgets, and the live
-registration (`read_registration`, whose Namespaces' labels pod affinity's namespaceSelectors
+registration (`clusterread.read_registration`, whose Namespaces' labels pod affinity's namespaceSelectors
 match too), and the Services of the candidates' namespaces (with the controllers, what
 PodTopologySpread's default constraints spread a replacement by). Shared by `rebalance`, which
 acts on the plan, and `status`, which counts the pods it would move. The replacements are scored
@@ -27,11 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook import admitted, cluster, evictability, evictions, owners, rebalance, scope
+from webhook import admitted, cluster, evictability, evictions, owners, rebalance, scope, status
 from webhook.apidata import ShapeError
+from webhook.commands import clusterread
 from webhook.documents import read_document
-from webhook.kubeversion import NEWEST, KubeVersion, from_server, nearest
-from webhook.names import CONFIGURATION_NAME, DEFAULT_SCHEDULER
+from webhook.kubeversion import KubeVersion
+from webhook.names import DEFAULT_SCHEDULER
 from webhook.owners import Owner
 from webhook.policy import Policy
 from webhook.scheduler.config import SchedulerConfigError, profiles
@@ -129,7 +130,7 @@ def read_plan(
     budgets = _budgets(reader)
     selectors = _selectors(reader, state, controllers)
     _admission(reader, state, controllers, dry_run)
-    version = version if version is not None else server_version(reader, state.notes)
+    version = version if version is not None else clusterread.release(reader, state.notes)
     return rebalance.plan(
         state,
         registration,
@@ -149,25 +150,7 @@ def _selectors(
     """The Services of the candidates' namespaces, and their controllers read for the plan: what
     PodTopologySpread's default constraints spread a replacement by. Services RBAC hides are left
     out, with a note: those replacements are then spread by their controller's selector only."""
-    services: list[dict[str, Any]] = []
-    namespaces = sorted({p.namespace for p in state.pending})
-    if len(namespaces) > cluster.GETS_BEFORE_LIST:  # one list across namespaces, not one per namespace
-        wanted = set(namespaces)
-        try:
-            services = reader.restarting(
-                lambda: [s for s in reader.list("Service") if (s.get("metadata") or {}).get("namespace") in wanted]
-            )
-            namespaces = []
-        except cluster.Forbidden:  # a Role per namespace: listed namespace by namespace below
-            services = []
-    for namespace in namespaces:
-        try:
-            services += reader.list("Service", namespace)
-        except cluster.Forbidden:
-            state.notes.append(
-                f"cannot list Services in namespace {namespace} (forbidden by RBAC): PodTopologySpread's "
-                "default spreading of its replacements counts their controller's pods only"
-            )
+    services = clusterread.services(reader, (p.namespace for p in state.pending), state.notes)
     objects = [{**obj, "kind": key[1]} for key, obj in controllers.items() if isinstance(obj, dict)]
     return selectors_from_api(services, objects)
 
@@ -204,11 +187,11 @@ def _admission(
 
 def _listed(reader: cluster.Reader, kind: str, notes: list[str], unread: str) -> list[dict[str, Any]] | None:
     """Every object of `kind` (in every namespace), or None with a note when RBAC forbids it."""
-    try:
-        return reader.restarting(lambda: list(reader.list(kind)))
-    except cluster.Forbidden:
+    found = reader.restarting(lambda: clusterread.listed(reader, kind))
+    if isinstance(found, status.Unknown):
         notes.append(f"cannot list {kind}s (forbidden by RBAC): {unread}")
         return None
+    return found
 
 
 def _dry_runs(
@@ -253,20 +236,6 @@ def _dry_runs(
     return answers, said
 
 
-def server_version(reader: cluster.Reader, notes: list[str]) -> KubeVersion:
-    """The cluster's Kubernetes version, to score as its scheduler does; the newest known, with a
-    note, where /version cannot be read or is outside the versions known."""
-    try:
-        version = from_server(reader.version())
-    except cluster.Forbidden:
-        notes.append(f"cannot read the API server's /version (forbidden by RBAC): scored as Kubernetes {NEWEST}")
-        return NEWEST
-    known, outside = nearest(version)
-    if outside:
-        notes.append(outside)
-    return known
-
-
 def _state(
     reader: cluster.Reader,
     policy: Policy,
@@ -279,7 +248,7 @@ def _state(
     node and bound pod already."""
     state = read or rebalance.Inventory(policy, options, history=history)
     try:
-        live = read_registration(reader)
+        live = clusterread.read_registration(reader)
         if live.namespaces is not None and options.webhook_namespace not in live.namespaces:
             state.notes.append(
                 f"namespace {options.webhook_namespace} (--webhook-namespace) does not exist: no webhook runs there; "
@@ -303,80 +272,27 @@ def _state(
 
 
 def _budgets(reader: cluster.Reader) -> evictability.Budgets | None:
-    try:
-        return evictability.Budgets(reader.list("PodDisruptionBudget"))
-    except cluster.Forbidden:
-        return None
-
-
-def read_registration(reader: cluster.Reader) -> scope.Live:
-    """The objects the live registration is read from: the MutatingWebhookConfiguration, the
-    EndpointSlices of the Services its entries call, our admission policies and their bindings,
-    the Namespaces' labels. What RBAC forbids is left out and named."""
-    unreadable: list[str] = []
-    try:
-        configuration = reader.get("MutatingWebhookConfiguration", CONFIGURATION_NAME)
-    except cluster.Forbidden:
-        configuration = None
-        unreadable.append(f"the MutatingWebhookConfiguration {CONFIGURATION_NAME}")
-    slices = {}
-    for namespace, name in sorted(scope.services(configuration)):
-        try:
-            selector = f"{scope.SERVICE_NAME_LABEL}={name}"
-            slices[(namespace, name)] = list(reader.list("EndpointSlice", namespace, label_selector=selector))
-        except cluster.Forbidden:
-            unreadable.append(f"the EndpointSlices in namespace {namespace}")
-    policies = _admission_listed(reader, "MutatingAdmissionPolicy", cluster.BETA_MUTATING_ADMISSION_POLICY, unreadable)
-    bindings = _admission_listed(
-        reader, "MutatingAdmissionPolicyBinding", cluster.BETA_MUTATING_ADMISSION_POLICY_BINDING, unreadable
-    )
-    namespaces: dict[str, Any] = {}
-    try:
-        for obj in reader.list("Namespace"):
-            meta = obj.get("metadata") or {}
-            namespaces[str(meta.get("name") or "")] = meta.get("labels") or {}
-    except cluster.Forbidden:
-        return scope.Live(configuration, slices, policies, bindings, None, tuple(unreadable))
-    return scope.Live(configuration, slices, policies, bindings, namespaces, tuple(unreadable))
-
-
-def _admission_listed(reader: cluster.Reader, kind: str, beta: str, unreadable: list[str]) -> list[dict[str, Any]]:
-    """Every object of an admission policy kind, from its v1 API (Kubernetes 1.36+), else from its
-    v1beta1 API (1.34 and 1.35 with the feature enabled), as `status` reads them; none where the
-    API server serves neither (both answer 404) or the client predates them (kubernetes < 36)."""
-    for which in (kind, beta):
-        try:
-            return list(reader.list(which))
-        except cluster.NotFound:
-            continue
-        except cluster.Forbidden:
-            unreadable.append(f"the {kind}s")
-            return []
-        except AttributeError:
-            return []
-    return []
+    found = clusterread.budgets(reader)
+    return None if isinstance(found, status.Unknown) else evictability.Budgets(found)
 
 
 def _controllers(
     reader: cluster.Reader, state: rebalance.Inventory
 ) -> dict[tuple[str, str, str], dict[str, Any] | str]:
     """Each candidate's controller (its pod template; a ReplicaSet's or Job's own controller), or
-    why it could not be read: a get each, or one list of a kind when many of it are wanted
-    (`Reader.get_many`). A kind RBAC hides is asked for once."""
+    why it could not be read (`clusterread.controllers`)."""
     found: dict[tuple[str, str, str], dict[str, Any] | str] = {}
-    by_kind: dict[str, list[tuple[str, str]]] = {}
-    for namespace, kind, name in sorted(state.controller_lookups() | state.owner_lookups()):
-        by_kind.setdefault(kind, []).append((namespace, name))
-    for kind, keys in by_kind.items():
-        try:
-            objects = reader.get_many(kind, keys)
-        except cluster.Forbidden:
-            found.update({(namespace, kind, name): "forbidden by RBAC" for namespace, name in keys})
-            state.notes.append(
-                f"cannot read {kind}s (forbidden by RBAC): their pods' replacements cannot be predicted, and are "
-                "not evicted"
-            )
-            continue
-        for (namespace, name), obj in objects.items():
+    hidden: set[str] = set()
+    read = clusterread.controllers(reader, state.controller_lookups() | state.owner_lookups())
+    for (namespace, kind, name), obj in read.items():
+        if isinstance(obj, status.Unknown):
+            found[(namespace, kind, name)] = "forbidden by RBAC"
+            hidden.add(kind)
+        else:
             found[(namespace, kind, name)] = obj if obj is not None else "it no longer exists"
+    for kind in sorted(hidden):
+        state.notes.append(
+            f"cannot read {kind}s (forbidden by RBAC): their pods' replacements cannot be predicted, and are "
+            "not evicted"
+        )
     return found

@@ -41,8 +41,8 @@ from typing import Any, TextIO
 import orjson
 
 from webhook import cluster, evictions, rebalance
-from webhook.commands import flags, typed
-from webhook.commands.installed import policy_in_force
+from webhook.commands import clusterread, flags, typed
+from webhook.commands.clusterread import policy_in_force
 from webhook.commands.plan import SchedulerProfiles, read_plan
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, EXIT_OK, EXIT_RUNTIME, RuntimeFailure, UsageError
@@ -85,9 +85,7 @@ EXAMPLE = (
 
 
 @dataclass(frozen=True)
-class RebalanceArgs:
-    kubeconfig: str | None = None
-    context: str | None = None
+class RebalanceArgs(flags.ClusterArgs):
     webhook_namespace: str = DEFAULT_NAMESPACE
     config: str | None = None  # a policy file instead of the one the webhook serves
     output: str = "table"  # table | json
@@ -245,7 +243,6 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
     check_namespace(args.webhook_namespace)  # as status, review and explain check it
     override = load_policy(args.config) if args.config else None
     schedulers = SchedulerProfiles.read(args.scheduler_config, UsageError)
-    connection = cluster.connect(args.kubeconfig, args.context)
     options = rebalance.Options(
         now=now or dt.datetime.now(dt.UTC),
         min_replicas=args.min_replicas,
@@ -255,7 +252,8 @@ def run(args: RebalanceArgs, out: TextIO, now: dt.datetime | None = None) -> int
         min_probability=args.min_probability,
         missing=args.missing,
     )
-    with cluster.Reader(connection) as reader:
+    with clusterread.reader(args) as reader:
+        connection = reader.cluster  # --apply evicts and records through the same credentials
         policy, source, problem = policy_in_force(reader, args.webhook_namespace, override, args.config)
         if problem:
             raise RuntimeFailure(f"{problem}; fix it, or plan by a policy file with --config FILE")

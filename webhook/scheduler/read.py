@@ -19,8 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import apidata
-from webhook.affinity import PREFERRED, REQUIRED, PreferredTerm, node_affinity_from_api
-from webhook.apidata import STRING_IN_YAML, ShapeError, expect
+from webhook.affinity import (
+    NODE_SELECTOR_OPERATORS,
+    PREFERRED,
+    REQUIRED,
+    PreferredTerm,
+    Requirement,
+    node_affinity_from_api,
+)
+from webhook.apidata import STRING_IN_YAML, InvalidValue, ShapeError, expect
 from webhook.resources import pod_resources, resource_list
 from webhook.scheduler.model import (
     DEFAULT_SCHEDULER,
@@ -36,6 +43,7 @@ from webhook.scheduler.model import (
     normalized_image_name,
 )
 from webhook.selector import LabelSelector, label_selector_from_api
+from webhook.validation import is_qualified_name
 
 # Volume kinds that never filter a node (the volume plugins look at the others: claims, cloud disks);
 # an image volume only scores, in ImageLocality.
@@ -404,8 +412,65 @@ def _images(status: Mapping[str, Any]) -> dict[str, int]:
 def _checked_weight(term: PreferredTerm, path: str) -> PreferredTerm:
     # The API server refuses other weights; the scheduler's normalisation assumes them.
     if not 1 <= term.weight <= 100:
-        raise ShapeError(path, "an integer from 1 to 100 (the API server rejects other weights)", term.weight)
+        raise InvalidValue(path, "an integer from 1 to 100 (the API server rejects other weights)", term.weight)
     return term
+
+
+def pod_problem(pod: Any) -> str | None:
+    """Why the API server would refuse to create `pod`, as far as the fields netqos-webhook reads
+    go, or None: its apiVersion and kind (`apidata.pod_type_problem`), the type and range of every
+    field scheduling reads (`pod_info`: the field's path and its value), and each node-affinity
+    requirement as ValidateNodeSelectorRequirement checks it (k8s.io/kubernetes
+    pkg/apis/core/validation/validation.go: a known operator, the number of values it takes, a
+    qualified-name key). `explain` and `review` turn a pod away by it alike."""
+    if not isinstance(pod, dict):
+        return f"the pod is {apidata.describe(pod)}, not a Pod object"
+    problem = apidata.pod_type_problem(pod)
+    if problem:
+        return problem
+    try:
+        pod_info(pod)
+    except ShapeError as err:
+        return f"{err}; fix the field"
+    problem = _node_selector_problem(pod)
+    return None if problem is None else f"{problem}; fix the field"
+
+
+def _node_selector_problem(pod: Mapping[str, Any]) -> str | None:
+    """The first node-affinity requirement the API server refuses (shapes already checked)."""
+    base = "spec.affinity.nodeAffinity"
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    required, preferred = node_affinity_from_api(affinity, base)
+    terms = [(f"{base}.{REQUIRED}.nodeSelectorTerms[{i}]", t) for i, t in enumerate(required or ())]
+    terms += [(f"{base}.{PREFERRED}[{i}].preference", t.term) for i, t in enumerate(preferred)]
+    for path, term in terms:
+        for j, requirement in enumerate(term.expressions):
+            problem = _requirement_problem(requirement, f"{path}.matchExpressions[{j}]")
+            if problem:
+                return problem
+    return None
+
+
+def _requirement_problem(req: Requirement, path: str) -> str | None:
+    """ValidateNodeSelectorRequirement's checks, with its field paths: what the API server
+    refuses, which is less than what the scheduler cannot parse (`Requirement.problem`; a
+    preferred term's values are not checked to be label values, a Gt value not to be an integer)."""
+    op, count = req.operator, len(req.values)
+    if op not in NODE_SELECTOR_OPERATORS:
+        return (
+            f"{path}.operator must be one of {', '.join(NODE_SELECTOR_OPERATORS)} (not a valid selector operator), "
+            f"got {apidata.show(op)}"
+        )
+    if op in ("In", "NotIn") and count == 0:
+        return f"{path}.values must be given for operator {op}"
+    if op in ("Exists", "DoesNotExist") and count:
+        return f"{path}.values must be left out for operator {op}, got {apidata.show(list(req.values))}"
+    if op in ("Gt", "Lt") and count != 1:
+        return f"{path}.values must be a single value for operator {op}, got {apidata.show(list(req.values))}"
+    errors = is_qualified_name(req.key)
+    if errors:
+        return f"{path}.key must be a label key, got {apidata.show(req.key)}: {'; '.join(errors)}"
+    return None
 
 
 def _toleration(raw: Any, path: str) -> Toleration:
