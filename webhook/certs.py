@@ -11,7 +11,7 @@ Every CA made here lasts `DEFAULT_CA_DAYS` (10 years) and each server certificat
 certificates under the same CA, and the caBundle stays, for years. A server certificate never
 outlives its CA: one that would is refused (`CertificateRequestError`), never cut short silently.
 Replacing the CA is a rollover (`generate(keep_previous_ca=True)`): `ca-bundle.crt` holds the new
-CA and the previous one, for the caBundle while the servers switch (README, "Renewing certificates").
+CA and the previous one, for the caBundle while the servers switch (docs/install.md, "Renewing certificates").
 
 Client certificates (`issue_client`) are for `serve --client-ca`: `NAME.crt`/`NAME.key` beside
 the CA that signs them, extended key usage clientAuth only, so a server certificate of ours is
@@ -134,7 +134,7 @@ def generate(
     servers still on the old certificate and those already on the new. A rollover that finds
     `ca-bundle.crt` (one not yet finished: the cluster may still trust only an older CA of it)
     keeps every CA of that bundle still valid too, so a second rollover never drops the CA the
-    cluster trusts; finishing a rollover is deleting `ca-bundle.crt` (README, "Renewing
+    cluster trusts; finishing a rollover is deleting `ca-bundle.crt` (docs/install.md, "Renewing
     certificates")."""
     files = CertFiles(Path(out))
     if ca_days <= days:
@@ -223,13 +223,13 @@ def renew(
         raise RenewError(
             f"the CA {files.ca_cert} itself expires {ca_cert.not_valid_after_utc:%Y-%m-%d}, within "
             f"{renew_before_days} days: replace it with 'netqos-webhook certs --out {files.directory} --new-ca' "
-            "and follow the CA rollover in README (Renewing certificates)"
+            "and follow the CA rollover in docs/install.md (Renewing certificates)"
         )
     if ca_cert.not_valid_after_utc < now + dt.timedelta(days=days):
         raise RenewError(
             f"the CA {files.ca_cert} expires {ca_cert.not_valid_after_utc:%Y-%m-%d}, before a server certificate of "
             f"{days} days would: give fewer --days, or roll the CA over with 'netqos-webhook certs --out "
-            f"{files.directory} --new-ca' and follow README (Renewing certificates)"
+            f"{files.directory} --new-ca' and follow docs/install.md (Renewing certificates)"
         )
     current, problem = _current_server_cert(files, ca_cert)
     names = san_names(current) if current is not None else []
@@ -407,6 +407,22 @@ def key_matches(cert: x509.Certificate, key: Any) -> bool:
 def days_left(cert: x509.Certificate, now: dt.datetime) -> int:
     """Whole days until `cert` expires (negative once it has)."""
     return (cert.not_valid_after_utc - now).days
+
+
+def fingerprint(cert: x509.Certificate) -> str:
+    """The SHA-256 of the certificate (DER), as `openssl x509 -noout -fingerprint -sha256` prints
+    it: how a person compares a CA found in a cluster with the ca.crt they hold."""
+    return cert.fingerprint(hashes.SHA256()).hex(":").upper()
+
+
+def rollover_hint(directory: Path) -> str:
+    """How to replace a CA that a caBundle may trust without breaking the webhook: a rollover,
+    whose ca-bundle.crt keeps the old CA trusted while the servers switch. `serve` and `register`
+    both end their refusal to replace a CA they find with it."""
+    return (
+        f"'netqos-webhook certs --out {directory} --new-ca' (a rollover: {CertFiles(directory).ca_bundle.name} keeps "
+        "the old CA trusted)"
+    )
 
 
 def first_certificate(pem: bytes | None) -> x509.Certificate | None:

@@ -1,17 +1,27 @@
 """`netqos-webhook register`: what it puts into a cluster, built and checked without one.
 
 Pure: `check_certificates` (the files the API server and the pods will use agree with each other
-and with the name the API server connects to) and `objects` (the TLS Secret and the
-MutatingWebhookConfiguration, as plain dicts, the latter from `webhook.manifests`). Sending them
-is `webhook.cluster.apply` (server-side apply); the CLI wires the two, so this module needs no
-cluster, no kubernetes client, and is tested without either.
+and with the name the API server connects to), `objects` (the TLS Secret and the
+MutatingWebhookConfiguration, as plain dicts, the latter from `webhook.manifests`), and the two
+checks against what the cluster holds already, given as the API server's JSON:
+- `check_ca_kept`: register never replaces a CA it does not hold. The CAs of the cluster's TLS
+  Secret (ca.crt) and of the registration's caBundle must each share one with what register
+  would write, as during a rollover (ca-bundle.crt holds the new CA and the one trusted now);
+  otherwise the webhook's pods and the API server would disagree until every pod restarts.
+- `check_policy_agrees`: the policy register registers rules for is the one the webhook serves;
+  a --config that differs from it names the rules that differ.
+Sending them is `webhook.cluster.apply` (server-side apply); the CLI wires the two, so this module
+needs no cluster, no kubernetes client, and is tested without either.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime as dt
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,15 +31,18 @@ from cryptography.hazmat.primitives import serialization
 from webhook.certs import (
     CertFiles,
     days_left,
+    fingerprint,
     first_certificate,
     issued_by,
     key_matches,
+    rollover_hint,
     san_names,
 )
 from webhook.errors import UsageError
 from webhook.manifests import webhook_configuration
-from webhook.names import DEFAULT_SERVICE, LABELS, RENEWAL_DAYS, TLS_SECRET
+from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE, LABELS, RENEWAL_DAYS, TLS_SECRET
 from webhook.policy import Policy
+from webhook.policy_review import validating_configuration
 
 
 class CertificateError(UsageError):
@@ -135,7 +148,8 @@ def _expiring(files: CertFiles, ca: Any, cert: Any, now: dt.datetime, renew: str
     if left < RENEWAL_DAYS:
         warnings.append(
             f"the CA {files.ca_cert} expires on {ca.not_valid_after_utc:%Y-%m-%d %H:%M} UTC ({left} days left); "
-            f"roll it over: 'netqos-webhook certs --out {files.directory} --new-ca' (README, Renewing certificates)"
+            f"roll it over: 'netqos-webhook certs --out {files.directory} --new-ca' "
+            "(docs/install.md, Renewing certificates)"
         )
     return warnings
 
@@ -210,13 +224,124 @@ def objects(policy: Policy, certs: Certificates, namespace: str, url: str | None
 
     Normally the Secret comes first (the namespace must exist; the configuration is useless
     without it). During a CA rollover (a caBundle beyond ca.crt) the configuration comes first:
-    the API server then trusts the new CA before any pod can read the new certificate."""
+    the API server then trusts the new CA before any pod can read the new certificate. Beside the
+    configuration, with the same caBundle, the ValidatingWebhookConfiguration by which the webhook
+    checks its own policy ConfigMap (`webhook.policy_review`; in-cluster only: it calls the Service)."""
     config = webhook_configuration(policy, namespace=namespace, url=url, ca_bundle=certs.ca_bundle)
     if url is not None:
         return [config]
     secret = tls_secret(certs, namespace)
-    return [config, secret] if certs.ca_bundle != certs.ca_cert else [secret, config]
+    validating = validating_configuration(namespace, ca_bundle=certs.ca_bundle)
+    return [config, validating, secret] if certs.ca_bundle != certs.ca_cert else [secret, config, validating]
 
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
+
+
+# --- what the cluster holds already ------------------------------------------------------------
+
+
+class CAReplaced(UsageError):
+    """Registering would replace a CA the cluster trusts or serves by, which register does not hold."""
+
+
+class PolicyDisagrees(UsageError):
+    """--config is not the policy the installed webhook serves; the message names the rules."""
+
+
+@dataclass(frozen=True)
+class HeldCAs:
+    """The CAs one object in the cluster holds (PEM, as the API server sent it), and where."""
+
+    where: str
+    cas: tuple[x509.Certificate, ...]
+
+
+def cluster_cas(
+    secret: Mapping[str, Any] | None, configuration: Mapping[str, Any] | None, namespace: str
+) -> list[HeldCAs]:
+    """The CAs of the TLS Secret's ca.crt (what the webhook's pods serve under) and of the
+    registration's caBundles (what the API server trusts), each object that holds any."""
+    found = []
+    if secret is not None:
+        data = secret.get("data") or {}
+        cas = _pem_certificates(_decoded(data.get("ca.crt")))
+        if cas:
+            found.append(HeldCAs(f"Secret {namespace}/{TLS_SECRET} (its ca.crt)", cas))
+    if configuration is not None:
+        bundles = [
+            _decoded((w.get("clientConfig") or {}).get("caBundle"))
+            for w in configuration.get("webhooks") or ()
+            if isinstance(w, dict)
+        ]
+        cas = tuple(dict.fromkeys(ca for bundle in bundles for ca in _pem_certificates(bundle)))
+        if cas:
+            found.append(HeldCAs(f"MutatingWebhookConfiguration {CONFIGURATION_NAME} (its caBundle)", cas))
+    return found
+
+
+def check_ca_kept(found: Sequence[HeldCAs], held: bytes | None, directory: Path) -> None:
+    """Raise `CAReplaced` when an object of `found` holds only CAs that `held` (the PEM bundle
+    register would write: ca-bundle.crt, else ca.crt; None when `directory` holds no CA) does not:
+    writing ours would replace a CA the cluster uses. Sharing one CA is enough (a rollover keeps
+    the old CA beside the new; finishing it drops the old one)."""
+    ours = set(_pem_certificates(held or b""))
+    for place in found:
+        if ours.intersection(place.cas):
+            continue
+        shown = ", ".join(f"SHA-256 {fingerprint(ca)}" for ca in place.cas)
+        holds = f"holds no CA ({CertFiles(directory).ca_cert.name})" if held is None else "does not hold it"
+        raise CAReplaced(
+            f"{place.where} holds the CA {shown}, and {directory}/ {holds}: registering would replace it, and the "
+            "API server would reject the webhook's certificate until every pod serves the new one; give --certs "
+            f"the directory holding that CA, replace it with {rollover_hint(directory)} from a directory holding "
+            "its ca.crt, or pass --force to replace it now"
+        )
+
+
+def rules_that_differ(installed: Policy, given: Policy) -> list[str]:
+    """The names of the rules `given` lacks, adds, or defines otherwise than `installed`."""
+    theirs = {r.name: r for r in installed.rules}
+    ours = {r.name: r for r in given.rules}
+    differ = []
+    for name in dict.fromkeys([*theirs, *ours]):
+        if name not in ours:
+            differ.append(f"{name} (only installed)")
+        elif name not in theirs:
+            differ.append(f"{name} (only in --config)")
+        elif ours[name] != theirs[name]:
+            differ.append(f"{name} (defined otherwise)")
+    return differ
+
+
+def check_policy_agrees(installed: Policy, where: str, given: Policy, config: str) -> None:
+    """Raise `PolicyDisagrees` when --config `config` is not the policy the webhook serves
+    (from `where`): its entries would leave pods of the installed rules without a caBundle, or
+    register rules the webhook does not apply."""
+    differ = rules_that_differ(installed, given)
+    if differ:
+        raise PolicyDisagrees(
+            f"--config {config} differs from the policy the webhook serves ({where}) in the rules "
+            f"{', '.join(differ)}: leave --config out to register the installed policy, change the installed "
+            "policy first, or pass --force to register --config's rules"
+        )
+
+
+def _decoded(value: Any) -> bytes:
+    """A base64 field of the API's JSON (Secret data, caBundle); b"" when absent or not base64."""
+    if not isinstance(value, str):
+        return b""
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _pem_certificates(pem: bytes) -> tuple[x509.Certificate, ...]:
+    if not pem:
+        return ()
+    try:
+        return tuple(x509.load_pem_x509_certificates(pem))
+    except ValueError:
+        return ()

@@ -59,8 +59,9 @@ def test_register_url_over_the_base_and_register_back_to_the_service(cluster, we
     created = cluster.create(pod, namespace)
     assert node_affinity(created), "the API server called the webhook at the URL"
 
-    # back: register without --url, then the base applies cleanly again
-    done = cli(cluster, "register", "--certs", str(webhook.certs.directory.parent / "service-certs"))
+    # back: register without --url, then the base applies cleanly again; the in-cluster Service
+    # serves under a CA of its own, which replaces the loopback server's in the caBundle (--force)
+    done = cli(cluster, "register", "--certs", str(webhook.certs.directory.parent / "service-certs"), "--force")
     assert "switched netqos.netqos.io to clientConfig.service" in done.stderr + done.stdout
     assert [sorted(c) for c in client_configs(cluster)] == [["caBundle", "service"]]
     apply_base(cluster)

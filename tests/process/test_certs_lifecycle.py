@@ -15,7 +15,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from harness.kubeapi import ScriptedAPI, discovering, status_body
+from harness.kubeapi import Request, ScriptedAPI, discovering, status_body
 from harness.server import start_server
 from tests.fixtures import fixture
 from webhook.certs import CertFiles
@@ -55,8 +55,15 @@ def made_by_serve(tmp: Path) -> Path:
 
 def made_by_register(tmp: Path) -> Path:
     """register's pair: generated into --certs once its kubeconfig has proved usable (its server
-    answers discovery as an API server does), before it sends anything (refused here)."""
-    api = ScriptedAPI(discovering(lambda request: (403, status_body(403, "Forbidden", "forbidden"))))
+    answers discovery as an API server does) and it has read that the cluster holds no CA yet,
+    before it sends anything (refused here)."""
+
+    def answer(request: Request) -> tuple[int, bytes]:
+        if request.method == "GET":  # nothing installed: no Secret, no registration
+            return 404, status_body(404, "NotFound", "not found")
+        return 403, status_body(403, "Forbidden", "forbidden")
+
+    api = ScriptedAPI(discovering(answer))
     with api:
         kubeconfig = api.kubeconfig(tmp)
         done = netqos("register", "--certs", str(tmp / "reg"), "--kubeconfig", str(kubeconfig), cwd=tmp)
@@ -162,9 +169,10 @@ def test_register_publishes_the_bundle_as_ca_bundle_before_the_secret_during_a_r
     assert netqos("certs", "--out", str(existing.directory), "--new-ca").returncode == 0
     done = netqos("register", "--certs", str(existing.directory), "--dry-run")
     assert done.returncode == 0, done.stderr
-    config, secret = list(yaml.safe_load_all(done.stdout))
-    assert (config["kind"], secret["kind"]) == ("MutatingWebhookConfiguration", "Secret")
-    bundles = {base64.b64decode(w["clientConfig"]["caBundle"]) for w in config["webhooks"]}
+    config, validating, secret = list(yaml.safe_load_all(done.stdout))
+    kinds = (config["kind"], validating["kind"], secret["kind"])
+    assert kinds == ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret")
+    bundles = {base64.b64decode(w["clientConfig"]["caBundle"]) for w in config["webhooks"] + validating["webhooks"]}
     assert bundles == {existing.ca_bundle.read_bytes()}
     assert base64.b64decode(secret["data"]["ca.crt"]) == existing.ca_cert.read_bytes()
 

@@ -19,11 +19,36 @@ def run(*args, stdin=None, cwd=None):
     )
 
 
-def test_review_of_the_example_pod_prints_the_admission_response():
+def test_review_of_the_example_pod_says_for_a_person_what_the_webhook_adds():
     done = run("review", str(TEST_POD))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        f"Pod default/qos-demo-pod ({TEST_POD}): mutated by rule netqos\n"
+        "  adds preferred node affinity (weight: terms):\n"
+        "     90: net In [high]\n"
+        "     10: net NotIn [low]\n"
+        "    100: net Exists\n"
+        "    100: net DoesNotExist\n"
+        "  adds annotation netqos.io/injected=netqos\n"
+    )
+
+
+def test_review_dash_o_response_prints_the_admission_response_as_sent():
+    done = run("review", str(TEST_POD), "-o", "response")
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)["response"]
     assert answer["allowed"] is True and answer["patchType"] == "JSONPatch"
+
+
+def test_review_beside_a_pods_own_term_names_only_the_terms_it_adds():
+    done = run("review", "-", stdin=json.dumps(fixture("review-create-existing-affinity.json")))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "  adds preferred node affinity (weight: terms):",
+        "     14: net In [high]",
+        "      2: net NotIn [low]",
+        "  adds annotation netqos.io/injected=netqos",
+    ]
 
 
 def test_review_dash_o_pod_prints_the_mutated_pod_as_yaml():

@@ -114,7 +114,7 @@ CASES = [
     ("review {bad_workload}", "", 2, "Deployment 'w': spec must be an object"),
     ("review {empty_dir}", "", 2, "directory {empty_dir} holds no .yaml, .yml, .json file"),
     ("review {pod} --fail-on sometimes", "", 2, "sometimes: not a decision"),
-    ("review {pod} -o yaml", "", 2, "invalid choice: 'yaml'"),
+    ("review {pod} -o wide", "", 2, "invalid choice: 'wide'"),
     ("review {pod} --config {not_pem}", "", 2, "policy file {not_pem}"),
     (
         "review {pod} --config {configmap}",

@@ -23,11 +23,13 @@ from webhook.certs import CertFiles, generate
 from webhook.cli import main
 from webhook.manifests import webhook_configuration
 from webhook.policy_file import load_policy
+from webhook.policy_review import validating_configuration
 from webhook.register import CertificateError, check_certificates, objects
 
 POLICY = str(REPO / "deploy/base/policy.yaml")
 SECRET_PATH = "/api/v1/namespaces/netqos-system/secrets/netqos-webhook-tls"
 CONFIG_PATH = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/netqos-webhook"
+VALIDATING_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/netqos-webhook"
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +65,11 @@ def expected_secret(certs: CertFiles, namespace: str = "netqos-system") -> dict[
 
 def expected_config(certs: CertFiles, **options: Any) -> dict[str, Any]:
     return webhook_configuration(load_policy(POLICY), ca_bundle=certs.ca_cert.read_bytes(), **options)
+
+
+def expected_validating(certs: CertFiles, namespace: str = "netqos-system") -> dict[str, Any]:
+    """The check of the policy ConfigMap (webhook/policy_review.py), with the same caBundle."""
+    return validating_configuration(namespace, ca_bundle=certs.ca_cert.read_bytes())
 
 
 # --- certificates ------------------------------------------------------------------------------
@@ -140,7 +147,7 @@ def test_for_a_url_the_certificate_must_name_the_urls_host(certs: CertFiles) -> 
 
 def test_objects_are_the_tls_secret_then_the_configuration_with_the_ca_bundle(certs: CertFiles) -> None:
     objs = objects(load_policy(POLICY), check_certificates(certs, "netqos-system"), "netqos-system")
-    assert objs == [expected_secret(certs), expected_config(certs)]
+    assert objs == [expected_secret(certs), expected_config(certs), expected_validating(certs)]
 
 
 def test_objects_for_a_url_are_only_the_configuration(certs: CertFiles) -> None:
@@ -155,16 +162,21 @@ def test_objects_for_a_url_are_only_the_configuration(certs: CertFiles) -> None:
 def test_dry_run_prints_the_objects_and_contacts_nothing(certs: CertFiles, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["register", "--dry-run", "--certs", str(certs.directory), "--config", POLICY]) == 0
     captured = capsys.readouterr()
-    assert list(yaml.safe_load_all(captured.out)) == [expected_secret(certs), expected_config(certs)]
+    assert list(yaml.safe_load_all(captured.out)) == [
+        expected_secret(certs),
+        expected_config(certs),
+        expected_validating(certs),
+    ]
     assert f"the Secret above holds the private key from {certs.key}" in captured.err
 
 
 def test_dry_run_in_another_namespace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files = generate(tmp_path, namespace="platform")
     assert main(["register", "--dry-run", "--certs", str(tmp_path), "--namespace", "platform", "--config", POLICY]) == 0
-    secret, config = yaml.safe_load_all(capsys.readouterr().out)
+    secret, config, validating = yaml.safe_load_all(capsys.readouterr().out)
     assert secret == expected_secret(files, "platform")
     assert config == expected_config(files, namespace="platform")
+    assert validating == expected_validating(files, "platform")
 
 
 def test_dry_run_without_certificates_generates_nothing_and_says_how(
@@ -255,13 +267,16 @@ def test_register_server_side_applies_the_secret_then_the_configuration(
         assert request.query["force"] in (["true"], ["True"])
         assert set(request.query) == {"fieldManager", "force"}
         assert request.headers["Authorization"] == "Bearer test-token"
+    assert (api.patches[2].path, api.patches[2].json()) == (VALIDATING_PATH, expected_validating(certs))
     assert first.out.splitlines() == [
         "secret/netqos-webhook-tls in namespace netqos-system created (server-side apply)",
         "mutatingwebhookconfiguration/netqos-webhook created (server-side apply)",
+        "validatingwebhookconfiguration/netqos-webhook created (server-side apply)",
     ]
     assert second.out.splitlines() == [
         "secret/netqos-webhook-tls in namespace netqos-system configured (server-side apply)",
         "mutatingwebhookconfiguration/netqos-webhook configured (server-side apply)",
+        "validatingwebhookconfiguration/netqos-webhook configured (server-side apply)",
     ]
 
 
@@ -444,3 +459,179 @@ def test_in_a_pod_without_a_kubeconfig_it_uses_the_service_account(
     captured = capsys.readouterr()
     assert code == 2
     assert "cannot use the in-cluster service account: " in captured.err
+
+
+# --- what the cluster holds already ------------------------------------------------------------
+
+DEPLOYMENT_PATH = "/apis/apps/v1/namespaces/netqos-system/deployments/netqos-webhook"
+POLICY_MAP = "netqos-webhook-policy-7bk2"
+TWO_RULES = REPO / "tests/fixtures/policy-two-tables.yaml"
+
+
+def installed_objects(
+    ca: CertFiles | None = None, bundle: CertFiles | None = None, policy: Path | None = None
+) -> dict[str, Any]:
+    """GET paths of a cluster where the webhook is installed: the TLS Secret made from `ca`'s
+    files, the registration trusting `bundle`'s CA, the Deployment serving `policy` from its
+    ConfigMap (each left out when None)."""
+    objs: dict[str, Any] = {}
+    if ca is not None:
+        objs[SECRET_PATH] = expected_secret(ca)
+    if bundle is not None:
+        objs[CONFIG_PATH] = expected_config(bundle)
+    if policy is not None:
+        deployment = yaml.safe_load((REPO / "deploy/base/deployment.yaml").read_text())
+        deployment["spec"]["template"]["spec"]["volumes"][1]["configMap"]["name"] = POLICY_MAP
+        objs[DEPLOYMENT_PATH] = deployment
+        objs[f"/api/v1/namespaces/netqos-system/configmaps/{POLICY_MAP}"] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": POLICY_MAP, "namespace": "netqos-system"},
+            "data": {"policy.yaml": policy.read_text()},
+        }
+    return objs
+
+
+FORBIDDEN = "forbidden"  # what `holding_api` answers 403 to a GET of
+
+
+def holding_api(objs: dict[str, Any]) -> _Applying:
+    """A loopback API server that answers GETs of `objs` (404 for anything else) and applies."""
+
+    def answer(request: Request) -> tuple[int, Any]:
+        if request.method == "GET":
+            found = objs.get(request.path)
+            if found == FORBIDDEN:
+                return 403, status_body(403, "Forbidden", "forbidden")
+            return (200, found) if found is not None else (404, status_body(404, "NotFound", "not found"))
+        return 201, request.json()
+
+    return _Applying(discovering(answer))
+
+
+def register(tmp_path: Path, api: ScriptedAPI, *args: str) -> int:
+    return main(["register", "--kubeconfig", str(kubeconfig(tmp_path, api.url)), *args])
+
+
+def ca_line(err: str, where: str, ca: CertFiles) -> bool:
+    """The refusal: one line naming where the CA was found and its fingerprint, and the ways out."""
+    from cryptography import x509
+
+    from webhook.certs import fingerprint
+
+    shown = fingerprint(x509.load_pem_x509_certificate(ca.ca_cert.read_bytes()))
+    return (
+        len(err.strip().splitlines()) == 1
+        and f"netqos-webhook register: {where} holds the CA SHA-256 {shown}" in err
+        and "--new-ca" in err
+        and "--force" in err
+    )
+
+
+@pytest.mark.parametrize(
+    ("held", "where"),
+    [
+        ("secret", "Secret netqos-system/netqos-webhook-tls (its ca.crt)"),
+        ("registration", "MutatingWebhookConfiguration netqos-webhook (its caBundle)"),
+    ],
+)
+def test_without_certificates_a_ca_the_cluster_holds_is_refused_not_replaced(
+    tmp_path: Path, certs: CertFiles, capsys, held: str, where: str
+) -> None:
+    objs = installed_objects(ca=certs) if held == "secret" else installed_objects(bundle=certs)
+    elsewhere = tmp_path / "elsewhere"
+    with holding_api(objs) as api:
+        code = register(tmp_path, api, "--certs", str(elsewhere))
+    assert code == 2
+    assert ca_line(capsys.readouterr().err, where, certs)
+    assert api.patches == [] and not elsewhere.exists()
+
+
+def test_a_secret_it_may_not_read_is_refused_unless_forced(tmp_path: Path, certs: CertFiles, capsys) -> None:
+    with holding_api({SECRET_PATH: FORBIDDEN}) as api:
+        code = register(tmp_path, api, "--certs", str(certs.directory))
+        err = capsys.readouterr().err
+        assert register(tmp_path, api, "--certs", str(certs.directory), "--force") == 0
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "cannot read Secret netqos-webhook-tls in namespace netqos-system (forbidden)" in err
+    assert [r.path for r in api.patches] == [SECRET_PATH, CONFIG_PATH, VALIDATING_PATH]  # the forced run's
+
+
+def test_certificates_of_another_ca_are_refused(tmp_path: Path, certs: CertFiles, capsys) -> None:
+    other = generate(tmp_path / "other")
+    with holding_api(installed_objects(ca=certs, bundle=certs)) as api:
+        code = register(tmp_path, api, "--certs", str(other.directory))
+    assert code == 2
+    assert ca_line(capsys.readouterr().err, "Secret netqos-system/netqos-webhook-tls (its ca.crt)", certs)
+    assert api.patches == []
+
+
+def test_a_rollover_bundle_that_keeps_the_clusters_ca_is_registered(tmp_path: Path, capsys) -> None:
+    rolled = generate(tmp_path / "rolled")
+    trusted = CertFiles(tmp_path / "trusted")
+    trusted.directory.mkdir()
+    for name in ("ca.crt", "tls.crt", "tls.key"):
+        (trusted.directory / name).write_bytes((rolled.directory / name).read_bytes())
+    generate(rolled.directory, keep_previous_ca=True)  # certs --new-ca: ca-bundle.crt = new + trusted
+    with holding_api(installed_objects(ca=trusted, bundle=trusted)) as api:
+        assert register(tmp_path, api, "--certs", str(rolled.directory)) == 0
+    sent = [r.json() for r in api.patches]
+    assert sent[0]["webhooks"][0]["clientConfig"]["caBundle"] == b64(rolled.ca_bundle)
+
+
+def test_force_replaces_a_ca_the_cluster_holds(tmp_path: Path, certs: CertFiles, capsys) -> None:
+    fresh = tmp_path / "fresh"
+    with holding_api(installed_objects(ca=certs, bundle=certs)) as api:
+        assert register(tmp_path, api, "--certs", str(fresh), "--force") == 0
+    assert [r.path for r in api.patches] == [SECRET_PATH, CONFIG_PATH, VALIDATING_PATH]
+    assert api.patches[0].json()["data"]["ca.crt"] == b64(CertFiles(fresh).ca_cert)
+
+
+def test_the_same_ca_is_registered_again(tmp_path: Path, certs: CertFiles, capsys) -> None:
+    with holding_api(installed_objects(ca=certs, bundle=certs)) as api:
+        assert register(tmp_path, api, "--certs", str(certs.directory)) == 0
+    assert len(api.patches) == 3  # the Secret, the mutating and the validating configuration
+
+
+def entries(api: _Applying) -> list[str]:
+    config = next(r.json() for r in api.patches if r.path == CONFIG_PATH)
+    return [w["name"] for w in config["webhooks"]]
+
+
+def test_without_config_the_installed_policys_rules_are_registered(tmp_path: Path, certs: CertFiles, capsys) -> None:
+    with holding_api(installed_objects(policy=TWO_RULES)) as api:
+        assert register(tmp_path, api, "--certs", str(certs.directory)) == 0
+    assert entries(api) == ["netqos.netqos.io", "batch.netqos.io"]
+    assert f"the rules of ConfigMap netqos-system/{POLICY_MAP} key policy.yaml" in capsys.readouterr().err
+
+
+def test_a_config_that_differs_from_the_installed_policy_is_refused_naming_the_rules(
+    tmp_path: Path, certs: CertFiles, capsys
+) -> None:
+    with holding_api(installed_objects(policy=TWO_RULES)) as api:
+        code = register(tmp_path, api, "--certs", str(certs.directory), "--config", POLICY)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert (
+        f"--config {POLICY} differs from the policy the webhook serves (ConfigMap netqos-system/{POLICY_MAP} key "
+        "policy.yaml) in the rules batch (only installed): "
+    ) in err
+    assert api.patches == []
+
+
+def test_a_config_equal_to_the_installed_policy_or_forced_is_registered(
+    tmp_path: Path, certs: CertFiles, capsys
+) -> None:
+    with holding_api(installed_objects(policy=Path(POLICY))) as api:
+        assert register(tmp_path, api, "--certs", str(certs.directory), "--config", POLICY) == 0
+    with holding_api(installed_objects(policy=TWO_RULES)) as api:
+        assert register(tmp_path, api, "--certs", str(certs.directory), "--config", POLICY, "--force") == 0
+    assert entries(api) == ["netqos.netqos.io"]
+
+
+def test_register_help_documents_force(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["register", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "--force register even when it replaces what the cluster holds" in shown

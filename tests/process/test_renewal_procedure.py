@@ -58,6 +58,9 @@ class Cluster:
                 bundles = {w["clientConfig"]["caBundle"] for w in obj["webhooks"]}
                 assert len(bundles) == 1
                 self.bundle = base64.b64decode(bundles.pop())
+            elif obj["kind"] == "ValidatingWebhookConfiguration":  # the policy ConfigMap's check: same bundle
+                validated = {base64.b64decode(w["clientConfig"]["caBundle"]) for w in obj["webhooks"]}
+                assert validated == {self.bundle}
             else:
                 files = {name: base64.b64decode(value) for name, value in obj["data"].items()}
                 timer = threading.Timer(KUBELET_DELAY, self.volume.update, args=(files,))
@@ -212,7 +215,7 @@ def test_renewal_under_the_same_ca_keeps_the_ca_bundle_and_fails_no_review(insta
         load.more(10, "before the renewal")
         logged = reloads_logged(server)
         netqos("certs", "--out", str(local), "--renew-before", "400")  # README: 30, from a daily job
-        assert cluster.apply(local) == ["Secret", "MutatingWebhookConfiguration"]
+        assert cluster.apply(local) == ["Secret", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
         assert cluster.bundle == bundle_before, "a renewal never changes the caBundle"
         wait_for_serial(server.port, bundle_before, served_serial(local))
         wait_until_every_worker_serves_the_new_certificate(server, logged)

@@ -15,11 +15,14 @@ import yaml
 
 from harness.patches import assert_patch_agrees
 from tests.fixtures import NETQOS_TERMS, REPO
+from tests.fixtures.rejected_pods import HERE as REJECTED_PODS
+from tests.fixtures.rejected_pods import REJECTED
 from webhook.affinity import PREFERRED
 from webhook.workloads import kind_of, pod_of, with_pod
 
 WORKLOADS = REPO / "tests" / "fixtures" / "workloads" / "all-kinds.yaml"
 EXAMPLES = REPO / "deploy" / "examples"
+EXAMPLE_MUTATED = ("Pod", "default/qos-demo-pod", "mutated")
 
 
 def netqos(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -458,3 +461,73 @@ def test_a_pod_without_api_version_in_a_stream_is_an_invalid_row():
         ("Pod", "default/qos-demo-pod", "mutated"),
     ]
     assert f"Warning: input file {NO_API_VERSION}: Pod p: apiVersion is null" in done.stderr
+
+
+# --- pods the API server refuses are invalid, never mutated (tests/fixtures/rejected_pods) ------------
+
+
+@pytest.mark.parametrize(("name", "field", "_"), REJECTED, ids=[r[0] for r in REJECTED])
+def test_review_and_explain_refuse_a_pod_the_api_server_rejects_naming_the_field_alike(name, field, _):
+    path = REJECTED_PODS / name
+    reviewed = netqos("review", str(path))
+    explained = netqos("explain", "--pod", str(path), "--nodes", str(EXAMPLES / "nodes.yaml"))
+    assert reviewed.returncode == explained.returncode == 2, reviewed.stdout
+    assert reviewed.stderr == f"netqos-webhook review: input file {path}: {field}; fix the field\n"
+    assert explained.stderr == f"netqos-webhook explain: pod file {path}: {field}; fix the field.\n"
+
+
+def test_pods_the_api_server_rejects_are_invalid_rows_that_fail_on_invalid():
+    done = netqos("review", str(REJECTED_PODS), str(EXAMPLES / "test-pod.yaml"), "--fail-on", "invalid")
+    assert done.returncode == 3, done.stderr
+    rows = [tuple(c.strip() for c in row)[:3] for row in table_rows(done.stdout)]
+    assert rows == [*(("Pod", Path(name).stem, "invalid") for name, _, _ in sorted(REJECTED)), EXAMPLE_MUTATED]
+    for name, field, _ in REJECTED:
+        assert f"Warning: input file {REJECTED_PODS / name}: Pod {Path(name).stem}: {field}" in done.stderr
+
+
+def test_a_workload_whose_pod_the_api_server_rejects_is_invalid(tmp_path):
+    pod = yaml.safe_load((REJECTED_PODS / "operator-inn.yaml").read_text())
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "inn", "namespace": "shop"},
+        "spec": {
+            "selector": {"matchLabels": pod["metadata"]["labels"]},
+            "template": {"metadata": {"labels": pod["metadata"]["labels"]}, "spec": pod["spec"]},
+        },
+    }
+    source = tmp_path / "deployment.yaml"
+    source.write_text(yaml.safe_dump(deployment))
+    [record] = json.loads(netqos("review", str(source), str(tmp_path), "-o", "json").stdout)[:1]
+    assert (record["decision"], record["patch"]) == ("invalid", [])
+    assert record["warnings"][0].startswith("the pod of its template: spec.affinity.nodeAffinity.")
+
+
+# --- review's output: for a person by default, the wire format and records on request ------------------
+
+
+def test_one_object_is_described_for_a_person_by_default_and_o_text_describes_each_of_several():
+    one = netqos("review", str(EXAMPLES / "test-pod.yaml"))
+    several = netqos("review", str(EXAMPLES / "test-pod.yaml"), str(EXAMPLES / "test-pod.yaml"), "-o", "text")
+    head = f"Pod default/qos-demo-pod ({EXAMPLES / 'test-pod.yaml'}): mutated by rule netqos"
+    assert one.stdout.splitlines()[0] == head
+    assert "  adds annotation netqos.io/injected=netqos" in one.stdout.splitlines()
+    assert several.stdout == one.stdout + "\n" + one.stdout
+
+
+def test_a_pod_left_alone_says_no_change_and_why_on_stderr():
+    path = REPO / "tests" / "fixtures" / "review-create-explicit-net.json"
+    done = netqos("review", str(path))
+    assert done.stdout == f"Pod default/explicit-net ({path}): skipped_explicit\n  no change\n"
+    assert done.stderr.startswith('Warning: netqos-webhook: rule "netqos" not applied')
+
+
+def test_o_response_is_the_admission_review_the_webhook_sends():
+    done = netqos("review", str(EXAMPLES / "test-pod.yaml"), "-o", "response")
+    response = json.loads(done.stdout)
+    assert (response["kind"], response["response"]["patchType"]) == ("AdmissionReview", "JSONPatch")
+
+
+def test_o_yaml_is_the_json_records_as_yaml():
+    as_json = json.loads(netqos("review", str(WORKLOADS), "-o", "json").stdout)
+    assert yaml.safe_load(netqos("review", str(WORKLOADS), "-o", "yaml").stdout) == as_json

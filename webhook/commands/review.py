@@ -7,11 +7,15 @@ Pods and AdmissionReviews go to `webhook.admission.review` as they are; a worklo
 becomes the Pod its controller would create (`webhook.workloads`) first; in a stream, a workload
 without a usable template is an `invalid` row. Other objects are listed as `not a pod`.
 
-Output: for one object of one file, the AdmissionReview response, the patch, the mutated pod or
-the mutated workload; for several (or a directory, or with `-o table|json`), one row or record per
-object; `-o pod` and `-o workload` over several objects print a YAML stream (every pod mutated;
-with `workload`, every object, pod templates mutated, for a pipeline to apply). `--fail-on` turns
-chosen decisions into exit code 3, for CI.
+Output: for one object of one file, by default what the webhook decided, for a person (`text`:
+the object, its decision, the rules applied, and the change as the node-affinity terms and
+annotations it adds, else as JSON-patch lines); on request the AdmissionReview response as sent
+on the wire (`-o response`), the patch, the mutated pod or the mutated workload. For several (or
+a directory), one table row per object by default; `-o json|yaml`, one record per object; `-o
+text`, one block per object; `-o pod` and `-o workload` print a YAML stream (every pod mutated;
+with `workload`, every object, pod templates mutated, for a pipeline to apply). A pod the API
+server would refuse (`webhook.scheduler.read.pod_problem`, as `explain` refuses it) is `invalid`,
+never `mutated`. `--fail-on` turns chosen decisions into exit code 3, for CI.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
-from webhook.apidata import describe, pod_type_problem
+from webhook.apidata import describe
 from webhook.commands import flags, typed
 from webhook.commands.tables import aligned
 from webhook.errors import EXIT_FOUND, EXIT_OK, UsageError
@@ -44,8 +48,10 @@ if TYPE_CHECKING:
     from webhook.policy import Policy
 
 NOT_A_POD = "not a pod"
+# text: for people (the default for one object); response: the AdmissionReview as the webhook
+# answers it on the wire; json and yaml: one record per object, for programs.
 SINGLE_OUTPUTS = ("response", "patch", "pod", "workload")
-LIST_OUTPUTS = ("table", "json")
+LIST_OUTPUTS = ("table", "json", "yaml", "text")
 OUTPUTS = SINGLE_OUTPUTS + LIST_OUTPUTS
 SUFFIXES = (".yaml", ".yml", ".json")
 REVIEWER = "netqos-webhook-review"
@@ -67,7 +73,7 @@ EXAMPLE = (
 @dataclass(frozen=True)
 class ReviewArgs:
     files: tuple[str, ...]  # files, directories, or - for stdin (at most once)
-    output: str | None = None  # None: response for one object of one file, table otherwise
+    output: str | None = None  # None: text for one object of one file, table otherwise
     config: str | None = None
     fail_on: frozenset[str] = frozenset()  # decisions that make the exit code 3
     webhook_namespace: str = DEFAULT_NAMESPACE  # excluded by the registration, as kube-system is
@@ -118,10 +124,11 @@ def add_command(sub: flags.Subcommands) -> None:
         "--output",
         choices=OUTPUTS,
         default=None,
-        help="for one object of one file: response (default), the AdmissionReview answer; patch, the decoded "
-        "JSON patch; pod, the mutated pod as YAML; workload, the workload with its mutated template. For "
-        "several (or a directory): table (default), one row per object; json, one record per object; pod "
-        "and workload, a YAML stream (workload: every object, pod templates mutated)",
+        help="for one object of one file: text (default), the decision, the rules and the change for a person; "
+        "response, the AdmissionReview response as the webhook sends it; patch, the decoded JSON patch; pod, the "
+        "mutated pod as YAML; workload, the workload with its mutated template. For several (or a directory): "
+        "table (default), one row per object; text, one block per object; json or yaml, one record per object; "
+        "pod and workload, a YAML stream (workload: every object, pod templates mutated)",
     )
     flags.config(p)
     flags.webhook_namespace(p)
@@ -160,7 +167,7 @@ def run(args: ReviewArgs, out: TextIO) -> int:
     # One object of one named file is "the object": its answer in full. A directory or several
     # paths are a collection, listed even when they hold a single object.
     single = len(items) == 1 and len(args.files) == 1 and not _is_dir(args.files[0])
-    output = args.output or ("response" if single else "table")
+    output = args.output or ("text" if single else "table")
     if output in ("response", "patch") and not single:
         raise UsageError(
             f"-o {output} shows one object of one file; {_holding(args.files)} {_count(len(items))}: "
@@ -176,6 +183,10 @@ def run(args: ReviewArgs, out: TextIO) -> int:
         out.write(_stream(results, output))
     elif output == "json":
         out.write(json.dumps([r.record() for r in results], indent=2) + "\n")
+    elif output == "yaml":
+        out.write(yaml.safe_dump([r.record() for r in results], sort_keys=False))
+    elif output == "text":
+        out.write("\n".join(human(r) for r in results))
     else:
         out.write(table(results))
     for r in results:
@@ -283,16 +294,17 @@ def review_item(
     if kind == "AdmissionReview":
         document = obj
     elif kind == "Pod":
-        problem = pod_type_problem(obj)
-        if problem and single:
-            raise UsageError(f"{item.source}: {problem}")
-        if problem:  # as explain: the API server would refuse it, so the webhook never sees it
-            namespace, name = _text(meta.get("namespace")), _text(meta.get("name"))
-            return Reviewed(item, kind, namespace, name, Decision.INVALID.value, (), (problem,))
+        invalid = _invalid(item, obj, single)
+        if invalid is not None:
+            return invalid
         document = create_review(obj, REVIEWER)
     elif workload is not None:
         try:
-            document = create_review(workloads.pod_of(obj, workload), REVIEWER)
+            pod = workloads.pod_of(obj, workload)
+            invalid = _invalid(item, obj, single, pod)
+            if invalid is not None:
+                return invalid
+            document = create_review(pod, REVIEWER)
         except workloads.NotAWorkload as err:
             if single:
                 raise UsageError(f"{item.source}: {kind} {_text(meta.get('name'))!r}: {err}") from None
@@ -345,6 +357,26 @@ def review_item(
     )
 
 
+def _invalid(item: Item, obj: dict[str, Any], single: bool, pod: Any = None) -> Reviewed | None:
+    """The `invalid` row of an object whose pod (`obj` itself, or `pod`, the pod its controller
+    would create) the API server would refuse, as `explain` refuses it (`pod_problem`): the
+    webhook may be called with it, but the pod is never created, so it is not "mutated". Alone,
+    the object is an error (exit 2); None when the pod is valid."""
+    from webhook.scheduler.read import pod_problem
+
+    problem = pod_problem(obj if pod is None else pod)
+    if problem is None:
+        return None
+    if pod is not None:  # the paths are the pod's, as its controller would create it
+        problem = f"the pod of its template: {problem}"
+    if single:
+        raise UsageError(f"{item.source}: {problem}")
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    namespace, name = _text(meta.get("namespace")), _text(meta.get("name"))
+    return Reviewed(item, _text(obj.get("kind")), namespace, name, Decision.INVALID.value, (), (problem,))
+
+
 def table(results: Sequence[Reviewed]) -> str:
     rows = [("KIND", "NAMESPACE/NAME", "DECISION", "RULES", "WARNINGS")]
     for r in results:
@@ -353,11 +385,90 @@ def table(results: Sequence[Reviewed]) -> str:
     return "".join(line + "\n" for line in aligned(rows))
 
 
+def human(r: Reviewed) -> str:
+    """One object's review for a person: what it is, the decision and the rules applied, then
+    what the patch does: the preferred node-affinity terms it adds (weight, then the terms as
+    kubectl describe shows them) and the annotations it sets; any other operation as a
+    JSON-patch line (op, path, value as compact JSON). Why a pod was left alone is on stderr."""
+    import jsonpatch
+
+    where = f"{r.namespace}/{r.name}" if r.namespace else r.name
+    rules = f" by rule {', '.join(r.rules)}" if r.rules else ""
+    lines = [f"{r.kind} {where} ({r.item.source.removeprefix('input file ')}): {r.decision}{rules}"]
+    if r.patch:
+        after = jsonpatch.apply_patch(r.pod, r.patch)
+        added = _added(_preferred(r.pod), _preferred(after))
+        if added:
+            lines.append("  adds preferred node affinity (weight: terms):")
+            lines += [f"    {term.get('weight')!s:>3}: {_term(term.get('preference') or {})}" for term in added]
+        for key, value in _added_annotations(r.pod, after):
+            lines.append(f"  adds annotation {key}={value}")
+        lines += [f"  {_op_line(op)}" for op in r.patch if not _shown(op, bool(added))]
+    else:
+        lines.append("  no change")
+    return "".join(line + "\n" for line in lines)
+
+
+def _preferred(pod: Any) -> list[Any]:
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    affinity = (spec or {}).get("affinity") or {}
+    terms = (affinity.get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution")
+    return list(terms) if isinstance(terms, list) else []
+
+
+def _added(before: Sequence[Any], after: Sequence[Any]) -> list[Any]:
+    """The items of `after` beyond those of `before` (each of `before` matched once)."""
+    left = list(before)
+    added = []
+    for item in after:
+        if item in left:
+            left.remove(item)
+        else:
+            added.append(item)
+    return added
+
+
+def _added_annotations(before: Any, after: Any) -> list[tuple[str, str]]:
+    def annotations(pod: Any) -> dict[str, Any]:
+        meta = pod.get("metadata") if isinstance(pod, dict) else None
+        found = (meta or {}).get("annotations")
+        return found if isinstance(found, dict) else {}
+
+    old = annotations(before)
+    return [(k, str(v)) for k, v in annotations(after).items() if old.get(k) != v]
+
+
+def _term(preference: dict[str, Any]) -> str:
+    """A NodeSelectorTerm on one line: `net In [high]`, `net Exists`, its requirements ANDed."""
+    parts = []
+    for kind, prefix in (("matchExpressions", ""), ("matchFields", "field ")):
+        for req in preference.get(kind) or ():
+            values = req.get("values") or []
+            shown = f" [{', '.join(map(str, values))}]" if values else ""
+            parts.append(f"{prefix}{req.get('key')} {req.get('operator')}{shown}")
+    return " and ".join(parts) or "(an empty term)"
+
+
+def _shown(op: dict[str, Any], terms_shown: bool) -> bool:
+    """Is the operation told already by the terms and annotations lines?"""
+    path = str(op.get("path", ""))
+    if op.get("op") != "add":
+        return False
+    return path.startswith("/metadata/annotations") or (terms_shown and path.startswith("/spec/affinity"))
+
+
+def _op_line(op: dict[str, Any]) -> str:
+    value = f" {json.dumps(op['value'], separators=(',', ':'))}" if "value" in op else ""
+    return f"{op.get('op')} {op.get('path')}{value}"
+
+
 def _single(r: Reviewed, output: str) -> str:
     import jsonpatch
 
     from webhook import workloads
 
+    if output == "text":
+        return human(r)
     if output == "response":
         return json.dumps(r.response, indent=2) + "\n"
     if output == "patch":

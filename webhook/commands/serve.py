@@ -17,10 +17,13 @@ from webhook.names import (
     DEFAULT_BIND,
     DEFAULT_BODY_BUDGET_BYTES,
     DEFAULT_BODY_TIMEOUT,
+    DEFAULT_CONNECTION_JITTER,
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_KEEPALIVE_SECONDS,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTION_AGE,
+    DEFAULT_MAX_CONNECTION_REQUESTS,
     DEFAULT_WORKERS,
     DEV_CERT_DIR,
     DEV_HOSTS,
@@ -48,6 +51,7 @@ MAX_WORKERS = 64
 MAX_THREADS = 256
 MAX_SECONDS = 300
 MAX_KEEPALIVE_SECONDS = 3600
+MAX_CONNECTION_REQUESTS = 1_000_000
 MIN_BODY_BYTES = 1024
 MAX_BODY_BYTES = 64 * 2**20
 MAX_BODY_BUDGET_BYTES = 2**30
@@ -75,6 +79,9 @@ class ServeArgs:
     handshake_timeout: float
     header_timeout: float
     body_timeout: float
+    max_connection_age: float
+    max_connection_requests: int
+    connection_jitter: float
     log_level: str
     log_format: str
     client_ca: Path | None
@@ -133,6 +140,7 @@ def add_command(sub: flags.Subcommands) -> None:
         ("body", DEFAULT_BODY_TIMEOUT, "a request body; then 408 and closed (gevent workers)"),
     ):
         flags.number(p, f"--{stage}-timeout", 1, MAX_SECONDS, int(default), f"deadline for {what}", "SECONDS")
+    _connection_limits(p)
     p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="log level (default info)")
     p.add_argument(
         "--log-format",
@@ -154,6 +162,43 @@ def add_command(sub: flags.Subcommands) -> None:
         help=f"writable directory for the workers' metric files, emptied at start "
         f"(default: ${METRICS_DIR_ENV}, else a temporary directory, removed at exit, or at a later "
         "start when the server was killed; docs/operations.md, Metrics)",
+    )
+
+
+def _connection_limits(p: flags.Group) -> None:
+    """How long a kept-alive connection is served (webhook.serving.keepalive)."""
+    why = (
+        "then its answer carries Connection: close and the API server opens a new connection, which the "
+        "Service may send to another replica (gevent workers; 0: no limit)"
+    )
+    flags.number(
+        p,
+        "--max-connection-age",
+        0,
+        MAX_KEEPALIVE_SECONDS,
+        DEFAULT_MAX_CONNECTION_AGE,
+        f"serve a connection this long, +-the jitter; {why}",
+        "SECONDS",
+        fraction=True,
+    )
+    flags.number(
+        p,
+        "--max-connection-requests",
+        0,
+        MAX_CONNECTION_REQUESTS,
+        DEFAULT_MAX_CONNECTION_REQUESTS,
+        f"serve this many requests on a connection, +-the jitter; {why}",
+    )
+    flags.number(
+        p,
+        "--connection-jitter",
+        0,
+        1,
+        DEFAULT_CONNECTION_JITTER,
+        "each connection's age and request limits are drawn uniformly within this fraction of them, so the "
+        "connections of one burst end at different times",
+        "FRACTION",
+        fraction=True,
     )
 
 
@@ -329,6 +374,8 @@ def _refuse_half_pair(files: CertFiles) -> None:
 
 def _refuse_half_ca(files: CertFiles) -> None:
     """Half a CA, or a rollover bundle without its CA, and no server pair: never replaced."""
+    from webhook.certs import rollover_hint
+
     pairs = ((files.ca_cert, files.ca_key), (files.ca_key, files.ca_cert), (files.ca_bundle, files.ca_cert))
     for found, missing in pairs:
         if found.exists() and not missing.exists():
@@ -336,6 +383,5 @@ def _refuse_half_ca(files: CertFiles) -> None:
                 f"{files.directory}/ holds {found.name} without {missing.name}, and no {files.cert.name}/"
                 f"{files.key.name}; serve does not replace a CA it finds, which a caBundle may trust: copy "
                 f"{missing.name} there to issue the server certificate under it, give --certfile and --keyfile, "
-                f"or replace the CA with 'netqos-webhook certs --out {files.directory} --new-ca' (a rollover: "
-                f"{files.ca_bundle.name} keeps the old CA trusted)"
+                f"or replace the CA with {rollover_hint(files.directory)}"
             )

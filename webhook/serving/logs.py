@@ -4,7 +4,8 @@ Two formats, chosen with `serve --log-format`:
 - `json` (the default for a cluster): one JSON object per line, made by python-json-logger. Fields
   passed as `extra=` become top-level keys, so a review line reads
   `{"time": ..., "level": "INFO", "logger": "webhook.review", "message": "review", "uid": ..., ...}`.
-- `text`: `TIME LEVEL LOGGER: MESSAGE key=value ...`, the same fields for a person at a terminal.
+- `text`: `TIME LEVEL LOGGER: MESSAGE key=value ...`, the same fields for a person at a terminal
+  (`scripts/run` picks it when its stderr is a terminal).
 
 gunicorn's error log (start-up, worker boots and deaths) gets the same formatter through
 `gunicorn_logger`. gunicorn's access log stays off: the app writes one line per review instead, and
@@ -61,8 +62,12 @@ class TextFormatter(logging.Formatter):
 
 
 def _text(value: Any) -> str:
+    """A field's value as a person reads it on one line: a list comma-separated, a map as compact
+    JSON (never Python's repr), a boolean as JSON writes it."""
     if isinstance(value, (list, tuple)):
         return ",".join(map(str, value))
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
