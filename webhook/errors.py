@@ -1,7 +1,7 @@
 """One hierarchy for every failure the command line reports: the class carries its exit code.
 
 A command raises; `webhook.cli` prints `netqos-webhook COMMAND: MESSAGE` on one line and exits
-with `exit_code`, in one place. Exit codes are part of the interface (README, Commands):
+with `exit_code`, in one place. Exit codes are part of the interface (docs/commands.md, "Exit codes"):
 0 success, 1 a failure at run time, 2 bad usage or unusable input, 3 problems found
 (`review --fail-on`).
 """

@@ -42,6 +42,12 @@ KEY_TYPES = ("ecdsa", "rsa")
 DEFAULT_BIND = "127.0.0.1:8443"
 DEFAULT_WORKERS = 2
 DEFAULT_KEEPALIVE_SECONDS = 120  # > the API server's 90 s idle-connection timeout
+# A kept-alive connection is answered with `Connection: close` once it is this old or has served
+# this many requests, each jittered by this fraction (webhook.serving.keepalive): the API server's
+# next connection may then reach a replica that became Ready since. 0 turns a limit off.
+DEFAULT_MAX_CONNECTION_AGE = 60.0
+DEFAULT_MAX_CONNECTION_REQUESTS = 1000
+DEFAULT_CONNECTION_JITTER = 0.2
 WORKER_CLASSES = ("gevent", "gthread", "sync")
 # The API server's own limit for a request body (3 MiB); a Pod in etcd is at most ~1.5 MiB.
 DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024

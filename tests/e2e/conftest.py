@@ -1,14 +1,16 @@
 """End-to-end tests against a real control plane built from its Go modules (etcd, kube-apiserver,
-kube-controller-manager, and kube-scheduler with the NetQoS plugin as a second profile), started by
-`harness.controlplane` as `scripts/cluster up` starts it. The real API server calls a real
-`netqos-webhook serve` registered by `netqos-webhook register --url`; the real scheduler binds.
+kube-controller-manager, and kube-scheduler with the NetQoS plugin as a second profile), built by
+`harness.gobuild` and started by `harness.controlplane` as `scripts/cluster up` starts it. The real
+API server calls a real `netqos-webhook serve` registered by `netqos-webhook register --url`; the
+real scheduler binds.
 
 One cluster serves the whole session. With $NETQOS_CLUSTER_DIR naming a running cluster
 (`eval "$(scripts/cluster env)"`), the tests use it and leave it running; otherwise they build
 the binaries when the cache lacks them (minutes, once) and start a cluster of their own.
 Without a Go toolchain they skip, saying so, except under CI (CI=true), where that fails.
-$NETQOS_KUBERNETES (1.34 to 1.37) names the Kubernetes release (default: the harness's
-`DEFAULT_MINOR`); tests whose expectations differ between releases compare `cluster.minor`.
+$NETQOS_KUBERNETES (1.34 to 1.37) names the Kubernetes release (default: the newest,
+`harness.gobuild.DEFAULT_MINOR`); tests whose expectations differ between releases compare
+`cluster.minor`.
 
 Each test gets its own namespace; tests that need nodes use the `nodes` fixture, which removes
 every node before and after (nodes are cluster-wide, so such tests do not share them).
@@ -28,7 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import controlplane
+from harness import controlplane, gobuild
 from harness.controlplane import Cluster
 from harness.server import Server, start_server
 from tests.fixtures import REPO
@@ -36,14 +38,16 @@ from webhook.names import CONFIGURATION_NAME
 
 HERE = Path(__file__).parent
 WEBHOOK_CONFIGURATION = f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{CONFIGURATION_NAME}"
+# register writes this one too (the policy ConfigMap's check), under the same name
+POLICY_CONFIGURATION = f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{CONFIGURATION_NAME}"
 _names = itertools.count(1)
 
 
 def pytest_report_header() -> str:
     """Which release the session's control plane is (shown when tests/e2e is named)."""
-    of = controlplane.release()
-    default = controlplane.DEFAULT_MINOR
-    return f"Kubernetes {of.minor} ({of.version}): ${controlplane.KUBERNETES_ENV}, else the default {default}"
+    of = gobuild.release()
+    default = gobuild.DEFAULT_MINOR
+    return f"Kubernetes {of.minor} ({of.version}): ${gobuild.KUBERNETES_ENV}, else the default {default}"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -65,20 +69,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             )
         broken = {k: v for k, v in existing.healthy().items() if v != "ok"}
         assert not broken, f"the cluster in {named} is not healthy: {broken}; run 'scripts/cluster down' and 'up'"
-        wanted = os.environ.get(controlplane.KUBERNETES_ENV)
-        assert not wanted or controlplane.release(wanted).version == existing.kubernetes, (
-            f"${controlplane.KUBERNETES_ENV}={wanted} but the cluster in {named} runs {existing.kubernetes}"
+        wanted = os.environ.get(gobuild.KUBERNETES_ENV)
+        assert not wanted or gobuild.release(wanted).version == existing.kubernetes, (
+            f"${gobuild.KUBERNETES_ENV}={wanted} but the cluster in {named} runs {existing.kubernetes}"
         )
         yield existing
         return
-    go = controlplane.find_go()
+    go = gobuild.find_go()
     if go is None:
         reason = "no Go toolchain to build the control plane (install Go 1.26+, or set GO=/path/to/go)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{reason}; CI must run the end-to-end tests")
         pytest.skip(reason)
-    of = controlplane.release()
-    built = controlplane.build(go, of=of)
+    of = gobuild.release()
+    built = gobuild.build(go, of=of)
     with controlplane.running(tmp_path_factory.mktemp("cluster"), built.bin_dir, of) as running:
         yield running
 
@@ -100,9 +104,11 @@ def cli(cluster: Cluster, *args: str, check: bool = True, timeout: float = 60) -
 
 def register(cluster: Cluster, server: Server, certs: Path | None = None) -> None:
     """`netqos-webhook register --url` for a server on loopback (only the webhook configuration,
-    its caBundle from `certs`, by default the server's certificate directory)."""
+    its caBundle from `certs`, by default the server's certificate directory). --force: the tests
+    point the one registration at servers of their own, each under a CA of its own, which register
+    otherwise refuses to replace."""
     url = f"https://127.0.0.1:{server.port}/mutate"
-    cli(cluster, "register", "--url", url, "--certs", str(certs or server.certs.directory))
+    cli(cluster, "register", "--url", url, "--certs", str(certs or server.certs.directory), "--force")
     cluster.wait_webhook(active=True)
 
 
@@ -112,7 +118,14 @@ def webhook(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
     with start_server(tmp_path_factory.mktemp("webhook")) as server:
         register(cluster, server)
         yield server
-        cluster.request("DELETE", WEBHOOK_CONFIGURATION)
+        unregister(cluster)
+
+
+def unregister(cluster: Cluster) -> None:
+    """Remove what `register` wrote to the cluster's scope (a later install, e.g. helm's, would
+    otherwise find objects it does not own and refuse them)."""
+    for path in (WEBHOOK_CONFIGURATION, POLICY_CONFIGURATION):
+        cluster.request("DELETE", path)
 
 
 def registered_to(cluster: Cluster, server: Server) -> bool:
@@ -137,7 +150,7 @@ def registered(cluster: Cluster, webhook: Server) -> Iterator[Server]:
 @pytest.fixture
 def unregistered(cluster: Cluster, webhook: Server) -> Iterator[None]:
     """No webhook configuration while the test runs; the session's is restored afterwards."""
-    cluster.request("DELETE", WEBHOOK_CONFIGURATION)
+    unregister(cluster)
     cluster.wait_webhook(active=False)
     yield
     register(cluster, webhook)

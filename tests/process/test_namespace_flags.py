@@ -56,8 +56,9 @@ def test_status_says_a_namespace_that_does_not_exist_does_not(tmp_path: Path) ->
         elsewhere = json.loads(out.getvalue())
     assert "namespace ghost (-n) does not exist: it has no pods to check (kubectl get namespaces)" in report["problems"]
     assert (
-        "namespace ghost does not exist, so neither does the webhook's Deployment netqos-webhook; install it "
-        "(kubectl apply -k deploy/base), or name the namespace it runs in with --webhook-namespace NS"
+        "netqos-webhook is not installed in namespace ghost, which does not exist (no registration, no Deployment): "
+        "no pod gets the preference; install it (kubectl apply -k deploy/base, then netqos-webhook register; or "
+        "helm install), or name the namespace it runs in with --webhook-namespace NS"
     ) in elsewhere["problems"]
 
 

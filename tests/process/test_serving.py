@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import reviews
+from harness import reviews
 from harness.procfs import LISTEN, socket_inodes, tcp_sockets
 from harness.server import SERVER_NAME, start_server
 from webhook.serving.server import DEFAULT_KEEPALIVE_SECONDS, ServeOptions

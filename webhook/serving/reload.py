@@ -51,6 +51,7 @@ class PolicySnapshot:
     source: str  # the file, or BUILTIN_SOURCE
     sha256: str  # of the file's bytes (of the built-in document's canonical JSON for the default)
     loaded_at: float  # Unix time
+    data: bytes = b""  # the file's bytes (the canonical JSON for the default): what GET /policy shows
 
     @property
     def version(self) -> str:
@@ -71,10 +72,11 @@ def load_snapshot(path: str | Path | None) -> PolicySnapshot:
     """The policy in `path` (the built-in default for None); raises `PolicyError`."""
     if path is None:
         canonical = json.dumps(DEFAULT_DOCUMENT, sort_keys=True, separators=(",", ":")).encode()
-        return PolicySnapshot(default_policy(), BUILTIN_SOURCE, hashlib.sha256(canonical).hexdigest(), time.time())
+        digest = hashlib.sha256(canonical).hexdigest()
+        return PolicySnapshot(default_policy(), BUILTIN_SOURCE, digest, time.time(), canonical)
     source = str(path)
     data = read_bytes(path, "policy", PolicyError, OBJECT_LIMIT)
-    return PolicySnapshot(policy_from_bytes(data, source), source, hashlib.sha256(data).hexdigest(), time.time())
+    return PolicySnapshot(policy_from_bytes(data, source), source, hashlib.sha256(data).hexdigest(), time.time(), data)
 
 
 def static_snapshot(policy: Policy, source: str = "<in-process policy>") -> PolicySnapshot:
@@ -143,6 +145,12 @@ class PolicyWatcher:
     def watching(self) -> str | None:
         return self._path
 
+    @property
+    def file_refused(self) -> bool:
+        """The policy file on disk is missing, unreadable or invalid right now, as this process
+        last looked: the snapshot in force is an older one."""
+        return self._unusable
+
     def current(self) -> PolicySnapshot:
         """The snapshot in force; use the one returned for the whole review."""
         if not self._announced:  # first use in this process (the worker): publish its metrics
@@ -181,7 +189,7 @@ class PolicyWatcher:
             return False
         source = self._path or str(last_good.path)
         try:
-            new = PolicySnapshot(policy_from_bytes(data, source), source, digest, time.time())
+            new = PolicySnapshot(policy_from_bytes(data, source), source, digest, time.time(), data)
         except PolicyError:  # a worker wrote only what it compiled; a foreign file is ignored
             return False
         self._snapshot = new
@@ -220,7 +228,7 @@ class PolicyWatcher:
             self._unusable = True
             return False
         try:
-            new = PolicySnapshot(policy_from_bytes(data, path), path, digest, time.time())
+            new = PolicySnapshot(policy_from_bytes(data, path), path, digest, time.time(), data)
         except PolicyError as err:
             self._unusable = True
             self._refused = digest

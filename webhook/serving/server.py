@@ -12,7 +12,10 @@ measurements behind each one:
   already waiting, and the worker's other connections stall (up to 0.65 s measured with 4 busy
   connections; 25 ms with the yield);
 - keep-alive 120 s: longer than the API server's 90 s idle timeout, so it is always the client
-  that retires a connection, and a pause between bursts costs no new TLS handshake.
+  that retires an idle connection, and a pause between bursts costs no new TLS handshake.
+- a busy connection is retired by the server after ~60 s or ~1,000 requests (jittered), answering
+  its last request with `Connection: close` (`webhook.serving.keepalive`): the API server's new
+  connection may reach a replica that became Ready since, so added replicas take a share of the load.
 - `SO_REUSEPORT`, one listening socket per worker: the kernel spreads new connections over the
   workers by hash. With one shared socket, the worker that wakes first can take every connection
   of a burst and keep them (kept alive) on one core (1 run in 8 measured). `check_bind` fails
@@ -59,10 +62,13 @@ from webhook.names import (
     DEFAULT_BIND,
     DEFAULT_BODY_BUDGET_BYTES,
     DEFAULT_BODY_TIMEOUT,
+    DEFAULT_CONNECTION_JITTER,
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_KEEPALIVE_SECONDS,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTION_AGE,
+    DEFAULT_MAX_CONNECTION_REQUESTS,
     DEFAULT_WORKERS,
 )
 from webhook.policy import Policy
@@ -101,6 +107,10 @@ class ServeOptions:
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
+    # a kept-alive connection's age and requests, jittered; then `Connection: close` (gevent workers)
+    max_connection_age: float = DEFAULT_MAX_CONNECTION_AGE
+    max_connection_requests: int = DEFAULT_MAX_CONNECTION_REQUESTS
+    connection_jitter: float = DEFAULT_CONNECTION_JITTER
     worker_connections: int | None = None  # None: from the file descriptor limit
     log_level: str = "info"
     log_format: str = "text"  # gunicorn's own lines use the same formatter as the webhook's
@@ -141,9 +151,11 @@ class ServeOptions:
             "worker_connections": self.worker_connections or worker_connections(),
         }
         if self.worker_class == "gevent":
+            from webhook.serving.keepalive import ConnectionLimits
             from webhook.serving.worker import Deadlines, hardened_worker
 
-            deadlines = Deadlines(self.handshake_timeout, self.header_timeout, float(self.keepalive))
+            limits = ConnectionLimits(self.max_connection_age, self.max_connection_requests, self.connection_jitter)
+            deadlines = Deadlines(self.handshake_timeout, self.header_timeout, float(self.keepalive), limits)
             settings["worker_class"] = hardened_worker(deadlines)
         settings.update(self.extra)
         return settings

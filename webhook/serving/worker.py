@@ -18,6 +18,17 @@ Stages and their deadlines (docs/operations.md, "Hostile clients"):
 Unread body bytes of an answered request are drained by gunicorn before the next request
 (gunicorn/http/parser.py `finish_body`), inside stage 3's timer.
 
+A connection's age and number of requests are bounded (`webhook.serving.keepalive`, jittered):
+each connection gets its budget at accept, and the request that spends it is answered with
+`Connection: close`, so the client's next connection may reach another replica. The hook is
+gunicorn's own way to end a kept-alive connection (gunicorn 27, gunicorn/workers/base_async.py
+`AsyncWorker.handle_request`: `resp.force_close()` when the worker stops, then, once the answer is
+written, `if resp.should_close(): raise StopIteration()`; gunicorn/http/wsgi.py
+`Response.should_close` asks `req.should_close()`, gunicorn/http/message.py `Message.should_close`
+is true once `must_close` is set, and `Response.default_headers` then writes `Connection: close`):
+`handle_request` here sets `req.must_close` before gunicorn answers. gunicorn's `max_requests` is another
+thing: it restarts the whole worker.
+
 Between two requests of a connection the worker goes back to the event loop, so that its other
 connections are served in turn: waiting for the next request (stage 2) does it, and when that
 request has already arrived (pipelined, or decrypted and pending in the TLS layer), where reading
@@ -44,6 +55,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import random
 import ssl
 import time
 from dataclasses import dataclass
@@ -60,6 +72,7 @@ from gunicorn.workers.ggevent import GeventWorker
 
 from webhook import admission
 from webhook.serving.handshake import FailureLog, HandshakeTimeout
+from webhook.serving.keepalive import Budget, ConnectionLimits, budget
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +86,17 @@ class Deadlines:
     handshake: float
     header: float
     keepalive: float
+    connections: ConnectionLimits = ConnectionLimits()
+
+
+class _Connection:
+    """One accepted connection: its budget and the requests it has been answered so far."""
+
+    __slots__ = ("budget", "served")
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.served = 0
 
 
 # gunicorn's client errors and the status it answers each with (gunicorn/workers/base.py
@@ -108,6 +132,8 @@ class HardenedGeventWorker(GeventWorker):
 
     def init_process(self) -> None:
         self.handshake_failures = FailureLog(time.monotonic)
+        self.connections: dict[Any, _Connection] = {}  # by the socket gunicorn's handle() serves
+        self.rng = random.Random()  # seeded from the OS in each worker, not inherited through fork
         super().init_process()
 
     def run(self) -> None:
@@ -149,14 +175,19 @@ class HardenedGeventWorker(GeventWorker):
             pass
 
     def _accepted(self, listener: Any, context: ssl.SSLContext | None, client: Any, addr: Any) -> None:
+        accepted_at = time.monotonic()
         client.setblocking(1)
         sock = self._handshake(context, client, addr) if context is not None else client
         if sock is None:
             return
-        if self._await_request(sock, None):
-            self.handle(listener, sock, addr)  # gunicorn's: parse, call the app, keep alive
-        else:
+        if not self._await_request(sock, None):
             util.close(sock)
+            return
+        self.connections[sock] = _Connection(budget(self.deadlines.connections, accepted_at, self.rng))
+        try:
+            self.handle(listener, sock, addr)  # gunicorn's: parse, call the app, keep alive
+        finally:
+            del self.connections[sock]
 
     def _handshake(self, context: ssl.SSLContext, client: Any, addr: Any) -> Any:
         tls = None
@@ -190,6 +221,11 @@ class HardenedGeventWorker(GeventWorker):
         return True
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> None:
+        connection = self.connections.get(sock)
+        if connection is not None:
+            connection.served += 1
+            if connection.budget.spent(time.monotonic(), connection.served):
+                req.must_close = True  # answered with `Connection: close`, then closed (module docstring)
         answer = OneWrite(sock)
         try:
             super().handle_request(listener_name, req, answer, addr)

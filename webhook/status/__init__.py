@@ -51,6 +51,7 @@ from webhook.status.model import (
 )
 from webhook.status.policy_location import PolicyLocation, policy_location
 from webhook.status.registration import DAYS_WARNING
+from webhook.status.served import InForce, Served, choose
 
 __all__ = [
     "COVERAGE",
@@ -72,7 +73,10 @@ __all__ = [
     "Unknown",
     "WebhookConfigurationJSON",
     "EARLIER",
+    "InForce",
+    "Served",
     "analyse",
+    "choose",
     "could_fit",
     "owner_lookups",
     "policy_location",
@@ -89,5 +93,9 @@ def analyse(view: ClusterView) -> Report:
     report.unknown += view.version_notes
     report.unknown += profile_notes(view.profiles.values())  # what the --scheduler-config files say, not evaluated
     registered = registration.check(view, report)
+    if not view.policy_known:  # which pods should carry which terms is not known: judged by no policy
+        report.pods_unknown = True
+        report.unknown.append("which selected pods carry the preference (the policy the webhook serves is not known)")
+        return report
     coverage.check(view, report, registered)
     return report

@@ -79,6 +79,9 @@ class ClusterView:
     pods_on_nodes: PodsOnNodes
     now: dt.datetime
     policy_problem: str | None = None  # the cluster's policy could not be used
+    # False when `policy` only lists the pods: the ConfigMap is unusable and what the webhook's pods
+    # serve could not be told (`webhook.status.served`); the registration is then not compared with it
+    policy_known: bool = True
     # MutatingAdmissionPolicies and their bindings (every one in the cluster; ours are picked here)
     admission_policies: Sequence[Mapping[str, Any]] | Unknown = ()
     admission_policy_bindings: Sequence[Mapping[str, Any]] | Unknown = ()
@@ -182,6 +185,7 @@ class Report:
     configuration_unknown: bool = False  # RBAC hid the MutatingWebhookConfiguration
     registration_unknown: bool = False  # neither the configuration nor the admission policies could be read
     pods_unknown: bool = False  # the pods could not be read: coverage and placement are not known
+    not_installed: bool = False  # no registration, no admission policy, no Deployment
 
     @property
     def checked_nothing(self) -> bool:

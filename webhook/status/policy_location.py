@@ -1,5 +1,5 @@
 """Where the webhook's Deployment serves its policy from: its --config file, through the volume
-mounted there, as the kubelet mounts it (pure). `webhook.commands.installed` reads the ConfigMap
+mounted there, as the kubelet mounts it (pure). `webhook.commands.clusterread` reads the ConfigMap
 it names: the policy `status` and `rebalance` judge the cluster by."""
 
 from __future__ import annotations

@@ -51,6 +51,17 @@ DAYS_WARNING = RENEWAL_DAYS  # a certificate with fewer days left is a problem
 def check(view: ClusterView, report: Report) -> Registered:
     """Check how the webhook is registered, into `report`; return what coverage needs of it."""
     shipped = webhook_configuration(view.policy, namespace=view.webhook_namespace)["webhooks"]
+    if not_installed(view):
+        report.not_installed = True
+        ns = view.webhook_namespace
+        # A namespace that does not exist is the likelier mistake (a wrong --webhook-namespace): say so.
+        where = f"namespace {ns}" if view.namespace_exists(ns) else f"namespace {ns}, which does not exist"
+        report.problems.append(
+            f"netqos-webhook is not installed in {where} (no registration, no Deployment): "
+            "no pod gets the preference; install it (kubectl apply -k deploy/base, then netqos-webhook register; or "
+            "helm install), or name the namespace it runs in with --webhook-namespace NS"
+        )
+        return Registered([], shipped, {})
     policies = _admission_policies(view, report)
     entries = _registration(view, report, {w["name"]: w for w in shipped}, policies)
     webhook = report.configuration is not None
@@ -74,6 +85,20 @@ def check(view: ClusterView, report: Report) -> Registered:
     if by_url:
         _served_certificates(view, report, by_url)
     return Registered(entries, shipped, policies)
+
+
+def not_installed(view: ClusterView) -> bool:
+    """Nothing of the webhook is there: no MutatingWebhookConfiguration, no admission policy of
+    ours, no Deployment (as after `helm uninstall` or `kubectl delete -k deploy/base`). What RBAC
+    hides is not known to be absent, so it never counts as not installed. Then its Secret, Service
+    and certificate are not checked: a certificate left behind verifies against no caBundle."""
+    policies = view.admission_policies
+    if view.configuration is not None or view.deployment is not None or isinstance(policies, Unknown):
+        return False
+    return not any(
+        apidata.text(apidata.obj(p, "metadata", "metadata"), "name", "metadata.name").endswith(f".{WEBHOOK_DOMAIN}")
+        for p in policies
+    )
 
 
 def _admission_policies(view: ClusterView, report: Report) -> dict[str, Mapping[str, Any]]:
@@ -105,6 +130,10 @@ def _admission_policies(view: ClusterView, report: Report) -> dict[str, Mapping[
         is_bound = isinstance(bindings, Unknown) or name in bound_names
         matches = rule is not None and _same_spec(obj, mutating_policy(view.policy, rule, view.webhook_namespace))
         report.admission_policies.append(AdmissionPolicyEntry(name, rule_name, is_bound, matches))
+        if not view.policy_known:  # bound or not is a fact; which rules it should carry is not known
+            if is_bound:
+                bound[rule_name] = obj
+            continue
         if rule is None:
             report.problems.append(f"{MUTATING_KIND} {name} belongs to no rule of the policy in force; {fix}")
             continue
@@ -165,8 +194,20 @@ def _registration(
     ]
     ours = [w for w in webhooks if apidata.text(w, "name", "webhooks[].name").endswith(f".{WEBHOOK_DOMAIN}")]
     fix = f"re-register for the policy in force: netqos-webhook register --config FILE (policy: {view.policy_source})"
+    # Compared with the policy only when it is known to be the one served (`webhook.status.served`):
+    # otherwise the advice would be to re-register for a policy no pod serves.
+    compared: list[str] = report.problems if view.policy_known else []
     for webhook in ours:
-        report.entries.append(_check_entry(webhook, rules, shipped, fix, report.problems))
+        entry = _check_entry(webhook, rules, shipped, fix, compared)
+        report.entries.append(entry)
+        if not view.policy_known and not entry.ca_bundle:
+            _no_ca_bundle(entry.name, report.problems)
+    if not view.policy_known:
+        report.unknown.append(
+            f"whether MutatingWebhookConfiguration {CONFIGURATION_NAME}'s entries match the policy in force "
+            "(the policy the webhook serves is not known)"
+        )
+        return ours
     present = {e.rule for e in report.entries} | set(policies)
     for rule_name in rules:
         if rule_name not in present:
@@ -200,17 +241,21 @@ def _check_entry(
             f"selects; {fix}"
         )
     if not ca_bundle:
-        problems.append(
-            f"webhook entry {name} has no caBundle: the API server cannot verify the webhook, every call fails "
-            "and pods are created without the preference; run netqos-webhook register, or let cert-manager's "
-            "CA injector fill it (deploy/overlays/cert-manager)"
-        )
+        _no_ca_bundle(name, problems)
     for key in ("failurePolicy", "timeoutSeconds", "namespaceSelector"):
         have, want = webhook.get(key), shipped[name][key]
         same = _canonical(have) == _canonical(want) if key == "namespaceSelector" else have == want
         if not same:
             problems.append(f"webhook entry {name}: {key} is {_show(have)}, netqos-webhook ships {_show(want)}; {fix}")
     return entry
+
+
+def _no_ca_bundle(name: str, problems: list[str]) -> None:
+    problems.append(
+        f"webhook entry {name} has no caBundle: the API server cannot verify the webhook, every call fails "
+        "and pods are created without the preference; run netqos-webhook register, or let cert-manager's "
+        "CA injector fill it (deploy/overlays/cert-manager)"
+    )
 
 
 def _endpoints(view: ClusterView, report: Report) -> None:
