@@ -18,18 +18,23 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from webhook import __version__
-from webhook.commands import certs, explain, manifests, rebalance, register, review, serve, status
+from webhook.commands import certs, explain, manifests, monitor, rebalance, register, review, serve, status
 from webhook.errors import EXIT_USAGE, NetqosError
 
 # In the order `netqos-webhook --help` lists them.
-COMMANDS = (serve, review, certs, explain, manifests, register, status, rebalance)
+COMMANDS = (serve, review, certs, explain, manifests, register, status, rebalance, monitor)
+PROG = "netqos-webhook"
+KUBECTL_PLUGIN = "kubectl netqos"  # the console script kubectl-netqos, run by kubectl as a plugin
+# kubectl's global flags that take a value, as users write them before the command too
+# (`kubectl netqos -n shop explain pod/api`): each cluster command takes them after its name.
+KUBECTL_GLOBALS = ("--context", "--kubeconfig", "--namespace", "-n")
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_CLOSED_STDOUT = 128 + signal.SIGPIPE
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     try:
-        return _run(argv)
+        return _run(argv, prog)
     except BrokenPipeError:
         # The reader went away (`| head`): nothing left to say. Point stdout at /dev/null so the
         # interpreter's own flush at exit finds nothing to complain about.
@@ -39,8 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _run(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+def _run(argv: Sequence[str] | None, prog: str) -> int:
+    parser = build_parser(prog)
     try:
         args, unknown = parser.parse_known_args(argv)
         if unknown:  # said by the command's own parser, whose --help lists what it takes
@@ -51,10 +56,40 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         code: int = args.main(args, sys.stdout)
     except NetqosError as err:
-        print(f"netqos-webhook {args.command}: {err}", file=sys.stderr)
+        print(f"{prog} {args.command}: {err}", file=sys.stderr)
         return err.exit_code
     sys.stdout.flush()
     return code
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """`kubectl netqos COMMAND ...`: kubectl finds `kubectl-netqos` on the PATH and runs it with
+    the arguments after `netqos`, unchanged (kubectl refuses flags placed before a plugin's name).
+    kubectl's global flags given before the command are moved after it (`kubectl_argv`); the help
+    and the errors name the program `kubectl netqos`."""
+    return main(kubectl_argv(sys.argv[1:] if argv is None else argv), prog=KUBECTL_PLUGIN)
+
+
+def kubectl_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` with the kubectl global flags (KUBECTL_GLOBALS: `--context NAME`, `--context=NAME`,
+    `-n NS`, `-nNS`, ...) that precede the command moved to just after it, where the command's
+    own parser reads them; anything else before the command (--help, --version) stops the search."""
+    globals_: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        name = word.split("=", 1)[0]
+        if name in KUBECTL_GLOBALS and "=" not in word and i + 1 < len(argv):
+            globals_ += argv[i : i + 2]
+            i += 2
+        elif name in KUBECTL_GLOBALS or (word.startswith("-n") and not word.startswith("--") and len(word) > 2):
+            globals_.append(word)
+            i += 1
+        else:
+            break
+    if i == len(argv) or not globals_:
+        return list(argv)
+    return [argv[i], *globals_, *argv[i + 1 :]]
 
 
 def _command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
@@ -72,9 +107,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="netqos-webhook",
+        prog=prog,
         description="A mutating admission webhook that turns the pod label qos=latency-sensitive into "
         "preferred node affinity for net=high nodes, so the stock kube-scheduler scores nodes as the "
         "NetQoS scheduler plugin did (net=high 100, unlabelled 10, net=low 0).",

@@ -2,13 +2,10 @@
 
 - `connect` finds the credentials as kubectl does: `--kubeconfig`, else $KUBECONFIG, else
   ~/.kube/config; with none of them, in a pod, the pod's service account.
-- `list_nodes`, `list_namespaces` and `list_pods` read every Node, every Namespace, and every Pod
-  bound to a node and not finished, as the API's JSON, the data `kubectl get nodes/pods -o json`
-  prints, so parsing, filtering and scoring stay in pure code that the file mode shares;
-  `fold_pods` (for `explain`) hands each pod to a fold as its page arrives instead of keeping it.
-  Pods are read in pages.
-- `Reader` (for `status`, and under `list_pods`) gets and lists any of the objects `status` reads,
-  read-only, as API JSON: lists go page by page (`limit`/`continue`) with the label and field
+- `Reader` gets and lists any of the objects the commands read, read-only, as the API's JSON (the
+  data `kubectl get -o json` prints, so parsing, filtering and scoring stay in pure code that the
+  file mode shares), through one connection pool; `webhook.commands.clusterread` is the one
+  place the commands read through it. Lists go page by page (`limit`/`continue`) with the label and field
   selectors the caller derives, so the server filters and memory holds one page at a time; what
   RBAC forbids raises `Forbidden`, for the caller to report as unknown. A continue token that
   expired (410: etcd compacted past the list's snapshot) raises `Expired`, and
@@ -41,9 +38,9 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from webhook import apidata
@@ -65,6 +62,7 @@ ASSIGNED_NOT_FINISHED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=F
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/strategic-merge-patch+json"
 IN_CLUSTER = "the in-cluster service account"
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
 T = TypeVar("T")
 
@@ -129,6 +127,7 @@ class Connection:
 
     configuration: Any  # kubernetes.client.Configuration
     where: str  # "kubeconfig FILE[, context NAME]" or IN_CLUSTER
+    namespace: str = "default"  # the context's namespace (the service account's in a pod): kubectl's default -n
 
     @property
     def host(self) -> str:
@@ -150,13 +149,16 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Connec
         kubeconfig is None
         and context is None
         and os.environ.get("KUBERNETES_SERVICE_HOST")
-        and not _default_kubeconfig_exists()
+        and not default_kubeconfig_exists()
     ):
         where = IN_CLUSTER
         hint = "check that the pod mounts its service account token (automountServiceAccountToken)"
 
         def load() -> None:
             config.load_incluster_config(client_configuration=configuration)
+
+        def namespace() -> str:
+            return _service_account_namespace()
     else:
         source = kubeconfig_source(kubeconfig)
         _check_readable(kubeconfig)
@@ -171,6 +173,11 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Connec
         def load() -> None:
             # The file is named here, not left to the client: it reads $KUBECONFIG once, at import.
             config.load_kube_config(config_file=source, context=context, client_configuration=configuration)
+
+        def namespace() -> str:
+            contexts, current = config.list_kube_config_contexts(config_file=source)
+            chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
+            return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
 
     # The client reports some failures only as log lines and goes on without credentials (an exec
     # credential plugin that is missing or fails: `logging.error`); urllib3 logs each retry. Both
@@ -194,7 +201,19 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Connec
         import urllib3
 
         warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
-    return Connection(configuration, where)
+    try:
+        default_namespace = namespace()
+    except Exception:  # loaded already: a namespace it cannot tell is kubectl's default
+        default_namespace = "default"
+    return Connection(configuration, where, default_namespace)
+
+
+def _service_account_namespace() -> str:
+    """The pod's own namespace, which kubectl in a pod uses by default (rest.InClusterConfig)."""
+    try:
+        return Path(SERVICE_ACCOUNT_NAMESPACE).read_text().strip() or "default"
+    except OSError:
+        return "default"
 
 
 class _LibraryErrors(logging.Handler):
@@ -263,7 +282,7 @@ def kubeconfig_source(kubeconfig: str | None) -> str:
 
 def _check_readable(kubeconfig: str | None) -> None:
     if kubeconfig is None:
-        if not _default_kubeconfig_exists():
+        if not default_kubeconfig_exists():
             looked = f"$KUBECONFIG ({os.environ['KUBECONFIG']})" if os.environ.get("KUBECONFIG") else "~/.kube/config"
             raise KubeconfigError(
                 f"no kubeconfig: {looked} does not exist, and this is not a pod in a cluster; pass --kubeconfig FILE"
@@ -276,43 +295,12 @@ def _check_readable(kubeconfig: str | None) -> None:
         raise KubeconfigError(f"cannot read kubeconfig {kubeconfig}: {err.strerror}; check the path") from None
 
 
-def _default_kubeconfig_exists() -> bool:
+def default_kubeconfig_exists() -> bool:
+    """Whether a kubeconfig is there without --kubeconfig: a file $KUBECONFIG names, else ~/.kube/config."""
     paths = os.environ.get("KUBECONFIG")
     if paths:
         return any(Path(p).expanduser().exists() for p in paths.split(os.pathsep) if p)
     return Path("~/.kube/config").expanduser().exists()
-
-
-# --- the two things we do with a cluster -------------------------------------------------------
-
-
-def server_version(kubeconfig: str | None = None, context: str | None = None) -> dict[str, Any]:
-    """The /version of the API server `kubeconfig` (and `context`) points at."""
-    with Reader(connect(kubeconfig, context)) as reader:
-        return reader.version()
-
-
-def list_nodes(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
-    """Every Node of the cluster `kubeconfig` (and `context`) points at, as API JSON data, read
-    PAGE_SIZE at a time."""
-    with Reader(connect(kubeconfig, context)) as reader:
-        return reader.restarting(lambda: list(reader.list("Node")))
-
-
-def get_object(
-    kubeconfig: str | None, context: str | None, kind: str, name: str, namespace: str
-) -> dict[str, Any] | None:
-    """The object of `kind` (Pod, Deployment, StatefulSet, ...) named `name` in `namespace`, as API
-    JSON data; None when it does not exist, `Forbidden` when RBAC hides it."""
-    with Reader(connect(kubeconfig, context)) as reader:
-        return reader.get(kind, name, namespace)
-
-
-def list_namespaces(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
-    """Every Namespace of the cluster, as API JSON data, read PAGE_SIZE at a time; `Forbidden`
-    when RBAC does not let the credentials list them."""
-    with Reader(connect(kubeconfig, context)) as reader:
-        return reader.restarting(lambda: list(reader.list("Namespace")))
 
 
 # The beta API's names for the kinds whose GA version has the plain name.
@@ -468,6 +456,29 @@ class Reader:
             forbidden="check that your user may get /version (kubectl get --raw /version)",
         )
         return self._decode(response, "/version")
+
+    def proxy_get(self, namespace: str, pod: str, port: int, path: str) -> dict[str, Any]:
+        """GET `path` of a pod's HTTPS `port` through the API server's pod proxy
+        (GET /api/v1/namespaces/NS/pods/https:POD:PORT/proxy/PATH, the verb get on pods/proxy),
+        decoded as a JSON object. `Forbidden` without the right; `ClusterError` when the pod does
+        not answer (the API server says why, e.g. 503)."""
+        self.requests += 1
+        proxy = self._client("CoreV1Api").connect_get_namespaced_pod_proxy_with_path
+        response = _request(
+            self.cluster,
+            f"proxy GET {path} to pod {pod} in namespace {namespace}",
+            lambda: (
+                proxy(
+                    f"https:{pod}:{port}",
+                    namespace,
+                    path.lstrip("/"),
+                    _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT,
+                ).data
+            ),
+            forbidden=_can_i("get", "pods/proxy", namespace),
+        )
+        return self._decode(response, f"{path} of pod {pod}")
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """The object, or None when it does not exist; `Forbidden` when RBAC hides it."""
@@ -760,49 +771,6 @@ class Evictor:
         return client.EventsV1Api(self._api)
 
 
-def list_pods(kubeconfig: str | None = None, context: str | None = None) -> list[dict[str, Any]]:
-    """Every Pod bound to a node and not Succeeded or Failed, in every namespace, as API JSON
-    data; read PAGE_SIZE at a time, at most MAX_POD_PAGES pages (`fold_pods` keeps less)."""
-    return fold_pods(kubeconfig, context, _Collected).items
-
-
-class PodFold(Protocol):
-    def add(self, index: int, pod: dict[str, Any]) -> None: ...
-
-
-F = TypeVar("F", bound=PodFold)
-
-
-def fold_pods(kubeconfig: str | None, context: str | None, new: Callable[[], F]) -> F:
-    """Every Pod bound to a node and not Succeeded or Failed, in every namespace, added to
-    `new()` as its page arrives (`add(index, pod)`), so memory holds one page of API JSON and
-    what the fold keeps; read PAGE_SIZE at a time, at most MAX_POD_PAGES pages. A list that
-    expires between pages is read again into a fresh `new()`: nothing of the expired snapshot is
-    counted twice."""
-    with Reader(connect(kubeconfig, context), max_pages=MAX_POD_PAGES) as reader:
-
-        def read() -> F:
-            fold = new()
-            for i, pod in enumerate(reader.list("Pod", field_selector=ASSIGNED_NOT_FINISHED)):
-                fold.add(i, pod)
-            return fold
-
-        try:
-            return reader.restarting(read)
-        except TooMany as err:
-            raise ClusterError(f"{err}; explain a smaller cluster, or give --nodes and --pods files") from None
-
-
-@dataclass
-class _Collected:
-    """A fold that keeps every pod."""
-
-    items: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, index: int, pod: dict[str, Any]) -> None:
-        self.items.append(pod)
-
-
 def check_api_server(cluster: Connection) -> None:
     """Prove the credentials usable before anything is written: the server answers the discovery
     of admissionregistration.k8s.io/v1 (`GET /apis/admissionregistration.k8s.io/v1`, what kubectl
@@ -841,22 +809,6 @@ def check_api_server(cluster: Connection) -> None:
             "check that the kubeconfig's server is the cluster's API server, not a login page or proxy "
             "(kubectl config view --minify)"
         )
-
-
-def list_spread_selectors(
-    kubeconfig: str | None, context: str | None, namespace: str, controller: tuple[str, str] | None
-) -> list[dict[str, Any]]:
-    """What PodTopologySpread's default constraints read for a pod of `namespace`: the Services
-    of that namespace, and its `controller` (kind, name) when it is a ReplicationController,
-    ReplicaSet or StatefulSet that exists; as API JSON data."""
-    with Reader(connect(kubeconfig, context)) as reader:
-        # a list's items carry no kind: it is set, as the callers tell Services from controllers by it
-        found = reader.restarting(lambda: [{**o, "kind": "Service"} for o in reader.list("Service", namespace)])
-        if controller is not None and controller[0] in ("ReplicationController", "ReplicaSet", "StatefulSet"):
-            obj = reader.get(controller[0], controller[1], namespace)
-            if obj is not None:
-                found.append({**obj, "kind": controller[0]})
-        return found
 
 
 def apply(cluster: Connection, objs: list[dict[str, Any]], report: Callable[[str], None] = print) -> None:
@@ -939,6 +891,9 @@ def _apply_one(cluster: Connection, core: Any, admission: Any, obj: dict[str, An
     if obj["kind"] == "Secret":
         patch, args = core.patch_namespaced_secret, (name, namespace)
         scope, can_i = f"secrets in namespace {namespace}", f"secrets -n {namespace}"
+    elif obj["kind"] == "ValidatingWebhookConfiguration":  # the check of the policy ConfigMap
+        patch, args = admission.patch_validating_webhook_configuration, (name,)
+        scope, can_i = "cluster-scoped validatingwebhookconfigurations", "validatingwebhookconfigurations"
     else:
         patch, args = admission.patch_mutating_webhook_configuration, (name,)
         scope, can_i = "cluster-scoped mutatingwebhookconfigurations", "mutatingwebhookconfigurations"
@@ -1075,3 +1030,86 @@ def _connection_failure(err: BaseException) -> str:
     texts = [arg for arg in failure.args if isinstance(arg, str)]
     text = _CONNECTION_NAME.sub("", _first_line(texts[-1] if texts else failure))
     return text.removeprefix("Failed to establish a new connection: ")
+
+
+# --- list, then watch (for `monitor`) ----------------------------------------------------------
+
+# timeoutSeconds of one watch request: the API server ends it then (a deadline on every request),
+# and the watcher resumes from the last resourceVersion it saw. The client's read deadline is a
+# little longer, so a server that stops sending anything (no event, no bookmark) is a ClusterError.
+WATCH_SECONDS = 300
+WATCH_READ_MARGIN = 15
+
+
+def list_pages(
+    reader: Reader, kind: str, label_selector: str | None = None, field_selector: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Each page of the list of `kind` in every namespace, decoded: its `items`, and on the last
+    page `metadata.resourceVersion`, the snapshot a watch resumes from. `Expired` as `Reader.list`."""
+    options = {k: v for k, v in (("label_selector", label_selector), ("field_selector", field_selector)) if v}
+    return reader._pages(kind, None, options)
+
+
+def watch(
+    reader: Reader,
+    kind: str,
+    resource_version: str,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
+    timeout_seconds: int = WATCH_SECONDS,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The events (type, object) of one watch of `kind` in every namespace from `resource_version`,
+    until the API server ends it after `timeout_seconds`: ADDED, MODIFIED, DELETED (also sent when
+    an object stops matching the selectors) and BOOKMARK (only metadata.resourceVersion: where to
+    resume; asked for with allowWatchBookmarks). A resourceVersion etcd has compacted away (410
+    Gone, as an HTTP answer or as an ERROR event, k8s.io/apiserver pkg/storage/cacher) raises
+    `Expired`: list again. Any other failure is a `ClusterError`."""
+    api_class, _, list_method, cluster_scoped, plural = _READ[kind]
+    method = getattr(reader._client(api_class), list_method if cluster_scoped else _LIST_ALL[kind])
+    options = {k: v for k, v in (("label_selector", label_selector), ("field_selector", field_selector)) if v}
+    reader.requests += 1
+    response = _request(
+        reader.cluster,
+        f"watch {plural}",
+        lambda: method(
+            watch=True,
+            allow_watch_bookmarks=True,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            _preload_content=False,
+            _request_timeout=(REQUEST_TIMEOUT[0], timeout_seconds + WATCH_READ_MARGIN),
+            **options,
+        ),
+        forbidden=_can_i("watch", plural, None),
+    )
+    try:
+        for line in _lines(reader.cluster, plural, response):
+            event = reader._decode(line, f"an event of the watch of {plural}")
+            kind_of, obj = str(event.get("type") or ""), event.get("object")
+            if not isinstance(obj, dict):
+                continue
+            if kind_of == "ERROR":
+                message = f"the API server at {reader.cluster.host} ended the watch of {plural}: {obj.get('message')}"
+                raise (Expired if obj.get("code") == 410 else ClusterError)(message)
+            yield kind_of, obj
+    finally:
+        response.release_conn()
+
+
+def _lines(cluster: Connection, plural: str, response: Any) -> Iterator[bytes]:
+    """The newline-delimited JSON events of a watch's chunked answer, as they arrive."""
+    import urllib3
+
+    buffer = b""
+    try:
+        for chunk in response.stream(amt=None, decode_content=False):
+            buffer += chunk
+            while (end := buffer.find(b"\n")) != -1:
+                line, buffer = buffer[:end], buffer[end + 1 :]
+                if line.strip():
+                    yield line
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        raise ClusterError(
+            f"the watch of {plural} on the API server at {cluster.host} ({cluster.where}) broke: "
+            f"{_connection_failure(err)}"
+        ) from None

@@ -986,8 +986,8 @@ def test_the_values_schema_refuses_a_rule_the_policy_file_would(helm: str, tmp: 
 def test_what_helm_uninstall_leaves_behind_is_named_in_the_readme_with_how_to_remove_it(helm: str, tmp: Path) -> None:
     kinds = {o["kind"] for o in render(helm, tmp)}
     assert "Secret" not in kinds and "Namespace" not in kinds  # so helm uninstall never removes them
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### Uninstall") :].split("\n## ", 1)[0]
+    readme = (REPO / "docs/install.md").read_text()
+    section = readme[readme.index("\n## Uninstall") + 1 :].split("\n## ", 1)[0]
     assert "kubectl delete secret netqos-webhook-tls -n netqos-system" in section
     assert "kubectl delete namespace netqos-system" in section
 

@@ -62,10 +62,11 @@ def test_alerts_fire_on_the_series_they_watch(tmp_path: Path) -> None:
 def test_alerts_on_the_webhook_name_only_metrics_it_exports() -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
+    from webhook.commands import monitor
     from webhook.serving import metrics
 
     exposition, _ = metrics.render()  # every family is declared, with or without samples yet
-    families = {f.name for f in text_string_to_metric_families(exposition.decode())}
+    families = {f.name for f in text_string_to_metric_families(exposition.decode())} | monitor.metric_names()
     used = {word for a in alerts() for word in _metric_names(a["expr"]) if word.startswith("netqos_")}
     assert used, "no alert reads the webhook's own metrics"
     unknown = {name for name in used if re.sub(r"_(total|bucket|count|sum)$", "", name) not in families}
@@ -117,7 +118,7 @@ def test_the_component_adds_a_service_monitor_and_a_rule_to_a_valid_installation
     rendered: list[dict[str, Any]],
 ) -> None:
     kinds = sorted(o["kind"] for o in rendered)
-    assert kinds.count("ServiceMonitor") == 1 and kinds.count("PrometheusRule") == 1
+    assert kinds.count("ServiceMonitor") == 2 and kinds.count("PrometheusRule") == 1
     for obj in rendered:
         if obj["apiVersion"].startswith("monitoring.coreos.com/"):
             continue  # custom resources: no schema ships with Kubernetes; their fields are checked below
@@ -129,7 +130,8 @@ def test_the_component_adds_a_service_monitor_and_a_rule_to_a_valid_installation
 def test_the_service_monitor_scrapes_the_webhook_service_over_https_verifying_its_certificate(
     rendered: list[dict[str, Any]],
 ) -> None:
-    monitor, service, deployment = (one(rendered, k) for k in ("ServiceMonitor", "Service", "Deployment"))
+    [monitor] = [o for o in rendered if o["kind"] == "ServiceMonitor" and o["metadata"]["name"] == "netqos-webhook"]
+    service, deployment = (one(rendered, k) for k in ("Service", "Deployment"))
     namespace = service["metadata"]["namespace"]
     assert monitor["metadata"]["namespace"] == namespace
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [namespace]}
