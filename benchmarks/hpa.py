@@ -20,11 +20,21 @@ On a cluster of `scripts/cluster up --nodes N` with the image loaded (`scripts/i
    that no node can take (a nodeSelector no node matches), so that only admission costs.
 4. Every `--interval` seconds: the HPA's current and desired replicas and the CPU utilisation it
    saw, the webhook Deployment's ready replicas, the pods' CPU from the metrics API, the dry-run
-   creates per second, `apiserver_admission_webhook_fail_open_count`; then `--cooldown` seconds
-   more without load (the HPA scales down only after its 300 s stabilisation window).
+   creates per second, `apiserver_admission_webhook_fail_open_count`, and each webhook pod's own
+   count of reviews answered (`netqos_admission_requests_total` from its /metrics, read through
+   the API server's pod proxy) with the time its Ready condition last turned true; then
+   `--cooldown` seconds more without load (the HPA scales down only after its stabilisation
+   window, 300 s unless the HPA says otherwise: kube-controller-manager's
+   `--horizontal-pod-autoscaler-downscale-stabilization`, pkg/controller/podautoscaler/config/
+   v1alpha1/defaults.go).
+5. Per replica (`shares`): the reviews per minute after it became Ready, the time from Ready to its
+   first review and to its fair share (an interval in which it answered at least half of 1/N of
+   the reviews, N the replicas answering then); the scale-up (the HPA's decision, each new
+   replica's Ready) and the scale-down (the HPA back at its minimum, the replicas back at it)
+   after the load stopped. `--record NAME` writes it all to docs/evidence/NAME-DATE.md.
 
     scripts/cluster up --nodes 2 && scripts/image
-    .venv/bin/python -m benchmarks.hpa [--seconds 240] [--clients 6] [--pods 2000] [--set KEY=VALUE]
+    .venv/bin/python -m benchmarks.hpa [--seconds 240] [--clients 6] [--pods 2000] [--set KEY=VALUE] [--record hpa]
 
 Not part of the test suite: it takes minutes and its figures depend on the machine's load.
 """
@@ -32,9 +42,11 @@ Not part of the test suite: it takes minutes and its figures depend on the machi
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import http.client
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -45,20 +57,15 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
-from benchmarks.scaleup import carries_preference, metrics, summed, with_preference
+from benchmarks import evidence
+from benchmarks.scaleup import carries_preference, cluster_raw, metrics, summed, with_preference
 from harness import nodes as realnodes
-from harness.controlplane import (
-    LOOPBACK,
-    Cluster,
-    ControlPlaneError,
-    attach,
-    cache_root,
-    default_directory,
-    find_go,
-)
+from harness.controlplane import LOOPBACK, Cluster, ControlPlaneError, attach, default_directory
+from harness.gobuild import cache_root, find_go
 from webhook.resources import parse_quantity
 
 REPO = Path(__file__).resolve().parent.parent
@@ -72,6 +79,10 @@ NOWHERE = {"netqos.io/benchmark-nowhere": "true"}  # a nodeSelector no node matc
 FAIL_OPEN = "apiserver_admission_webhook_fail_open_count"
 REJECTED = "apiserver_admission_webhook_rejection_count"
 APISERVICE = "v1beta1.metrics.k8s.io"
+REVIEWS = "netqos_admission_requests_total"  # each webhook pod's own count of reviews answered
+WEBHOOK_PORT = 8443  # the pods' HTTPS port, where /metrics is served too
+WEBHOOK_PODS = "app.kubernetes.io/name=netqos-webhook,app.kubernetes.io/component=webhook"
+FAIR = 0.5  # a replica has its fair share from an interval where it answered >= FAIR / N of the reviews
 
 
 # --- metrics-server ---------------------------------------------------------------------------------
@@ -333,6 +344,17 @@ def unschedulable_deployment(replicas: int) -> dict[str, Any]:
 
 
 @dataclass
+class PodReading:
+    """One webhook pod at one sample; times in seconds since the start of the run."""
+
+    name: str
+    node: str
+    created_at: float
+    ready_at: float | None  # when its Ready condition last turned true; None: not Ready
+    reviews: float | None  # its own count of reviews answered; None: not Ready, or /metrics unread
+
+
+@dataclass
 class Sample:
     seconds: float
     phase: str  # load / cooldown
@@ -345,9 +367,14 @@ class Sample:
     pods_created: int  # of the unschedulable Deployment
     fail_open: float  # since the start
     load_average: float
+    pods: list[PodReading] = field(default_factory=list)  # the webhook's, each with its count of reviews
 
 
-def sample(cluster: Cluster, t0: float, phase: str, load: Load, previous: tuple[float, int], base: float) -> Sample:
+def sample(
+    cluster: Cluster, t0: tuple[float, float], phase: str, load: Load, previous: tuple[float, int], base: float
+) -> Sample:
+    """What the HPA, the Deployment, the metrics API and each webhook pod say now; `t0` is the
+    start as (monotonic, wall clock) seconds."""
     hpa = cluster.get(f"/apis/autoscaling/v2/namespaces/{RELEASE}/horizontalpodautoscalers/{RELEASE}") or {}
     status = hpa.get("status") or {}
     cpu = None
@@ -365,7 +392,7 @@ def sample(cluster: Cluster, t0: float, phase: str, load: Load, previous: tuple[
     listed = cluster.get(f"/api/v1/namespaces/{LOAD_NAMESPACE}/pods?limit=1") or {}
     created = len(listed.get("items") or []) + int((listed.get("metadata") or {}).get("remainingItemCount") or 0)
     return Sample(
-        seconds=now - t0,
+        seconds=now - t0[0],
         phase=phase,
         hpa_current=int(status.get("currentReplicas") or 0),
         hpa_desired=int(status.get("desiredReplicas") or 0),
@@ -376,7 +403,62 @@ def sample(cluster: Cluster, t0: float, phase: str, load: Load, previous: tuple[
         pods_created=created,
         fail_open=summed(metrics(cluster), FAIL_OPEN) - base,
         load_average=os.getloadavg()[0],
+        pods=webhook_pods(cluster, t0[1]),
     )
+
+
+def webhook_pods(cluster: Cluster, wall0: float) -> list[PodReading]:
+    """Each webhook pod, and for a Ready one its count of reviews answered."""
+    listed = cluster.get(f"/api/v1/namespaces/{RELEASE}/pods?labelSelector={quote(WEBHOOK_PODS)}") or {}
+    readings = []
+    for pod in listed.get("items") or []:
+        name = pod["metadata"]["name"]
+        ready_at = _ready_since(pod)
+        readings.append(
+            PodReading(
+                name=name,
+                node=(pod.get("spec") or {}).get("nodeName") or "",
+                created_at=_seconds(pod["metadata"]["creationTimestamp"]) - wall0,
+                ready_at=None if ready_at is None else ready_at - wall0,
+                reviews=None if ready_at is None else reviews_answered(cluster, name),
+            )
+        )
+    return sorted(readings, key=lambda r: (r.created_at, r.name))
+
+
+def _ready_since(pod: dict[str, Any]) -> float | None:
+    """When the pod's Ready condition last turned true (Unix seconds; the API's one-second
+    resolution), or None while it is not Ready."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            return _seconds(condition["lastTransitionTime"])
+    return None
+
+
+def _seconds(timestamp: str) -> float:
+    return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def reviews_answered(cluster: Cluster, pod: str) -> float | None:
+    """The pod's own `netqos_admission_requests_total`, summed over its labels, through the API
+    server's pod proxy (which does not verify the pod's certificate: `proxyTLSClientConfig`,
+    pkg/controlplane/apiserver/config.go); None when it does not answer."""
+    try:
+        status, raw = cluster_raw(
+            cluster, f"/api/v1/namespaces/{RELEASE}/pods/https:{pod}:{WEBHOOK_PORT}/proxy/metrics"
+        )
+    except (OSError, http.client.HTTPException):
+        return None
+    return counter(raw.decode(errors="replace"), REVIEWS) if status == 200 else None
+
+
+def counter(exposition: str, name: str) -> float:
+    """The sum of a metric's samples in a Prometheus text exposition."""
+    total = 0.0
+    for line in exposition.splitlines():
+        if line.startswith(name) and line[len(name) : len(name) + 1] in ("{", " "):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
 
 
 def _millicores(quantity: str) -> int:
@@ -398,6 +480,9 @@ class Result:
     rejected: float
     errors: list[str]
     sets: list[str]
+    load_end: float = 0.0  # seconds since the start, when the clients stopped
+    min_replicas: int = 2  # the HPA's
+    clients: int = 0
 
 
 def run(cluster: Cluster, args: argparse.Namespace) -> Result:
@@ -438,8 +523,9 @@ def _measure(cluster: Cluster, args: argparse.Namespace) -> Result:
     before = metrics(cluster)
     base = summed(before, FAIL_OPEN)
     load = Load(cluster, args.clients)
-    t0 = time.monotonic()
-    samples = [sample(cluster, t0, "idle", load, (t0, 0), base)]
+    t0 = (time.monotonic(), time.time())
+    samples = [sample(cluster, t0, "idle", load, (t0[0], 0), base)]
+    load_end = 0.0
     threads = load.run()
     if args.pods:
         cluster.create(unschedulable_deployment(args.pods), LOAD_NAMESPACE)
@@ -453,10 +539,12 @@ def _measure(cluster: Cluster, args: argparse.Namespace) -> Result:
             print(json.dumps(asdict(samples[-1])), file=sys.stderr)
         if phase == "load":
             load.stopping.set()
+            load_end = time.monotonic() - t0[0]
             for thread in threads:
                 thread.join(timeout=70)
     after = metrics(cluster)
     pods, carrying = with_preference(cluster, LOAD_NAMESPACE)
+    hpa = cluster.get(f"/apis/autoscaling/v2/namespaces/{RELEASE}/horizontalpodautoscalers/{RELEASE}") or {}
     return Result(
         samples=samples,
         dry_run_creates=load.sent,
@@ -467,10 +555,156 @@ def _measure(cluster: Cluster, args: argparse.Namespace) -> Result:
         rejected=summed(after, REJECTED) - summed(before, REJECTED),
         errors=load.errors,
         sets=args.set,
+        load_end=load_end,
+        min_replicas=int((hpa.get("spec") or {}).get("minReplicas") or 1),
+        clients=args.clients,
     )
 
 
+# --- per replica ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Interval:
+    """Between two samples of the load: the reviews each pod answered (pods whose count is known
+    at both ends, or that became Ready in between: a new process counts from 0)."""
+
+    start: float
+    end: float
+    reviews: dict[str, float]
+
+    @property
+    def total(self) -> float:
+        return sum(self.reviews.values())
+
+
+def intervals(samples: list[Sample], load_end: float) -> list[Interval]:
+    """The intervals from the first sample (the load starts right after it) to the last sample
+    taken before `load_end`. A pod first counted after the start that became Ready after it counts
+    from 0 (its process began then); one Ready before it, from its first count."""
+    during = [s for s in samples if s.seconds <= load_end + 1e-6]
+    last = {pod.name: pod.reviews for pod in during[0].pods if pod.reviews is not None} if during else {}
+    out = []
+    for before, after in zip(during, during[1:], strict=False):
+        reviews = {}
+        for pod in after.pods:
+            if pod.reviews is None:
+                continue
+            if pod.name in last:
+                previous = last[pod.name]
+                reviews[pod.name] = pod.reviews - previous if pod.reviews >= previous else pod.reviews  # a restart
+            elif pod.ready_at is not None and pod.ready_at > during[0].seconds:  # Ready during the load
+                reviews[pod.name] = pod.reviews
+            last[pod.name] = pod.reviews
+        out.append(Interval(before.seconds, after.seconds, reviews))
+    return out
+
+
+@dataclass
+class Share:
+    """One replica's part of the load from the moment it became Ready (or the load began)."""
+
+    name: str
+    node: str
+    created_at: float
+    ready_at: float | None
+    new: bool  # became Ready after the load began
+    reviews: float  # answered while Ready, during the load
+    minutes: float  # Ready during the load
+    share: float  # of all reviews answered while it was Ready
+    fair: float  # 1/N averaged over those intervals, N the replicas answering
+    first_review_after: float | None  # s from Ready to the first sample that counted a review (new ones)
+    fair_share_after: float | None  # s from Ready to the end of the first interval at >= FAIR/N
+
+    @property
+    def per_minute(self) -> float:
+        return self.reviews / self.minutes if self.minutes > 0 else 0.0
+
+    @property
+    def took_share_within_a_minute(self) -> bool:
+        return self.fair_share_after is not None and self.fair_share_after <= 60
+
+
+def shares(samples: list[Sample], load_end: float) -> list[Share]:
+    """Each webhook pod seen Ready during the load, in the order they were created."""
+    spans = intervals(samples, load_end)
+    if not spans:
+        return []
+    start, end = spans[0].start, spans[-1].end
+    pods = {pod.name: pod for s in samples if s.seconds <= end + 1e-6 for pod in s.pods if pod.ready_at is not None}
+    out = []
+    for name, pod in sorted(pods.items(), key=lambda item: (item[1].created_at, item[0])):
+        ready_at = pod.ready_at if pod.ready_at is not None else start
+        mine = [span for span in spans if span.end > ready_at and name in span.reviews]
+        answered = sum(span.reviews[name] for span in mine)
+        total = sum(span.total for span in mine)
+        fair = [1 / len(span.reviews) for span in mine if span.total > 0]
+        new = ready_at > start
+        out.append(
+            Share(
+                name=name,
+                node=pod.node,
+                created_at=pod.created_at,
+                ready_at=pod.ready_at,
+                new=new,
+                reviews=answered,
+                minutes=max(end - max(ready_at, start), 0.0) / 60,
+                share=answered / total if total else 0.0,
+                fair=sum(fair) / len(fair) if fair else 0.0,
+                first_review_after=_first(mine, ready_at, name, fair=False) if new else None,
+                fair_share_after=_first(mine, ready_at, name, fair=True),
+            )
+        )
+    return out
+
+
+def _first(spans: list[Interval], since: float, name: str, fair: bool) -> float | None:
+    """Seconds from `since` to the end of the first of `spans` where `name` answered a review (or,
+    with `fair`, at least FAIR/N of them); None: never."""
+    for span in spans:
+        answered = span.reviews[name]
+        if answered > 0 and (not fair or answered / span.total >= FAIR / len(span.reviews)):
+            return max(span.end - since, 0.0)
+    return None
+
+
+@dataclass
+class Scaling:
+    """The HPA's decisions and the replicas that followed, in seconds since the start."""
+
+    decisions: list[tuple[float, int]]  # (when the HPA's desired count changed, to what)
+    at_min: float | None  # after the load: the HPA's desired count back at its minimum
+    back_to_min: float | None  # after the load: the ready replicas and the pods back at the minimum
+
+
+def scaling(samples: list[Sample], load_end: float, min_replicas: int) -> Scaling:
+    decisions: list[tuple[float, int]] = []
+    for s in samples:
+        if not decisions or s.hpa_desired != decisions[-1][1]:
+            decisions.append((s.seconds, s.hpa_desired))
+    after = [s for s in samples if s.seconds > load_end]
+    at_min = next((s.seconds for s in after if s.hpa_desired == min_replicas), None)
+    back = next((s.seconds for s in after if s.ready == min_replicas and len(s.pods) == min_replicas), None)
+    return Scaling(decisions, at_min, back)
+
+
+def cpu_per_review(samples: list[Sample], load_end: float, settle: float = 60) -> float | None:
+    """Milliseconds of webhook CPU per review: the pods' CPU (metrics API) over the reviews per
+    second they counted, summed over the samples of the load after `settle` s (the metrics API
+    averages over its resolution, so the first readings lag the load)."""
+    spans = {span.end: span for span in intervals(samples, load_end)}
+    millicores = rate = 0.0
+    for s in samples:
+        span = spans.get(s.seconds)
+        if span is None or s.seconds < settle or not s.pod_millicores or span.end <= span.start:
+            continue
+        millicores += sum(s.pod_millicores)
+        rate += span.total / (span.end - span.start)
+    return millicores / rate if rate else None
+
+
 def table(result: Result) -> str:
+    """The run as markdown: the samples, each replica's share, the scale-up and the scale-down."""
     lines = [
         "| t s | phase | HPA current / desired | CPU % of request (HPA) | ready | webhook pods' CPU m "
         "(metrics API) | dry-run creates/s | pods created | fail-open | load avg |",
@@ -492,7 +726,86 @@ def table(result: Result) -> str:
     ]
     if result.errors:
         lines.append(f"client errors (first {len(result.errors)}): {result.errors}")
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *replica_table(result), "", *minute_table(result), "", *scaling_lines(result)])
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def replica_table(result: Result) -> list[str]:
+    lines = [
+        "## Each replica's share of the reviews (its own netqos_admission_requests_total)",
+        "",
+        f"Times in seconds since the start; the load ran from 0 to {result.load_end:.0f}. Fair share: an interval "
+        f"between two samples in which the replica answered at least {FAIR:.0%} of 1/N of the reviews (N the "
+        "replicas answering then); first review and fair share are counted at the sample that saw them.",
+        "",
+        "| replica | node | created | Ready | reviews while Ready | min Ready (load) | reviews/min after Ready "
+        "| share while Ready | 1/N | Ready to first review s | Ready to fair share s | share within 60 s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in shares(result.samples, result.load_end):
+        within = ("yes" if r.took_share_within_a_minute else "no") if r.new else "(Ready before the load)"
+        lines.append(
+            f"| {r.name} | {r.node} | {r.created_at:.0f} | {_s(r.ready_at)} | {r.reviews:.0f} | {r.minutes:.1f} | "
+            f"{r.per_minute:.0f} | {r.share:.0%} | {r.fair:.0%} | {_s(r.first_review_after)} | "
+            f"{_s(r.fair_share_after)} | {within} |"
+        )
+    ms = cpu_per_review(result.samples, result.load_end)
+    if ms is not None:
+        lines += [
+            "",
+            f"Webhook CPU per review (metrics API CPU over the reviews counted, after the first 60 s): {ms:.2f} ms",
+        ]
+    return lines
+
+
+def minute_table(result: Result) -> list[str]:
+    """Reviews each replica answered in each minute of the load (by the sample that counted them)."""
+    spans = intervals(result.samples, result.load_end)
+    names = [r.name for r in shares(result.samples, result.load_end)]
+    if not spans or not names:
+        return []
+    lines = [
+        "## Reviews per replica per minute of the load",
+        "",
+        "| minute | " + " | ".join(name.rsplit("-", 1)[-1] for name in names) + " |",
+        "|---:|" + "---:|" * len(names),
+    ]
+    for minute in range(int(spans[-1].end // 60) + 1):
+        inside = [span for span in spans if minute * 60 < span.end <= (minute + 1) * 60]
+        cells = [
+            _s(sum(span.reviews[name] for span in inside if name in span.reviews))
+            if any(name in span.reviews for span in inside)
+            else "-"
+            for name in names
+        ]
+        lines.append(f"| {minute}-{minute + 1} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def scaling_lines(result: Result) -> list[str]:
+    scaled = scaling(result.samples, result.load_end, result.min_replicas)
+    new = [r for r in shares(result.samples, result.load_end) if r.new]
+    decisions = ", ".join(f"{count} at {t:.0f} s" for t, count in scaled.decisions)
+    ready = ", ".join(f"{r.name} created {r.created_at:.0f} s, Ready {_s(r.ready_at)} s" for r in new) or "none"
+    down = (
+        f"the HPA's desired count back at {result.min_replicas} {_s(_after(scaled.at_min, result.load_end))} s "
+        f"after the load stopped, the replicas back at {result.min_replicas} "
+        f"{_s(_after(scaled.back_to_min, result.load_end))} s after it"
+    )
+    return [
+        "## Scale-up and scale-down",
+        "",
+        f"- the HPA's desired replicas (at the samples): {decisions}",
+        f"- new replicas: {ready}",
+        f"- scale-down: {down} ('-': not within the cooldown)",
+    ]
+
+
+def _after(t: float | None, load_end: float) -> float | None:
+    return None if t is None else t - load_end
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -508,12 +821,22 @@ def main(argv: list[str] | None = None) -> int:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="another chart value (repeatable)"
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
+    parser.add_argument("--record", metavar="NAME", help="also write the run to docs/evidence/NAME-DATE.md")
     args = parser.parse_args(argv)
     cluster = attach(default_directory())
+    load, started = os.getloadavg()[0], time.monotonic()
     result = run(cluster, args)
-    print(table(result))
+    report = table(result)
+    print(report)
     if args.json:
         args.json.write_text(json.dumps(asdict(result), indent=2))
+    if args.record:
+        command = shlex.join([".venv/bin/python", "-m", "benchmarks.hpa", *(sys.argv[1:] if argv is None else argv)])
+        title = "The chart's HorizontalPodAutoscaler on real nodes: each replica's share of the reviews"
+        body = f"Load: {result.clients} client threads of dry-run creates, {args.pods} unschedulable pods.\n\n{report}"
+        seconds = time.monotonic() - started
+        path = evidence.write(args.record, title, command, body, (load, os.getloadavg()[0]), seconds)
+        print(f"recorded: {path.relative_to(evidence.REPO)}", file=sys.stderr)
     ok = result.fail_open == 0 and result.dry_run_creates == result.dry_run_with_preference
     return 0 if ok and result.pods == result.pods_with_preference else 1
 

@@ -26,6 +26,11 @@ shape of realscale's world, where a key of the pods' usage that holds their labe
     scripts/bench --status-scale --nodes N --pods P --selected S --repeat R
     scripts/bench --status-scale --baseline DIR       also time the checkout in DIR (git worktree add DIR
                                                       main), alternating runs against the same server
+    scripts/bench --status-scale --record             also write the table to docs/evidence/status-scale-DATE.md
+
+Each repeat also measures the floor beside `status`: a plain paginated list of every pod through
+the same client and decoder (`benchmarks.readcount --floor`). Each run counts what it read (list
+pages, objects in them, bytes of every answer: `benchmarks.readcount`).
 """
 
 from __future__ import annotations
@@ -45,12 +50,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import kubeapi
+from harness import evidence, kubeapi
 from harness.kubeapi import Snapshot, node, pod, workload
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET_SECONDS = 30.0
 TARGET_RSS_MIB = 400.0
+# a run slower than this is reported as failed, not waited for: on a loaded machine runs take minutes
+RUN_TIMEOUT = 1800
 QOS = {"qos": "latency-sensitive", "app": "web"}
 TERMS = [
     {"weight": 90, "preference": {"matchExpressions": [{"key": "net", "operator": "In", "values": ["high"]}]}},
@@ -70,6 +77,9 @@ class Run:
     missing: int
     not_on_high: int = 0
     tree: str = "this tree"
+    lists: int = 0  # list pages decoded
+    objects: int = 0  # objects in those pages
+    bytes: int = 0  # bytes of every answer decoded (gets and pages)
 
 
 def build(nodes: int, pods: int, selected: int, cluster: str = "shared") -> Snapshot:
@@ -159,16 +169,31 @@ def run_child(argv: list[str], tree: Path = REPO) -> tuple[float, float, float, 
     import resource
 
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, timeout=600, cwd=tree)  # `-m webhook`: tree's package
+    done = subprocess.run(argv, capture_output=True, timeout=RUN_TIMEOUT, cwd=tree)  # `-m webhook`: tree's package
     seconds = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, done  # Linux: KiB
 
 
+def counted_argv(command: list[str], out: str) -> list[str]:
+    """`python -m webhook COMMAND...` with what it reads counted into the file `out`
+    (`benchmarks.readcount`, importable from the checkout the child runs in or from this one)."""
+    path = f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    return ["env", f"PYTHONPATH={path}", sys.executable, "-m", "benchmarks.readcount", out, "--", *command]
+
+
+def reads(out: str) -> dict[str, int]:
+    """What `counted_argv`'s child read: lists, objects, bytes."""
+    found = json.loads(Path(out).read_text())
+    return {k: found[k] for k in ("lists", "objects", "bytes")}
+
+
 def measure(kubeconfig: str, tree: Path = REPO) -> Run:
-    """One `status -o json` of the checkout `tree` in a child process: wall time and peak RSS."""
-    argv = [sys.executable, "-m", "webhook", "status", "--kubeconfig", kubeconfig, "-o", "json"]
-    seconds, cpu_seconds, rss_mib, done = run_child(argv, tree)
+    """One `status -A -o json` of the checkout `tree` in a child process: wall time and peak RSS."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        argv = counted_argv(["status", "-A", "--kubeconfig", kubeconfig, "-o", "json"], out.name)
+        seconds, cpu_seconds, rss_mib, done = run_child(argv, tree)
+        read = reads(out.name)
     if done.returncode not in (0, 3):
         raise SystemExit(f"status failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
     report = json.loads(done.stdout)
@@ -181,6 +206,19 @@ def measure(kubeconfig: str, tree: Path = REPO) -> Run:
         report["pods"]["missing"],
         len(report["not_on_high"]),
         "this tree" if tree == REPO else str(tree),
+        **read,
+    )
+
+
+def measure_floor(kubeconfig: str) -> Run:
+    """The floor in a child process: every pod listed, a page at a time, decoded and dropped."""
+    argv = [sys.executable, "-m", "benchmarks.readcount", "--floor", kubeconfig]
+    seconds, cpu_seconds, rss_mib, done = run_child(argv)
+    if done.returncode != 0:
+        raise SystemExit(f"the floor failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    read = json.loads(done.stdout)
+    return Run(
+        seconds, cpu_seconds, rss_mib, 0, 0, 0, tree="floor", **{k: read[k] for k in ("lists", "objects", "bytes")}
     )
 
 
@@ -248,13 +286,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--measure", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--tree", type=Path, default=REPO, help=argparse.SUPPRESS)
+    parser.add_argument("--record", action="store_true", help="also write the table to docs/evidence/")
     args = parser.parse_args(argv)
     if args.measure:  # one run, in its own interpreter: RUSAGE_CHILDREN is then this run's alone
-        print(json.dumps(measure(args.measure, args.tree.resolve()).__dict__))
+        run = measure_floor(args.measure) if args.tree.name == "floor" else measure(args.measure, args.tree.resolve())
+        print(json.dumps(run.__dict__))
         return 0
     apply_smoke(args)
     runs = []
-    trees = [REPO] + ([args.baseline.resolve()] if args.baseline else [])
+    trees = [Path("floor"), REPO] + ([args.baseline.resolve()] if args.baseline else [])
+    load, started = evidence.load_average(), time.perf_counter()
     with fake_cluster(args.nodes, args.pods, args.selected, args.cluster) as fake:
         for _ in range(args.repeat):
             for tree in trees:
@@ -271,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                     cwd=REPO,
                     capture_output=True,
                     text=True,
-                    timeout=900,
+                    timeout=RUN_TIMEOUT + 60,
                     check=True,
                 )
                 runs.append(Run(**json.loads(done.stdout)))
@@ -283,6 +324,16 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         print(report(args.nodes, args.pods, args.selected, args.cluster, runs))
+    if args.record:
+        path = evidence.write(
+            "status-scale",
+            f"`status` against the fake API server, {args.nodes:,} nodes and {args.pods:,} pods",
+            "scripts/bench --status-scale " + " ".join(argv if argv is not None else sys.argv[1:]),
+            report(args.nodes, args.pods, args.selected, args.cluster, runs),
+            (load, evidence.load_average()),
+            time.perf_counter() - started,
+        )
+        print(f"recorded in {path.relative_to(REPO)}", file=sys.stderr)
     return 0
 
 
@@ -291,22 +342,26 @@ def report(nodes: int, pods: int, selected: int, cluster: str, runs: list[Run]) 
         f"status against {nodes:,} nodes, {pods:,} pods ({selected:,} selected, {cluster} templates), "
         f"{len(runs)} run(s):",
         "",
-        "| run | tree | wall time (s) | CPU time (s) | peak RSS (MiB) | selected | missing | not on net=high | exit |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| run | tree | wall time (s) | CPU time (s) | peak RSS (MiB) | lists | objects | MB read "
+        "| selected | missing | not on net=high | exit |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     lines += [
-        f"| {i + 1} | {r.tree} | {r.seconds:.1f} | {r.cpu_seconds:.1f} | {r.max_rss_mib:.0f} | {r.selected} "
-        f"| {r.missing} | {r.not_on_high} | {r.exit_code} |"
+        f"| {i + 1} | {r.tree} | {r.seconds:.1f} | {r.cpu_seconds:.1f} | {r.max_rss_mib:.0f} | {r.lists} "
+        f"| {r.objects:,} | {r.bytes / 1e6:.0f} | {r.selected} | {r.missing} | {r.not_on_high} | {r.exit_code} |"
         for i, r in enumerate(runs)
     ]
     lines.append("")
+    floor = [r.seconds for r in runs if r.tree == "floor"]
     for tree in dict.fromkeys(r.tree for r in runs):
         mine = [r for r in runs if r.tree == tree]
         seconds, rss = [r.seconds for r in mine], [r.max_rss_mib for r in mine]
+        times = f", {statistics.median(seconds) / statistics.median(floor):.2f}x the floor" if floor else ""
         lines.append(
             f"{tree}: median {statistics.median(seconds):.1f} s (min {min(seconds):.1f}, max {max(seconds):.1f}; "
-            f"target < {TARGET_SECONDS:.0f} s), CPU median {statistics.median(r.cpu_seconds for r in mine):.1f} s, "
-            f"peak RSS median {statistics.median(rss):.0f} MiB (max {max(rss):.0f}; target < {TARGET_RSS_MIB:.0f} MiB)"
+            f"target < {TARGET_SECONDS:.0f} s{times}), CPU median "
+            f"{statistics.median(r.cpu_seconds for r in mine):.1f} s, peak RSS median {statistics.median(rss):.0f} "
+            f"MiB (max {max(rss):.0f}; target < {TARGET_RSS_MIB:.0f} MiB)"
         )
     return "\n".join(lines)
 
