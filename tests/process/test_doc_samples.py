@@ -6,8 +6,10 @@ rest what the terminal then shows (stdout and stderr, in order). The table below
 sample with the command it shows and the exit code that command ends with: the test runs the
 command from the repository's root on the fixtures it names (`netqos-webhook` is this checkout's
 CLI, however the doc spells its path) and compares. A marker the table does not know, or a row
-whose marker is gone, fails too, so no sample is left unchecked. README's `status` sample needs a
-cluster and is checked against a scripted API server in tests/process/test_status.py.
+whose marker is gone, fails too, so no sample is left unchecked. The `status` sample of
+docs/commands.md needs a cluster and is checked against a scripted API server in
+tests/process/test_status.py. docs/architecture.md quotes pyproject.toml's import contracts; the
+last test here holds the quotes to the contracts.
 
 When a test here fails, the message is the block as it is now: paste it into the document.
 """
@@ -19,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +30,17 @@ import pytest
 from tests.fixtures import REPO
 
 MARKER = re.compile(r"^<!-- output: (?P<name>[a-z0-9-]+) -->$", re.MULTILINE)
-DOCS = ("README.md", "docs/operations.md", "docs/performance.md", "docs/real-nodes.md", "docs/scheduling.md")
+DOCS = (
+    "README.md",
+    "docs/commands.md",
+    "docs/policy.md",
+    "docs/install.md",
+    "docs/operations.md",
+    "docs/performance.md",
+    "docs/real-nodes.md",
+    "docs/scheduling.md",
+    "docs/development.md",
+)
 EXPLAIN = "netqos-webhook explain --pod"
 FULL = "deploy/examples/full-cluster"
 
@@ -42,26 +55,30 @@ class Sample:
 
 
 SAMPLES = [
+    Sample("docs/commands.md", "review-text", "netqos-webhook review deploy/examples/test-pod.yaml"),
     Sample(
-        "README.md",
+        "docs/commands.md",
         "review-base",
         "kubectl kustomize deploy/base | .venv/bin/netqos-webhook review - --fail-on skipped_explicit,invalid",
         needs="kubectl",
     ),
     Sample(
-        "README.md",
+        "docs/policy.md",
         "policy-configmap",
         "netqos-webhook review --config tests/fixtures/docs/policy-configmap.yaml deploy/examples/test-pod.yaml",
         2,
     ),
     Sample(
-        "README.md",
+        "docs/policy.md",
         "policy-unlisted-15",
         "netqos-webhook serve --config tests/fixtures/docs/policy-unlisted-15.yaml",
         2,
     ),
     Sample(
-        "README.md", "policy-weight-500", "netqos-webhook serve --config tests/fixtures/docs/policy-weight-500.yaml", 2
+        "docs/policy.md",
+        "policy-weight-500",
+        "netqos-webhook serve --config tests/fixtures/docs/policy-weight-500.yaml",
+        2,
     ),
     Sample(
         "docs/scheduling.md",
@@ -133,3 +150,39 @@ def test_the_sample_is_what_the_command_prints(sample: Sample, tmp_path: Path) -
 def test_every_marked_sample_is_in_the_table() -> None:
     marked = {(doc, m["name"]) for doc in DOCS for m in MARKER.finditer((REPO / doc).read_text())}
     assert marked == {(s.doc, s.name) for s in SAMPLES}
+
+
+# --- docs/architecture.md quotes the import contracts as pyproject.toml states them -------------
+
+ARCHITECTURE = "docs/architecture.md"
+CONTRACTS_HEADING = "## Import contracts\n"
+CONTRACT = "[[tool.importlinter.contracts]]"
+
+
+def quoted_contracts(pyproject: str) -> str:
+    """Each contract of pyproject.toml as docs/architecture.md quotes it: its name as a `###`
+    heading, then its settings as a ```toml block, verbatim but for comments, blank lines and the
+    guidance for whoever breaks it."""
+    quotes = []
+    for contract in pyproject.split(CONTRACT)[1:]:
+        contract = contract.split("\n[", 1)[0]  # up to the next table
+        contract = re.sub(r'^broken_contract_guidance = """.*?"""\n', "", contract, flags=re.MULTILINE | re.DOTALL)
+        lines = [line for line in contract.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        (name,) = [re.fullmatch(r'name = "(.*)"', line)[1] for line in lines if line.startswith("name = ")]
+        settings = "\n".join(line for line in lines if not line.startswith("name = "))
+        quotes.append(f"### {name}\n\n```toml\n{settings}\n```\n")
+    return "\n".join(quotes)
+
+
+def test_architecture_quotes_every_import_contract_as_pyproject_states_it() -> None:
+    pyproject = (REPO / "pyproject.toml").read_text()
+    quoted = quoted_contracts(pyproject)
+    assert [tomllib.loads(block) for block in re.findall(r"```toml\n(.*?)```", quoted, re.DOTALL)] == [
+        {k: v for k, v in c.items() if k not in ("name", "broken_contract_guidance")}
+        for c in tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"]
+    ], "the quotes lost a setting of a contract"
+    doc = (REPO / ARCHITECTURE).read_text()
+    assert CONTRACTS_HEADING in doc, f"{ARCHITECTURE} lacks its {CONTRACTS_HEADING.strip()} section"
+    section = doc.split(CONTRACTS_HEADING, 1)[1]
+    shown = section[section.index("### ") :]
+    assert shown == quoted, f"{ARCHITECTURE}'s quotes of pyproject.toml's contracts are stale; they are now:\n{quoted}"
