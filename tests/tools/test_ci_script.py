@@ -21,7 +21,7 @@ DIFFERS = {
     "status": ["tests/e2e/test_status.py"],
     "rebalance": ["tests/e2e/test_rebalance*.py"],
     "the scheduler's plugins per release": ["tests/e2e/test_scheduler_versions.py"],
-    "an upgrade of the chart from the previous revision, on the oldest release": ["tests/e2e/realnodes/test_upgrade.py"],
+    "a chart upgrade from the previous revision": ["tests/e2e/realnodes/test_upgrade.py"],
 }
 
 
