@@ -4,6 +4,7 @@ it is keeps every contract."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,21 @@ SERVER_APART = (
 SCHEDULER_APART = "The scheduler imports no command and no cluster client, even indirectly"
 STATUS_LAYERS = "Layers of the status package: registration and coverage apart, over what status reads and reports"
 PURE = "The pure core imports no web framework, server, cluster client or cryptography"
-CONTRACTS = (LAYERS, ONLY_CLUSTER, ACYCLIC, COMMANDS_APART, SERVER_APART, SCHEDULER_APART, PURE, STATUS_LAYERS)
+CLUSTER_READ = (
+    "The commands read a cluster through webhook.commands.clusterread: only it and the commands that write import "
+    "webhook.cluster"
+)
+CONTRACTS = (
+    LAYERS,
+    ONLY_CLUSTER,
+    ACYCLIC,
+    COMMANDS_APART,
+    SERVER_APART,
+    SCHEDULER_APART,
+    PURE,
+    STATUS_LAYERS,
+    CLUSTER_READ,
+)
 
 
 def copy_of_the_tree(tmp_path: Path) -> Path:
@@ -81,6 +96,10 @@ def test_the_tree_as_it_is_keeps_every_contract(tmp_path):
         ("webhook/scheduler/read.py", "import kubernetes", {ONLY_CLUSTER, SCHEDULER_APART, PURE}),
         # status's two checks tangled: the registration check reaching into coverage
         ("webhook/status/registration.py", "from webhook.status import coverage", {STATUS_LAYERS}),
+        # a command that only reads reaching around the shared reading module
+        ("webhook/commands/explain.py", "from webhook import cluster", {CLUSTER_READ}),
+        ("webhook/commands/monitor.py", "from webhook.cluster import watch", {CLUSTER_READ}),
+        ("webhook/commands/plan.py", "import webhook.cluster", {CLUSTER_READ}),
     ],
     ids=[
         "status-imports-commands.serve",
@@ -94,6 +113,9 @@ def test_the_tree_as_it_is_keeps_every_contract(tmp_path):
         "scheduler-imports-commands",
         "scheduler-imports-kubernetes",
         "status-registration-imports-coverage",
+        "explain-imports-cluster",
+        "monitor-imports-cluster-watch",
+        "plan-imports-cluster",
     ],
 )
 def test_an_injected_violation_breaks_its_contract(tmp_path, module, line, contracts):
@@ -113,3 +135,84 @@ def test_a_module_in_no_layer_breaks_the_layers_contract(tmp_path):
     done = lint_imports(root)
     assert done.returncode == 1 and broken(done.stdout) == {LAYERS}, done.stdout
     assert "webhook.unplaced" in done.stdout
+
+
+# --- every read of a live cluster goes through webhook.commands.clusterread ------------------------
+# The contract above keeps the commands from importing webhook.cluster; a Reader handed to them
+# still carries its read methods. This check holds the reads themselves to clusterread.
+
+READ_METHODS = frozenset({"list", "get", "get_many", "version", "proxy_get", "may", "admit_pod"})
+CLUSTER_READS = frozenset({"connect", "Reader", "list_pages", "watch"})
+# What a command that writes reads to write it: rebalance's record of its evictions (a ConfigMap),
+# read before it is rewritten and again when another writer changed it first.
+WRITERS_READS = {"rebalance.py": {"reader.get", "cluster.Reader"}}
+
+
+def _receiver(node: ast.expr) -> str:
+    """`reader` for `reader`, `self.reader`, `cluster` for `cluster`, `webhook.cluster`; else ''."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return "reader" if name.endswith("reader") else "cluster" if name == "cluster" else ""
+
+
+def cluster_reads(source: str) -> set[str]:
+    """The reads of a live cluster `source` makes itself: a Reader's read methods called on a
+    `reader`, and webhook.cluster's connect, Reader, list_pages and watch called, as `cluster.NAME`
+    or imported by name (a Reader named in an annotation reads nothing)."""
+    tree = ast.parse(source)
+    imported = {  # local name -> webhook.cluster's name
+        alias.asname or alias.name: alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "webhook.cluster"
+        for alias in node.names
+        if alias.name in CLUSTER_READS
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in imported:
+            found.add(f"cluster.{imported[func.id]}")
+        elif isinstance(func, ast.Attribute):
+            receiver = _receiver(func.value)
+            methods = READ_METHODS if receiver == "reader" else CLUSTER_READS if receiver == "cluster" else set()
+            if func.attr in methods:
+                found.add(f"{receiver}.{func.attr}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "source, reads",
+    [
+        ('reader.list("Pod", field_selector="spec.nodeName!=")', {"reader.list"}),
+        ('self.reader.get("Node", "a")', {"reader.get"}),
+        ('reader.get_many("ReplicaSet", keys)', {"reader.get_many"}),
+        ("reader.version()", {"reader.version"}),
+        ('reader.proxy_get("ns", "pod", 8443, "/policy")', {"reader.proxy_get"}),
+        ('reader.may("create", "pods", "ns")', {"reader.may"}),
+        ('reader.admit_pod("ns", pod)', {"reader.admit_pod"}),
+        ("cluster.connect(None, None)", {"cluster.connect"}),
+        ("cluster.Reader(connection)", {"cluster.Reader"}),
+        ('cluster.list_pages(reader, "Node")', {"cluster.list_pages"}),
+        ('cluster.watch(reader, "Pod", "1")', {"cluster.watch"}),
+        ('webhook.cluster.watch(reader, "Pod", "1")', {"cluster.watch"}),
+        ("from webhook.cluster import connect as c\nc()", {"cluster.connect"}),
+        # reads through clusterread, a dict's get, a reader's other methods: none of them
+        ('clusterread.bound_pods(reader)\nclusterread.watch(reader, "Pod", "1")', set()),
+        ('labels.get("qos")\nreader.restarting(read)\nreader.cluster.host', set()),
+        ("from webhook.cluster import ClusterError\nraise ClusterError('x')", set()),
+        ("from webhook.cluster import Reader\ndef f(reader: Reader) -> None: ...", set()),
+    ],
+)
+def test_a_read_around_clusterread_is_found(source, reads):
+    assert cluster_reads(source) == reads
+
+
+def test_only_clusterread_reads_the_cluster_for_the_commands():
+    commands = REPO / "webhook/commands"
+    found = {
+        path.name: reads
+        for path in sorted(commands.glob("*.py"))
+        if path.name != "clusterread.py" and (reads := cluster_reads(path.read_text()))
+    }
+    assert found == WRITERS_READS, "read the cluster through webhook.commands.clusterread"

@@ -15,10 +15,21 @@ one answer to what RBAC hides:
   read), `controllers` (a pod's controller and its own), `budgets` (PodDisruptionBudgets),
   `listed` for any other kind.
 
+- what `monitor` keeps live: `list_pages` and `watch` (a list, then its events from the list's
+  resourceVersion), each watch over its own `reader_of` the run's one `connect`;
+- what `rebalance` predicts a replacement from: `unbound_pods` (Pending pods no node holds yet),
+  `may_create_pods` (a SelfSubjectAccessReview) and `admitted_pod` (a dry-run create: nothing is
+  stored); and the object a command is asked about by name (`named_object`).
+
 What RBAC forbids is `status.Unknown` (naming what, for "cannot read ..."), never an empty list
 and never an error: a reader that cannot see a thing does not know it is absent. Each caller
 decides what an unknown means for it (status reports it; rebalance evicts nothing it cannot
 judge). Every other failure is a `cluster.ClusterError`.
+
+The commands that only read import this module, never `webhook.cluster` (an import contract in
+pyproject.toml; tests/tools/test_import_contracts.py holds every read to this module): what they
+need of it besides the reads is re-exported here, the errors they catch and the types they
+annotate with. `rebalance` and `register`, which write, use `webhook.cluster` for their writes.
 """
 
 from __future__ import annotations
@@ -28,6 +39,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
 from webhook import apidata, cluster, scope, status
+from webhook.cluster import ASSIGNED_NOT_FINISHED as ASSIGNED_NOT_FINISHED
+from webhook.cluster import MAX_POD_PAGES as MAX_POD_PAGES
+from webhook.cluster import ClusterError as ClusterError
+from webhook.cluster import Connection as Connection
+from webhook.cluster import Expired as Expired
+from webhook.cluster import Forbidden as Forbidden
+from webhook.cluster import Invalid as Invalid
+from webhook.cluster import Reader as Reader
+from webhook.cluster import default_kubeconfig_exists as default_kubeconfig_exists
 from webhook.commands.flags import ClusterArgs
 from webhook.kubeversion import NEWEST, KubeVersion, from_server, nearest
 from webhook.names import CONFIGURATION_NAME, DEFAULT_SERVICE
@@ -41,15 +61,27 @@ Obj = TypeVar("Obj", bound=status.ObjectJSON)
 Listed = list[dict[str, Any]] | status.Unknown
 # pods running or about to: finished pods hold no node and need no preference
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"
+UNBOUND = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"  # Pending pods no node holds yet
 # the kinds whose selector PodTopologySpread's default constraints spread a pod by (spread.go)
 SPREAD_CONTROLLERS = ("ReplicationController", "ReplicaSet", "StatefulSet")
 
 
+def connect(args: ClusterArgs) -> cluster.Connection:
+    """The credentials for the cluster `args` names (`cluster.connect`: --kubeconfig, else
+    $KUBECONFIG, else ~/.kube/config, else the in-cluster service account); `KubeconfigError`
+    (exit 2) when they cannot be used."""
+    return cluster.connect(args.kubeconfig, args.context)
+
+
 def reader(args: ClusterArgs, max_pages: int = cluster.MAX_PAGES) -> cluster.Reader:
-    """The cluster `args` names (`cluster.connect`: --kubeconfig, else $KUBECONFIG, else
-    ~/.kube/config, else the in-cluster service account), read through one connection pool: a
-    context manager."""
-    return cluster.Reader(cluster.connect(args.kubeconfig, args.context), max_pages=max_pages)
+    """The cluster `args` names (`connect`), read through one connection pool: a context manager."""
+    return reader_of(connect(args), max_pages)
+
+
+def reader_of(connection: cluster.Connection, max_pages: int = cluster.MAX_PAGES) -> cluster.Reader:
+    """Another reader over the credentials of `connection` (its own connection pool, as a thread
+    that watches needs): a context manager."""
+    return cluster.Reader(connection, max_pages=max_pages)
 
 
 def where(args: ClusterArgs) -> str:
@@ -71,6 +103,12 @@ def get_object(
     except cluster.Forbidden:
         in_namespace = f" in namespace {namespace}" if namespace else ""
         return status.Unknown(f"{kind} {name}{in_namespace}")
+
+
+def named_object(reader: cluster.Reader, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    """The object the operator named, None when it does not exist; `Forbidden` (a ClusterError)
+    when RBAC hides it: the command cannot go on without it, unlike what `get_object` reads."""
+    return reader.get(kind, name, namespace)
 
 
 def listed(reader: cluster.Reader, kind: str, namespace: str | None = None, **selectors: str) -> Listed:
@@ -305,6 +343,12 @@ def bound_pods(reader: cluster.Reader) -> Iterator[dict[str, Any]]:
     return reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED)
 
 
+def unbound_pods(reader: cluster.Reader) -> Iterator[dict[str, Any]]:
+    """Every Pod no node holds yet and not Succeeded or Failed (Pending), in every namespace, a
+    page at a time."""
+    return reader.list("Pod", field_selector=UNBOUND)
+
+
 def pods_on_nodes(reader: cluster.Reader, names: Iterable[str]) -> Iterator[dict[str, Any]]:
     """The pods bound to each of the nodes `names` and not finished: one list per node, with the
     field selector `kubectl describe node` sends (`spec.nodeName=NAME`, answered from an index)."""
@@ -443,3 +487,43 @@ def controllers(
 def budgets(reader: cluster.Reader) -> Listed:
     """Every PodDisruptionBudget, or Unknown."""
     return reader.restarting(lambda: listed(reader, "PodDisruptionBudget"))
+
+
+# --- what the API server would admit ------------------------------------------------------------
+
+
+def may_create_pods(reader: cluster.Reader, namespace: str) -> bool:
+    """Whether these credentials may create pods in `namespace` (a SelfSubjectAccessReview), as a
+    dry-run create needs."""
+    return reader.may("create", "pods", namespace)
+
+
+def admitted_pod(reader: cluster.Reader, namespace: str, pod: dict[str, Any]) -> dict[str, Any]:
+    """`pod` as the API server admits it: a dry-run create (dryRun=All), every admission plugin and
+    mutating webhook run, nothing stored. `Forbidden` or `Invalid` when admission refuses it."""
+    return reader.admit_pod(namespace, pod)
+
+
+# --- lists and watches that `monitor` keeps live -------------------------------------------------
+
+
+def list_pages(
+    reader: cluster.Reader, kind: str, label_selector: str | None = None, field_selector: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Each page of the list of `kind` in every namespace (`cluster.list_pages`): its `items`, and
+    on the last page `metadata.resourceVersion`, where a `watch` starts."""
+    return cluster.list_pages(reader, kind, label_selector, field_selector)
+
+
+def watch(
+    reader: cluster.Reader,
+    kind: str,
+    resource_version: str,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
+    timeout_seconds: int = cluster.WATCH_SECONDS,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The events (type, object) of one watch of `kind` in every namespace from `resource_version`
+    (`cluster.watch`: bookmarks asked for; `Expired` after a 410 Gone) until the API server ends it
+    after `timeout_seconds`."""
+    return cluster.watch(reader, kind, resource_version, label_selector, field_selector, timeout_seconds)

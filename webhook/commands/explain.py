@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TextIO, TypeVar
 
-from webhook import cluster, documents, owners, status, workloads
+from webhook import documents, owners, status, workloads
 from webhook.affinity import PreferredTerm
 from webhook.apidata import ShapeError, describe, show
 from webhook.commands import clusterread, flags, typed
@@ -219,7 +219,7 @@ def run(args: ExplainArgs, out: TextIO, policy: Policy | None = None) -> int:
     """Explain the pod `args` names under `policy` (None: the policy of `args.config`) and write it
     to `out`; 0 when done.
 
-    Raises ExplainError for unusable input and cluster.ClusterError when the cluster cannot be
+    Raises ExplainError for unusable input and clusterread.ClusterError when the cluster cannot be
     read; the CLI turns them into its one-line errors. Without --nodes (`args.live`) everything
     the cluster holds is read through one `clusterread.reader`: one connection per run.
     """
@@ -230,11 +230,11 @@ def run(args: ExplainArgs, out: TextIO, policy: Policy | None = None) -> int:
         policy = load_policy(args.config)
     if not args.live:
         return _explain(args, out, policy, None)
-    with clusterread.reader(args, max_pages=cluster.MAX_POD_PAGES) as reader:
+    with clusterread.reader(args, max_pages=clusterread.MAX_POD_PAGES) as reader:
         return _explain(args, out, policy, reader)
 
 
-def _explain(args: ExplainArgs, out: TextIO, policy: Policy, reader: cluster.Reader | None) -> int:
+def _explain(args: ExplainArgs, out: TextIO, policy: Policy, reader: clusterread.Reader | None) -> int:
     """`run`, reading the cluster through `reader` in live mode (None: the files)."""
     pod, pod_source = _the_pod(args, reader)
     nodes = _nodes(args, reader)
@@ -261,7 +261,7 @@ def _explain(args: ExplainArgs, out: TextIO, policy: Policy, reader: cluster.Rea
     return 0
 
 
-def _the_pod(args: ExplainArgs, reader: cluster.Reader | None) -> tuple[dict[str, Any], str]:
+def _the_pod(args: ExplainArgs, reader: clusterread.Reader | None) -> tuple[dict[str, Any], str]:
     """The pod to explain and where it came from, for messages: the --pod file, or the pod or
     the workload's pod TYPE/NAME names in the cluster (`pod_of_resource`)."""
     if (args.pod is None) == (args.resource is None):
@@ -283,7 +283,7 @@ def _the_pod(args: ExplainArgs, reader: cluster.Reader | None) -> tuple[dict[str
     kind, name = resource_kind(args.resource)
     namespace = args.namespace or reader.cluster.namespace
     check_namespace(namespace)
-    obj = reader.get(kind, name, namespace)
+    obj = clusterread.named_object(reader, kind, name, namespace)
     source = f"{args.resource} in namespace {namespace} ({_where(args)})"
     if obj is None:
         raise ExplainError(
@@ -334,7 +334,7 @@ def pod_of_resource(kind: str, obj: dict[str, Any], source: str) -> dict[str, An
         raise ExplainError(f"{source}: {err}") from None
 
 
-def _version(args: ExplainArgs, reader: cluster.Reader | None) -> tuple[KubeVersion, str | None]:
+def _version(args: ExplainArgs, reader: clusterread.Reader | None) -> tuple[KubeVersion, str | None]:
     """The Kubernetes version to score as, and the note that says which and why when it is not
     the newest (whose scores are the ones every other note and document shows)."""
     if args.kubernetes_version is not None:
@@ -357,7 +357,7 @@ def _where(args: ExplainArgs) -> str:
     return clusterread.where(args)
 
 
-def _nodes(args: ExplainArgs, reader: cluster.Reader | None) -> list[Node]:
+def _nodes(args: ExplainArgs, reader: clusterread.Reader | None) -> list[Node]:
     if reader is None:
         assert args.nodes is not None
         return load_nodes(args.nodes)
@@ -365,7 +365,7 @@ def _nodes(args: ExplainArgs, reader: cluster.Reader | None) -> list[Node]:
 
 
 def _pods(
-    args: ExplainArgs, reader: cluster.Reader | None, pod: dict[str, Any]
+    args: ExplainArgs, reader: clusterread.Reader | None, pod: dict[str, Any]
 ) -> tuple[list[PodInfo], Mapping[str, NodeUsage] | None, Selectors, Labels]:
     """The pods on the nodes (from the pods file), or in live mode what they take of each node,
     folded as the cluster's pods arrive (None where the pods are read); the Services and
@@ -394,7 +394,7 @@ def _pods(
 
 def _namespaces(
     args: ExplainArgs,
-    reader: cluster.Reader | None,
+    reader: clusterread.Reader | None,
     pod: dict[str, Any],
     pods: Sequence[PodInfo],
     usage: Mapping[str, NodeUsage] | None,

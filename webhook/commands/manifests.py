@@ -54,17 +54,16 @@ def target_version(args: ManifestsArgs, notes: list[str]) -> KubeVersion:
     note: nothing asked for that cluster); else the newest known."""
     if args.kubernetes_version is not None:
         return parse(args.kubernetes_version)
-    from webhook import cluster
+    from webhook.commands import clusterread
 
     named = args.kubeconfig is not None or args.context is not None
-    if args.form != ADMISSION_POLICY or not (named or cluster.default_kubeconfig_exists()):
+    if args.form != ADMISSION_POLICY or not (named or clusterread.default_kubeconfig_exists()):
         return NEWEST
-    from webhook.commands import clusterread
 
     try:
         with clusterread.reader(args) as reader:
             found = clusterread.server_version(reader)
-    except cluster.ClusterError as err:
+    except clusterread.ClusterError as err:
         if named:
             raise
         notes.append(

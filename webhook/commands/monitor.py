@@ -2,12 +2,13 @@
 Prometheus gauges.
 
 Read-only, long-running. It lists once and then watches, each from the resourceVersion of what it
-last saw (`cluster.list_pages`, `cluster.watch`):
+last saw (`clusterread.list_pages`, `clusterread.watch`: every read goes through
+`webhook.commands.clusterread`, over the one connection of the run):
 
 - every Node;
 - the selected pods, one watch per rule of the policy in force, with the rule's podSelector as the
   server-side `labelSelector` and finished pods left out (`clusterread.RUNNING`);
-- the pods bound to a node (`cluster.ASSIGNED_NOT_FINISHED`), of which only those on a target
+- the pods bound to a node (`clusterread.ASSIGNED_NOT_FINISHED`), of which only those on a target
   ("fast") node are kept: what they request is the room the fast nodes no longer have. A node that
   becomes a target node has its pods listed at once (`spec.nodeName=NAME`).
 
@@ -104,11 +105,10 @@ def check_bind(bind: str) -> tuple[str, int]:
 def run(args: MonitorArgs, out: TextIO, stop: threading.Event | None = None) -> int:
     """Watch and serve until SIGTERM/SIGINT (or `stop` is set); exit 0. Raises `PolicyError` for an
     unusable --config, `UsageError` for a --metrics-bind that is no HOST:PORT, `RuntimeFailure`
-    when it cannot listen there, `cluster.ClusterError` when the cluster cannot be read at start
+    when it cannot listen there, `clusterread.ClusterError` when the cluster cannot be read at start
     (later failures are logged and retried)."""
     from prometheus_client import CollectorRegistry, start_http_server
 
-    from webhook import cluster
     from webhook.commands import clusterread
     from webhook.policy_file import load_policy
 
@@ -118,9 +118,9 @@ def run(args: MonitorArgs, out: TextIO, stop: threading.Event | None = None) -> 
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-    connection = cluster.connect(args.kubeconfig, args.context)
+    connection = clusterread.connect(args)
     monitor = Monitor(args, connection, override, stop)
-    with clusterread.reader(args) as reader:
+    with clusterread.reader_of(connection) as reader:
         monitor.reframe(reader)
         registry = CollectorRegistry(auto_describe=True)
         registry.register(monitor.collector())
@@ -169,7 +169,7 @@ class Monitor:
     """The world, the watches that feed it and the gauges published from it."""
 
     args: MonitorArgs
-    connection: Any  # cluster.Connection
+    connection: Any  # clusterread.Connection
     override: Any  # a --config Policy, or None
     stop: threading.Event
     world: Any = None  # live.World, from the first `reframe`
@@ -217,7 +217,7 @@ class Monitor:
     def judge(self, reader: Any) -> None:
         """Publish the gauges every `--interval` while anything changed; read the frame again
         every `--refresh`. Until the monitor stops."""
-        from webhook import cluster
+        from webhook.commands import clusterread
 
         next_refresh = time.monotonic() + self.args.refresh
         while not self.stop.wait(self.args.interval or 0.05):
@@ -226,11 +226,11 @@ class Monitor:
                 next_refresh = time.monotonic() + self.args.refresh
                 try:
                     self.reframe(reader)
-                except cluster.ClusterError as err:
+                except clusterread.ClusterError as err:
                     log("ERROR", "cannot read the policy, registration or namespaces", error=str(err))
 
     def start(self) -> None:
-        from webhook import cluster
+        from webhook.commands import clusterread
 
         w = self.world
         nodes = _Watch("nodes", "nodes", None, None, self._replace_nodes, self._node_event, _slim_node)
@@ -240,7 +240,7 @@ class Monitor:
                 "pods",
                 "bound pods",
                 None,
-                cluster.ASSIGNED_NOT_FINISHED,
+                clusterread.ASSIGNED_NOT_FINISHED,
                 lambda items: w.replace_bound(items),
                 lambda kind, obj: w.bound_event(kind, obj),
                 self._slim_bound,
@@ -280,9 +280,9 @@ class Monitor:
         """List, then watch from the list's resourceVersion, resuming after each watch ends; list
         again after a 410; back off after a failure. Runs until the monitor stops (or, for a pod
         watch, until the policy's selectors change)."""
-        from webhook import cluster
+        from webhook.commands import clusterread
 
-        reader = cluster.Reader(self.connection)
+        reader = clusterread.reader_of(self.connection)
         version: str | None = None
         backoff = 1.0
         while watch.after is not None and not watch.after.wait(0.5):
@@ -293,7 +293,7 @@ class Monitor:
                 if version is None:
                     version = self._list(reader, watch, generation)
                     log("INFO", "listed", watch=watch.name, resourceVersion=version)
-                for kind, obj in cluster.watch(
+                for kind, obj in clusterread.watch(
                     reader,
                     _KIND[watch.resource],
                     version,
@@ -310,22 +310,22 @@ class Monitor:
                         watch.event(kind, obj)
                         self._touch()
                 backoff = 1.0
-            except cluster.Expired as err:
+            except clusterread.Expired as err:
                 version = None
                 self.restarts[watch.resource] += 1
                 log("WARNING", "watch expired: listing again", watch=watch.name, error=str(err))
-            except cluster.ClusterError as err:
+            except clusterread.ClusterError as err:
                 self.restarts[watch.resource] += 1
                 log("ERROR", "watch failed: retrying", watch=watch.name, error=str(err), retry_seconds=backoff)
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 30.0)
 
     def _list(self, reader: Any, watch: _Watch, generation: int) -> str:
-        from webhook import cluster
+        from webhook.commands import clusterread
 
         items: list[dict[str, Any]] = []
         version = ""
-        for page in cluster.list_pages(reader, _KIND[watch.resource], watch.label_selector, watch.field_selector):
+        for page in clusterread.list_pages(reader, _KIND[watch.resource], watch.label_selector, watch.field_selector):
             items += [s for obj in page.get("items") or () if (s := watch.slim(obj)) is not None]
             version = str((page.get("metadata") or {}).get("resourceVersion") or version)
         with self.lock:
@@ -353,13 +353,12 @@ class Monitor:
             return
 
         def read() -> None:
-            from webhook import cluster
             from webhook.commands import clusterread
 
             try:
-                with cluster.Reader(self.connection) as reader:
+                with clusterread.reader_of(self.connection) as reader:
                     pods = [_slim_pod(p) for p in clusterread.pods_on_nodes(reader, wanted)]
-            except cluster.ClusterError as err:
+            except clusterread.ClusterError as err:
                 log("ERROR", "cannot list the pods of new fast nodes", nodes=wanted, error=str(err))
                 return
             with self.lock:

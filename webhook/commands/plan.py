@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook import admitted, cluster, evictability, evictions, owners, rebalance, scope, status
+from webhook import admitted, evictability, evictions, owners, rebalance, scope, status
 from webhook.apidata import ShapeError
 from webhook.commands import clusterread
 from webhook.documents import read_document
@@ -40,7 +40,6 @@ from webhook.scheduler.model import Profile
 from webhook.scheduler.read import Selectors, selectors_from_api
 from webhook.scheduler.registry import DEFAULT_PROFILE, default_profile, for_version
 
-UNBOUND = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"  # Pending pods no node holds yet
 MAX_DRY_RUNS = 20  # replacements the API server admits in dry run per plan; the others are modelled
 DRY_RUN_SECONDS = 30.0  # and no dry run starts after this long
 MODELLED = (
@@ -98,7 +97,7 @@ class SchedulerProfiles:
 
 
 def read_plan(
-    reader: cluster.Reader,
+    reader: clusterread.Reader,
     policy: Policy,
     options: rebalance.Options,
     schedulers: SchedulerProfiles | None = None,
@@ -145,7 +144,9 @@ def read_plan(
 
 
 def _selectors(
-    reader: cluster.Reader, state: rebalance.Inventory, controllers: dict[tuple[str, str, str], dict[str, Any] | str]
+    reader: clusterread.Reader,
+    state: rebalance.Inventory,
+    controllers: dict[tuple[str, str, str], dict[str, Any] | str],
 ) -> Selectors:
     """The Services of the candidates' namespaces, and their controllers read for the plan: what
     PodTopologySpread's default constraints spread a replacement by. Services RBAC hides are left
@@ -156,7 +157,7 @@ def _selectors(
 
 
 def _admission(
-    reader: cluster.Reader,
+    reader: clusterread.Reader,
     state: rebalance.Inventory,
     controllers: Mapping[tuple[str, str, str], dict[str, Any] | str],
     dry_run: bool,
@@ -185,7 +186,7 @@ def _admission(
         state.notes.append(f"replacements are predicted as admitted by the model ({done}: {MODELLED}): {why}")
 
 
-def _listed(reader: cluster.Reader, kind: str, notes: list[str], unread: str) -> list[dict[str, Any]] | None:
+def _listed(reader: clusterread.Reader, kind: str, notes: list[str], unread: str) -> list[dict[str, Any]] | None:
     """Every object of `kind` (in every namespace), or None with a note when RBAC forbids it."""
     found = reader.restarting(lambda: clusterread.listed(reader, kind))
     if isinstance(found, status.Unknown):
@@ -195,7 +196,7 @@ def _listed(reader: cluster.Reader, kind: str, notes: list[str], unread: str) ->
 
 
 def _dry_runs(
-    reader: cluster.Reader, pods: Mapping[bytes, dict[str, Any]], notes: list[str]
+    reader: clusterread.Reader, pods: Mapping[bytes, dict[str, Any]], notes: list[str]
 ) -> tuple[dict[bytes, rebalance.DryRun], str]:
     """The API server's dry-run answer for each replacement in a namespace where the credentials
     may create pods, in plan order, at most MAX_DRY_RUNS and none started after DRY_RUN_SECONDS;
@@ -213,8 +214,8 @@ def _dry_runs(
             break
         if namespace not in allowed:
             try:
-                allowed[namespace] = reader.may("create", "pods", namespace)
-            except cluster.ClusterError:
+                allowed[namespace] = clusterread.may_create_pods(reader, namespace)
+            except clusterread.ClusterError:
                 allowed[namespace] = False
         if not allowed[namespace]:
             why.append(f"RBAC does not let these credentials create pods in namespace {namespace} (a dry run is one)")
@@ -224,10 +225,10 @@ def _dry_runs(
         refs = [r for r in meta.get("ownerReferences") or () if r.get("uid")]
         sent = {**pod, "metadata": {**meta, "ownerReferences": refs}}
         try:
-            answers[key] = rebalance.DryRun(reader.admit_pod(namespace, sent))
-        except (cluster.Forbidden, cluster.Invalid) as err:
+            answers[key] = rebalance.DryRun(clusterread.admitted_pod(reader, namespace, sent))
+        except (clusterread.Forbidden, clusterread.Invalid) as err:
             answers[key] = rebalance.DryRun(refused=err.detail or str(err))
-        except cluster.ClusterError as err:
+        except clusterread.ClusterError as err:
             notes.append(f"the dry run of a replacement in namespace {namespace} failed ({err.detail or err})")
             why.append("a dry run failed")
     said = "; ".join(dict.fromkeys(why))
@@ -237,7 +238,7 @@ def _dry_runs(
 
 
 def _state(
-    reader: cluster.Reader,
+    reader: clusterread.Reader,
     policy: Policy,
     options: rebalance.Options,
     read: rebalance.Inventory | None = None,
@@ -258,26 +259,26 @@ def _state(
         if live.namespaces is not None:  # pod affinity's namespaceSelectors match their labels too
             state.add_namespaces(live.namespaces)
         if read is None:
-            for node in reader.list("Node"):
+            for node in clusterread.nodes(reader):
                 state.add_node(node)
-            for pod in reader.list("Pod", field_selector=cluster.ASSIGNED_NOT_FINISHED):
+            for pod in clusterread.bound_pods(reader):
                 state.add_pod(pod)
-        for pod in reader.list("Pod", field_selector=UNBOUND):
+        for pod in clusterread.unbound_pods(reader):
             state.add_unbound_pod(pod)
     except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
-        raise cluster.ClusterError(
+        raise clusterread.ClusterError(
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
         ) from None
     return state, registration
 
 
-def _budgets(reader: cluster.Reader) -> evictability.Budgets | None:
+def _budgets(reader: clusterread.Reader) -> evictability.Budgets | None:
     found = clusterread.budgets(reader)
     return None if isinstance(found, status.Unknown) else evictability.Budgets(found)
 
 
 def _controllers(
-    reader: cluster.Reader, state: rebalance.Inventory
+    reader: clusterread.Reader, state: rebalance.Inventory
 ) -> dict[tuple[str, str, str], dict[str, Any] | str]:
     """Each candidate's controller (its pod template; a ReplicaSet's or Job's own controller), or
     why it could not be read (`clusterread.controllers`)."""

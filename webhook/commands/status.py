@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from webhook import cluster, rebalance, scope, status
+from webhook import rebalance, scope, status
 from webhook.apidata import ShapeError
 from webhook.commands import clusterread, flags, typed
 from webhook.commands.clusterread import get_object, listed, policy_of
@@ -93,7 +93,7 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
     nothing could be checked.
 
     Raises `PolicyError` for an unusable --config, `UsageError` for an unusable --scheduler-config
-    (exit 2) and `cluster.ClusterError` when the cluster cannot be read (its `exit_code`: 2 for
+    (exit 2) and `clusterread.ClusterError` when the cluster cannot be read (its `exit_code`: 2 for
     unusable credentials, else 1).
     """
     for namespace in (args.webhook_namespace, args.namespace):
@@ -109,7 +109,11 @@ def run(args: StatusArgs, out: TextIO, now: dt.datetime | None = None) -> int:
 
 
 def _report(
-    reader: cluster.Reader, args: StatusArgs, override: Policy | None, now: dt.datetime, schedulers: SchedulerProfiles
+    reader: clusterread.Reader,
+    args: StatusArgs,
+    override: Policy | None,
+    now: dt.datetime,
+    schedulers: SchedulerProfiles,
 ) -> Report:
     try:
         bound = _BoundPods()
@@ -120,13 +124,13 @@ def _report(
         status.with_owners(report, owners)
         _movable(reader, view, args.namespace, report, bound, schedulers)
     except ShapeError as err:  # no API server stores such an object: a proxy or a stand-in sent it
-        raise cluster.ClusterError(
+        raise clusterread.ClusterError(
             f"the API server at {reader.cluster.host} sent an object no Kubernetes stores: {err}"
         ) from None
     return report
 
 
-def _owners(reader: cluster.Reader, lookups: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Any]:
+def _owners(reader: clusterread.Reader, lookups: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Any]:
     """The controllers (namespace, kind, name) of missing pods that may be owned themselves
     (`clusterread.controllers`); Unknown where RBAC hides them."""
     return dict(clusterread.controllers(reader, lookups))
@@ -158,7 +162,7 @@ class _BoundPods:
 
 
 def _movable(
-    reader: cluster.Reader,
+    reader: clusterread.Reader,
     view: status.ClusterView,
     namespace: str | None,
     report: Report,
@@ -179,7 +183,7 @@ def _movable(
     try:
         read = bound.inventory if bound.complete else None
         plan = read_plan(reader, view.policy, options, schedulers, read=read, version=view.version)
-    except cluster.Forbidden:
+    except clusterread.Forbidden:
         report.unknown.append(
             "cannot read the pods of every node (forbidden by RBAC): how many pods rebalance would move"
         )
@@ -204,7 +208,7 @@ def _plan_says(candidate: rebalance.Candidate, target: Target) -> tuple[str, ...
 
 
 def _view(
-    reader: cluster.Reader,
+    reader: clusterread.Reader,
     args: StatusArgs,
     override: Policy | None,
     now: dt.datetime,
@@ -237,7 +241,7 @@ def _view(
         endpoint_slices=slices,
         secret=get_object(reader, "Secret", status.SecretJSON, TLS_SECRET, ns),
         namespaces=clusterread.namespaces(reader),
-        nodes=_lazy(reader, "nodes", lambda: bound.nodes(reader.list("Node"), policy, options)),
+        nodes=_lazy(reader, "nodes", lambda: bound.nodes(clusterread.nodes(reader), policy, options)),
         pods=_lazy(reader, "pods", lambda: clusterread.selected_pods(reader, policy, args.namespace)),
         pods_on_nodes=lambda high, nodes: _pods_on_nodes(reader, high, nodes, bound),
         now=now,
@@ -283,7 +287,7 @@ def served_certificate(url: str, timeout: float = CONNECT_TIMEOUT) -> bytes | st
     return der if der else "the server presented no certificate"
 
 
-def _pods_on_nodes(reader: cluster.Reader, high: Sequence[str], nodes: int, bound: _BoundPods) -> Any:
+def _pods_on_nodes(reader: clusterread.Reader, high: Sequence[str], nodes: int, bound: _BoundPods) -> Any:
     """The pods bound to the `high` nodes and not finished, in every namespace, streamed.
 
     While the high nodes are few (at most PER_NODE_LISTS, and at most a tenth of the `nodes`),
@@ -305,13 +309,13 @@ def _pods_on_nodes(reader: cluster.Reader, high: Sequence[str], nodes: int, boun
     return _lazy(reader, "pods on net=high nodes", items)
 
 
-def _lazy(reader: cluster.Reader, what: str, items: Callable[[], Iterable[dict[str, Any]]]) -> Any:
+def _lazy(reader: clusterread.Reader, what: str, items: Callable[[], Iterable[dict[str, Any]]]) -> Any:
     """`items()` as an iterator whose first page is read now, so a 403 becomes Unknown here and
     the rest streams into the analysis page by page."""
     iterator = iter(items())
     try:
         first = next(iterator, None)
-    except cluster.Forbidden:
+    except clusterread.Forbidden:
         return status.Unknown(f"the {what}")
     return iter(()) if first is None else itertools.chain((first,), iterator)
 
