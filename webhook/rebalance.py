@@ -752,7 +752,7 @@ class _State:
         if choice.target is None:
             leaving.undo()
             return _Placement(None, choice.reason, unfit=choice.unfit)
-        landing = world.landing(view, profile)
+        landing = world.landing(view, profile, predictor)
         probability = landing.of(world.nodes[i].name for i in fast) if landing is not None else 1.0
         sampled = "" if landing is None else _sampled(landing, probability, target)
         if probability < self.min_probability:

@@ -13,6 +13,11 @@ again when the node's usage changes (`sync`, from the world's log). A plugin tha
 does so by the best raw score over the feasible nodes: when that changes, every total is
 recomputed. Non-target nodes' usage scores are computed lazily: until needed their totals hold
 an upper bound (each usage plugin's best score, 100, times its weight).
+
+Above 100 nodes a cycle scores a sample (`sampling.landing`); `World.landing` given the pod's
+predictor answers as `sampling.landing` does from the predictor's filter verdicts and each Score
+plugin's raw score per node, kept until the node's usage changes (`_Sampler`), instead of ranking
+every node again for every pod.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from webhook.affinity import PREFERRED, preferred_terms_problem
 from webhook.names import MAX_NODE_SCORE
 from webhook.scheduler import cycle, keys, registry, sampling
 from webhook.scheduler.framework import Reads, ScorePlugin
@@ -61,20 +67,32 @@ class World:
         self.label_keys = _label_keys(t.usage() for t in self.tallies)
         self._predictors: OrderedDict[Hashable, Predictor] = OrderedDict()
         self._static: OrderedDict[Hashable, Any] = OrderedDict()
+        self._landing_scores: OrderedDict[Hashable, tuple[list[int | None], list[int]]] = OrderedDict()
+        self._snapshot: tuple[int, Snapshot] | None = None
 
     def snapshot(self) -> Snapshot:
-        """The world as a cycle sees it (every node feasible; a predictor narrows that)."""
-        usage = {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}
-        return Snapshot(self.nodes, usage, self.nodes, self.namespaces)
+        """The world as a cycle sees it (every node feasible; a predictor narrows that), made
+        again only after a move (every predictor syncs against the same one)."""
+        if self._snapshot is None or self._snapshot[0] != len(self.log):
+            usage = {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}
+            self._snapshot = (len(self.log), Snapshot(self.nodes, usage, self.nodes, self.namespaces))
+        return self._snapshot[1]
 
-    def landing(self, pod: PodInfo, profile: Profile) -> sampling.Landing | None:
+    def landing(self, pod: PodInfo, profile: Profile, predictor: Predictor | None = None) -> sampling.Landing | None:
         """Where one cycle binds `pod` now, over the scheduler's rotating samples of nodes
         (`sampling.landing`); None below 100 nodes, where every cycle filters every node and the
-        prediction is certain."""
+        prediction is certain. `predictor`: the pod's (`predictor(pod, profile, ...)`), whose
+        filter verdicts and per-node raw scores spare ranking every node again (`_Sampler`)."""
         if len(self.nodes) < cycle.MIN_FEASIBLE_NODES_TO_FIND:
             return None
-        usage = {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}
-        return sampling.landing(pod, self.nodes, usage, profile, self.namespaces)
+        if predictor is not None:
+            predictor.sync()
+            if predictor.sampler is None:
+                predictor.sampler = _Sampler(predictor.pod, self, predictor.profile)
+            found = predictor.sampler.landing(predictor.reasons)
+            if found is not None:
+                return found
+        return sampling.landing(pod, self.nodes, self.snapshot().usage, profile, self.namespaces)
 
     def move(self, i: int, pod: PodInfo, remove: bool) -> None:
         """`pod` leaves node i (`remove`) or is placed on it."""
@@ -127,6 +145,32 @@ class World:
         key = ("score", plugin, plugin.key(pod, profile))
         return self.shared(key, lambda: [plugin.score(state, n, EMPTY_USAGE) for n in self.nodes])
 
+    def landing_scores(
+        self, plugin: ScorePlugin, pod: PodInfo, profile: Profile, state: Any, indices: Iterable[int]
+    ) -> list[int]:
+        """The raw scores of the nodes `indices` for a plugin that reads the node or its usage,
+        prepared as `_Sampler` prepares it; each node's is kept until its usage changes, shared
+        by the pods of one `plugin.key` and profile."""
+        key = ("landing", plugin, plugin.key(pod, profile), profile.scheduler_name)
+        kept = self._landing_scores.get(key)
+        if kept is None:
+            kept = self._landing_scores[key] = ([None] * len(self.nodes), [len(self.log)])
+            if len(self._landing_scores) > STATIC_LISTS:
+                self._landing_scores.popitem(last=False)
+        else:
+            self._landing_scores.move_to_end(key)
+        raw, seen = kept
+        for i in self.log[seen[0] :]:
+            raw[i] = None
+        seen[0] = len(self.log)
+        found: list[int] = []
+        for i in indices:
+            value = raw[i]
+            if value is None:
+                value = raw[i] = plugin.score(state, self.nodes[i], self.usage[i])
+            found.append(value)
+        return found
+
     def shared(self, key: Hashable, compute: Callable[[], list[T]]) -> list[T]:
         found = self._static.get(key)
         if found is None:
@@ -136,6 +180,55 @@ class World:
         else:
             self._static.move_to_end(key)
         return found
+
+
+class _Sampler:
+    """`sampling.landing` for one pod spec over the world, from its `Predictor`'s filter verdicts
+    and each Score plugin's raw score per node, kept until the node's usage changes (a move
+    changes one node, so each landing scores the nodes moves changed, not every node). The walk
+    (the node tree's order, PreFilter's names, the nodes a cycle stops at) does not depend on
+    usage. It answers only while every Score plugin whose PreScore keeps the pod reads the node
+    alone or its usage, with more feasible nodes than a cycle scores and preferred terms that
+    parse; otherwise (None) `sampling.landing` ranks every node."""
+
+    def __init__(self, pod: PodInfo, world: World, profile: Profile) -> None:
+        self.pod, self.world, self.profile = pod, world, profile
+        self.order, walked, self.wanted = sampling.walk(pod, world.nodes, profile)
+        self.walked = len(walked)
+        self.tree = [world.index[n.name] for n in self.order]
+        position = {n.name: k for k, n in enumerate(walked)}
+        self.position = [position.get(n.name, -1) for n in world.nodes]
+        # PreScore of the plugins that read no other pod reads the pod, the profile and the
+        # node list (ImageLocality), the same for every landing; raw_columns' order is kept.
+        snapshot = Snapshot(self.order, world.snapshot().usage, self.order, world.namespaces)
+        self.plugins: list[tuple[ScorePlugin, int, Any]] = []
+        self.cluster: list[ScorePlugin] = []
+        for plugin, weight in registry.score_plugins(profile):
+            if plugin.reads is Reads.CLUSTER:
+                self.cluster.append(plugin)
+                continue
+            state = plugin.prepare(pod, snapshot, profile)
+            if state is not None:
+                self.plugins.append((plugin, weight, state))
+        self.fails = preferred_terms_problem(pod.preferred, f"spec.affinity.nodeAffinity.{PREFERRED}") is not None
+
+    def landing(self, reasons: Sequence[tuple[str, ...]]) -> sampling.Landing | None:
+        """The landing given every node's filter reasons now (the predictor's, up to date)."""
+        world = self.world
+        chosen = [i for i in self.tree if not reasons[i]]
+        if len(chosen) <= self.wanted or self.fails:
+            return None
+        nodes = world.nodes
+        if self.cluster:
+            snapshot = Snapshot(self.order, world.snapshot().usage, [nodes[i] for i in chosen], world.namespaces)
+            if any(p.prepare(self.pod, snapshot, self.profile) is not None for p in self.cluster):
+                return None
+        columns = []
+        for plugin, weight, state in self.plugins:
+            raw = world.landing_scores(plugin, self.pod, self.profile, state, chosen)
+            columns.append(cycle.Column(plugin.name, weight, raw, plugin.normalize))
+        names = [nodes[i].name for i in chosen]
+        return sampling.windowed(self.walked, self.wanted, columns, names, [self.position[i] for i in chosen])
 
 
 def _label_keys(usages: Iterable[NodeUsage]) -> frozenset[str]:
@@ -237,6 +330,7 @@ class Predictor:
         self.tops: tuple[tuple[int | None, int | None], ...] = ()
         self.seen = -1
         self._why: tuple[int, tuple[str, ...]] | None = None
+        self.sampler: _Sampler | None = None  # `World.landing`'s, made on its first landing
         self._refresh(set(range(len(nodes))))
 
     def sync(self) -> None:

@@ -97,14 +97,9 @@ def landing(
     (`percentage`: percentageOfNodesToScore, 0 for the adaptive default; the profile's when None).
     `ranking`: the pod's `cycle.rank` over every one of `nodes` without sampling, when the caller
     has it (the result does not depend on their order)."""
-    order = tree_order(nodes)
+    order, walked, wanted = walk(pod, nodes, profile, percentage)
     if ranking is None:
         ranking = cycle.rank(pod, order, usage, profile, namespaces=namespaces)
-    _, excluded = cycle.prefilter(pod, order, profile)
-    walked = [n for n in order if not excluded(n)]
-    if percentage is None:
-        percentage = profile.percentage_of_nodes_to_score
-    wanted = cycle.nodes_scored_at_most(len(walked), percentage)
     passed = {n.name for n in ranking.nodes if n.feasible}
     if len(passed) <= wanted or ranking.scoring_fails:
         return Landing(len(walked), wanted, len(passed), _shared(ranking))
@@ -112,9 +107,30 @@ def landing(
     snapshot = Snapshot(order, usage or {}, chosen, namespaces or {})
     columns, _ = cycle.raw_columns(pod, snapshot, profile)
     position = {n.name: i for i, n in enumerate(walked)}
-    starts = _start_shares([position[n.name] for n in chosen], len(walked))
-    probability = _windows(columns, [n.name for n in chosen], wanted, starts)
-    return Landing(len(walked), wanted, len(passed), probability)
+    return windowed(len(walked), wanted, columns, [n.name for n in chosen], [position[n.name] for n in chosen])
+
+
+def walk(
+    pod: PodInfo, nodes: Sequence[Node], profile: Profile = DEFAULT_PROFILE, percentage: int | None = None
+) -> tuple[list[Node], list[Node], int]:
+    """The nodes in the node tree's order, those a cycle walks (PreFilter's names; every node
+    when it names none) and how many feasible ones it stops at (`percentage` as `landing`'s)."""
+    order = tree_order(nodes)
+    _, excluded = cycle.prefilter(pod, order, profile)
+    walked = [n for n in order if not excluded(n)]
+    if percentage is None:
+        percentage = profile.percentage_of_nodes_to_score
+    return order, walked, cycle.nodes_scored_at_most(len(walked), percentage)
+
+
+def windowed(
+    walked: int, wanted: int, columns: Sequence[Column], names: Sequence[str], positions: Sequence[int]
+) -> Landing:
+    """The landing of a cycle that scores `wanted` of more feasible nodes: `names`, in the walk's
+    order, at `positions` in the `walked` nodes, their raw scores in `columns` (`cycle.raw_columns`
+    over them, in that order)."""
+    starts = _start_shares(positions, walked)
+    return Landing(walked, wanted, len(names), _windows(columns, names, wanted, starts))
 
 
 def _shared(ranking: Ranking) -> dict[str, float]:
@@ -131,34 +147,52 @@ def _start_shares(positions: Sequence[int], walked: int) -> list[float]:
 
 def _windows(columns: Sequence[Column], names: Sequence[str], size: int, starts: Sequence[float]) -> dict[str, float]:
     """Each window of `size` consecutive feasible nodes (round the end), entered with the share
-    `starts[j]` at its first node j: its scores normalised over the window, its best nodes."""
+    `starts[j]` at its first node j: its scores normalised over the window, its best nodes.
+    Windows whose normalising columns span the same range share their totals."""
     count = len(names)
-    extremes = [_sliding_extremes(c, size) if c.normalize else None for c in columns]
+    plain = [c for c in columns if c.normalize is None]
+    scaled = [c for c in columns if c.normalize is not None]
+    # the weighted scores that do not depend on the window, per node (integers: any order sums alike)
+    base = [0] * count
+    for column in plain:
+        weight = column.weight
+        base = [b + r * weight for b, r in zip(base, column.raw, strict=True)]
+    ranges = list(zip(*(_sliding_extremes(c, size) for c in scaled), strict=True)) if scaled else [()] * count
     probability: dict[str, float] = {}
     j = 0
     while j < count:
-        key = tuple(e[j] if e is not None else None for e in extremes)
+        key = ranges[j]
         end = j
-        while end + 1 < count and tuple(e[end + 1] if e is not None else None for e in extremes) == key:
+        while end + 1 < count and ranges[end + 1] == key:
             end += 1
         span = [(j + i) % count for i in range(end - j + size)]
-        totals = [_total(columns, key, node) for node in span]
+        totals = _totals(scaled, key, base, span)
         for start, best in _window_bests(totals, size, end - j + 1):
-            winners = [span[i] for i in best]
-            for node in winners:
-                probability[names[node]] = probability.get(names[node], 0.0) + starts[j + start] / len(winners)
+            share = starts[j + start] / len(best)
+            for i in best:
+                name = names[span[i]]
+                probability[name] = probability.get(name, 0.0) + share
         j = end + 1
     return probability
 
 
-def _total(columns: Sequence[Column], extremes: tuple[tuple[int | None, int | None] | None, ...], node: int) -> int:
-    total = 0
-    for column, bounds in zip(columns, extremes, strict=True):
-        raw = column.raw[node]
-        if column.normalize is not None and bounds is not None:
-            raw = column.normalize.scale(raw, *bounds)
-        total += raw * column.weight
-    return total
+def _totals(
+    columns: Sequence[Column], ranges: Sequence[tuple[int | None, int | None]], base: Sequence[int], span: Sequence[int]
+) -> list[int]:
+    """The totals of the nodes `span`: `base` plus each normalising column scaled to its range
+    (a NormalizeScore's scale reads the raw score and the range alone, so once per raw value)."""
+    totals = [base[n] for n in span]
+    for column, (low, high) in zip(columns, ranges, strict=True):
+        assert column.normalize is not None
+        scale, raw, weight = column.normalize.scale, column.raw, column.weight
+        scaled: dict[int, int] = {}
+        for k, n in enumerate(span):
+            value = raw[n]
+            found = scaled.get(value)
+            if found is None:
+                found = scaled[value] = scale(value, low, high) * weight
+            totals[k] += found
+    return totals
 
 
 def _sliding_extremes(column: Column, size: int) -> list[tuple[int | None, int | None]]:
@@ -168,6 +202,12 @@ def _sliding_extremes(column: Column, size: int) -> list[tuple[int | None, int |
     values = column.raw
     count = len(values)
     ignore = column.normalize.ignore_negative
+    kept = [v for v in values if v >= 0] if ignore else values
+    if not kept:
+        return [(None, None)] * count
+    least, most = min(kept), max(kept)
+    if _in_every_window(values, least, size) and _in_every_window(values, most, size):
+        return [(least, most)] * count  # every window holds the lowest and the highest score
     low: deque[int] = deque()
     high: deque[int] = deque()
     out: list[tuple[int | None, int | None]] = []
@@ -189,6 +229,14 @@ def _sliding_extremes(column: Column, size: int) -> list[tuple[int | None, int |
             high.popleft()
         out.append((values[low[0] % count], values[high[0] % count]) if low else (None, None))
     return out
+
+
+def _in_every_window(values: Sequence[int], value: int, size: int) -> bool:
+    """Every window of `size` consecutive values (round the end) holds `value`: no two of its
+    positions, round the end, are more than `size` apart."""
+    at = [i for i, v in enumerate(values) if v == value]
+    gaps = (b - a for a, b in zip(at, [*at[1:], at[0] + len(values)], strict=True))
+    return max(gaps) <= size
 
 
 def _window_bests(totals: Sequence[int], size: int, windows: int) -> Iterable[tuple[int, list[int]]]:
