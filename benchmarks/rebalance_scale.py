@@ -40,6 +40,7 @@ from benchmarks.status_scale import (
     apply_smoke,
     counted_argv,
     fake_cluster,
+    publish,
     reads,
     run_child,
 )
@@ -115,24 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             measured = json.loads(done.stdout) | {"server_cpu_seconds": fake.cpu_seconds() - server_before}
             measured |= floor_run
             runs.append(Run(**measured))
-    if args.json:
-        print(
-            json.dumps(
-                {"nodes": args.nodes, "pods": args.pods, "cluster": args.cluster, "runs": [r.__dict__ for r in runs]}
-            )
-        )
-    else:
-        print(report(args.nodes, args.pods, args.selected, args.cluster, runs))
-    if args.record:
-        path = evidence.write(
-            "rebalance-scale",
-            f"`rebalance` (the plan) against the fake API server, {args.nodes:,} nodes and {args.pods:,} pods",
-            "scripts/bench --rebalance-scale " + " ".join(argv if argv is not None else sys.argv[1:]),
-            report(args.nodes, args.pods, args.selected, args.cluster, runs),
-            (load, evidence.load_average()),
-            time.perf_counter() - started,
-        )
-        print(f"recorded in {path.relative_to(REPO)}", file=sys.stderr)
+    publish(args, argv, runs, "rebalance-scale", "`rebalance` (the plan)", report, load, started)
     return 0
 
 

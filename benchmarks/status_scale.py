@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -316,6 +316,22 @@ def main(argv: list[str] | None = None) -> int:
                     check=True,
                 )
                 runs.append(Run(**json.loads(done.stdout)))
+    publish(args, argv, runs, "status-scale", "`status`", report, load, started)
+    return 0
+
+
+def publish(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    runs: Sequence[Any],
+    name: str,
+    what: str,
+    report: Callable[[int, int, int, str, Any], str],
+    load: float,
+    started: float,
+) -> None:
+    """Print the runs (a table, or JSON with --json) and, with --record, write the table to
+    docs/evidence/NAME-DATE.md; `what` names the command measured, `report` makes the table."""
     if args.json:
         print(
             json.dumps(
@@ -326,15 +342,14 @@ def main(argv: list[str] | None = None) -> int:
         print(report(args.nodes, args.pods, args.selected, args.cluster, runs))
     if args.record:
         path = evidence.write(
-            "status-scale",
-            f"`status` against the fake API server, {args.nodes:,} nodes and {args.pods:,} pods",
-            "scripts/bench --status-scale " + " ".join(argv if argv is not None else sys.argv[1:]),
+            name,
+            f"{what} against the fake API server, {args.nodes:,} nodes and {args.pods:,} pods",
+            f"scripts/bench --{name} " + " ".join(argv if argv is not None else sys.argv[1:]),
             report(args.nodes, args.pods, args.selected, args.cluster, runs),
             (load, evidence.load_average()),
             time.perf_counter() - started,
         )
         print(f"recorded in {path.relative_to(REPO)}", file=sys.stderr)
-    return 0
 
 
 def report(nodes: int, pods: int, selected: int, cluster: str, runs: list[Run]) -> str:

@@ -22,26 +22,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.server import start_server
 from tests.e2e.conftest import cli, register
+from tests.e2e.test_status import LABELS, node
 from tests.fixtures import REPO
 from webhook import placement
 
-LABELS = {"qos": "latency-sensitive"}
 CLASSES = {"high": "fast", "low": "slow", "other": "other", "unlabelled": "unlabelled", "pending": "pending"}
-
-
-def node(name: str, net: str | None) -> dict[str, Any]:
-    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **({"net": net} if net else {})}
-    allocatable = {"cpu": "8", "memory": "16Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {
-            "allocatable": allocatable,
-            "capacity": allocatable,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
 
 
 def pod(name: str, cpu: str = "100m") -> dict[str, Any]:

@@ -4,7 +4,6 @@ table says, and after every event they equal what `status` reports of the same o
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -12,9 +11,8 @@ from typing import Any
 import pytest
 
 from harness.kubeapi import node, pod
-from tests.fixtures import NETQOS_TERMS
+from tests.fixtures import NETQOS_TERMS, cluster_view
 from webhook import status
-from webhook.policy_file import default_policy
 from webhook.status import live
 
 LS = {"qos": "latency-sensitive"}
@@ -22,20 +20,7 @@ OPT_OUT = {"netqos.io/inject": "false"}
 
 
 def frame() -> status.ClusterView:
-    return status.ClusterView(
-        webhook_namespace="netqos-system",
-        policy=default_policy(),
-        policy_source="the built-in default policy",
-        configuration=None,
-        deployment=None,
-        endpoint_slices=[],
-        secret=None,
-        namespaces={ns: {"kubernetes.io/metadata.name": ns} for ns in ("shop", "web", "kube-system")},
-        nodes=[],
-        pods=[],
-        pods_on_nodes=lambda names, count: [],
-        now=dt.datetime(2026, 6, 1, tzinfo=dt.UTC),
-    )
+    return cluster_view(namespaces={ns: {"kubernetes.io/metadata.name": ns} for ns in ("shop", "web", "kube-system")})
 
 
 def injected(ns: str, name: str, node_name: str | None = None, cpu: str = "100m") -> dict[str, Any]:

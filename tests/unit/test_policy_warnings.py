@@ -4,11 +4,11 @@ policy is used: at load (serve), in review, in manifests and in status."""
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 
 import pytest
 import yaml
 
+from tests.fixtures import cluster_view
 from webhook import status
 from webhook.policy import policy_warnings
 from webhook.policy_file import compile_policy, default_policy
@@ -44,20 +44,7 @@ def every_pod_file(tmp_path):
 
 
 def test_status_lists_it_among_the_problems(every_pod_file):
-    view = status.ClusterView(
-        webhook_namespace="netqos-system",
-        policy=compile_policy(EVERY_POD, str(every_pod_file)),
-        policy_source=str(every_pod_file),
-        configuration=None,
-        deployment=None,
-        endpoint_slices=[],
-        secret=None,
-        namespaces={},
-        nodes=[],
-        pods=[],
-        pods_on_nodes=lambda names, count: [],
-        now=dt.datetime(2026, 6, 1, tzinfo=dt.UTC),
-    )
+    view = cluster_view(policy=compile_policy(EVERY_POD, str(every_pod_file)), policy_source=str(every_pod_file))
     report = status.analyse(view)
     assert any(p.startswith(f"policy {every_pod_file}: {WARNING}") for p in report.problems)
     assert not any(WARNING in p for p in status.analyse(dataclasses.replace(view, policy=default_policy())).problems)

@@ -7,11 +7,11 @@ not evaluated is named; a value kube-scheduler refuses is refused naming the fie
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from typing import Any
 
 import pytest
 
+from tests.fixtures import cluster_view
 from webhook import status
 from webhook.commands.plan import SchedulerProfiles
 from webhook.errors import UsageError
@@ -384,21 +384,7 @@ def test_explain_names_what_is_not_evaluated_in_its_note_and_its_json_field():
 
 def test_status_names_what_is_not_evaluated_among_what_it_does_not_know():
     read = profile(args_of("VolumeBinding", {"bindTimeoutSeconds": 30}))
-    view = status.ClusterView(
-        webhook_namespace="netqos-system",
-        policy=default_policy(),
-        policy_source="the built-in default policy",
-        configuration=None,
-        deployment=None,
-        endpoint_slices=[],
-        secret=None,
-        namespaces={},
-        nodes=[],
-        pods=[],
-        pods_on_nodes=lambda names, count: [],
-        now=dt.datetime(2026, 6, 1, tzinfo=dt.UTC),
-        profiles={SCHEDULER: read, "default-scheduler": DEFAULT_PROFILE},
-    )
+    view = cluster_view(profiles={SCHEDULER: read, "default-scheduler": DEFAULT_PROFILE})
     assert status.analyse(view).unknown == [NAMED_NOTE]
 
 

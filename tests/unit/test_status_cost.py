@@ -3,34 +3,20 @@ template: the high nodes' filter work is shared by every pod with the same sched
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import Counter
 from typing import Any
 
 from harness.kubeapi import node, pod
 from tests.fixtures import NETQOS_TERMS
+from tests.fixtures import cluster_view as fixture_view
 from webhook import status
-from webhook.policy_file import default_policy
 from webhook.scheduler.plugins import tainttoleration
 
 ALLOCATABLE = {"cpu": "2", "memory": "4Gi", "pods": "10"}
 
 
 def cluster_view(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> status.ClusterView:
-    return status.ClusterView(
-        webhook_namespace="netqos-system",
-        policy=default_policy(),
-        policy_source="the built-in default policy",
-        configuration=None,
-        deployment=None,
-        endpoint_slices=[],
-        secret=None,
-        namespaces={"shop": {"kubernetes.io/metadata.name": "shop"}},
-        nodes=nodes,
-        pods=pods,
-        pods_on_nodes=lambda names, count: [],
-        now=dt.datetime(2026, 6, 1, tzinfo=dt.UTC),
-    )
+    return fixture_view(namespaces={"shop": {"kubernetes.io/metadata.name": "shop"}}, nodes=nodes, pods=pods)
 
 
 def test_status_filters_each_high_node_once_per_distinct_spec_not_once_per_pod(monkeypatch):
