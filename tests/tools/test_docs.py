@@ -156,7 +156,7 @@ def broken_links(text: str, path: Path) -> Problems:
 def evidence_header(text: str, name: str) -> Problems:
     """A record NAME-DATE.md opens "# TITLE, DATE" and then the fixed header fields, in order."""
     problems: Problems = []
-    named = re.fullmatch(r"[a-z0-9-]+-(\d{4}-\d{2}-\d{2})\.md", name)
+    named = re.fullmatch(r"[a-z0-9][a-z0-9.-]*-(\d{4}-\d{2}-\d{2})\.md", name)  # kubernetes-1.34-DATE too
     if named is None:
         problems.append(f"{name}: not named NAME-YYYY-MM-DD.md")
     lines = text.splitlines()
