@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from webhook.affinity import PREFERRED, preferred_terms_problem
 from webhook.scheduler import registry
-from webhook.scheduler.framework import Normalize, no_node_in_prefilter, not_in_prefilter
+from webhook.scheduler.framework import FilterPlugin, Normalize, no_node_in_prefilter, not_in_prefilter
 from webhook.scheduler.model import EMPTY_USAGE, Node, NodeUsage, PodInfo, Profile, Snapshot
 from webhook.scheduler.plugins.netqos import NETQOS_NODE_LABEL, netqos_score
 from webhook.scheduler.registry import DEFAULT_PROFILE, DEFAULT_WEIGHTS, NODE_AFFINITY
@@ -171,17 +171,20 @@ def node_only_reasons(pod: PodInfo, node: Node, profile: Profile = DEFAULT_PROFI
     first (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity): the first one's reasons.
     Their verdict depends on the pod's node name, tolerations, node selector and required
     affinity only, so pods that share those share it, whatever the pods on the node."""
-    for plugin in registry.node_filters(profile):
-        reasons = plugin.filter(pod, node, EMPTY_USAGE, profile)
-        if reasons:
-            return reasons
-    return ()
+    return first_reasons(registry.node_filters(profile), pod, node, EMPTY_USAGE, profile)
 
 
 def usage_reasons(pod: PodInfo, node: Node, usage: NodeUsage, profile: Profile = DEFAULT_PROFILE) -> tuple[str, ...]:
     """The Filter plugins that read what the pods already on the node take, which the default
     profile runs next (NodePorts, NodeResourcesFit): the first one's reasons."""
-    for plugin in registry.usage_filters(profile):
+    return first_reasons(registry.usage_filters(profile), pod, node, usage, profile)
+
+
+def first_reasons(
+    plugins: Sequence[FilterPlugin], pod: PodInfo, node: Node, usage: NodeUsage, profile: Profile
+) -> tuple[str, ...]:
+    """The reasons of the first of `plugins` that rejects `node`, () when none does."""
+    for plugin in plugins:
         reasons = plugin.filter(pod, node, usage, profile)
         if reasons:
             return reasons
@@ -235,7 +238,8 @@ def node_only_filter(
     there is none) and each node's reasons, () for a node that passes them. What stays to check
     on a node that passes is `usage_reasons`."""
     conflict, excluded = prefilter(pod, nodes, profile)
-    return conflict, [excluded(node) or node_only_reasons(pod, node, profile) for node in nodes]
+    plugins = registry.node_filters(profile)  # once, not per node: nodes number thousands
+    return conflict, [excluded(node) or first_reasons(plugins, pod, node, EMPTY_USAGE, profile) for node in nodes]
 
 
 def cluster_checks(pod: PodInfo, snapshot: Snapshot, profile: Profile) -> list[Callable[[Node], tuple[str, ...]]]:
@@ -278,6 +282,14 @@ class FilterChain:
     pod: PodInfo
     profile: Profile
     checks: tuple[Callable[[Node], tuple[str, ...]], ...] = ()
+    # the profile's node-only and usage Filter plugins, picked once per chain rather than once
+    # per node judged (a what-if plan judges thousands of nodes per chain)
+    node_filters: tuple[FilterPlugin, ...] = field(init=False, repr=False, compare=False)
+    usage_filters: tuple[FilterPlugin, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "node_filters", registry.node_filters(self.profile))
+        object.__setattr__(self, "usage_filters", registry.usage_filters(self.profile))
 
     @classmethod
     def over(cls, pod: PodInfo, profile: Profile, snapshot: Snapshot | None = None) -> FilterChain:
@@ -298,7 +310,7 @@ class FilterChain:
 
     def through_usage(self, node: Node, usage: NodeUsage, node_only: tuple[str, ...]) -> tuple[str, ...]:
         """The verdict up to the usage stage, given the node-only stage's (`node_only`)."""
-        return node_only or usage_reasons(self.pod, node, usage, self.profile)
+        return node_only or first_reasons(self.usage_filters, self.pod, node, usage, self.profile)
 
     def through_cluster(self, node: Node, through_usage: tuple[str, ...]) -> tuple[str, ...]:
         """The whole chain's verdict, given the verdict up to the usage stage (`through_usage`)."""
@@ -306,7 +318,7 @@ class FilterChain:
 
     def reasons(self, node: Node, usage: NodeUsage, excluded: Callable[[Node], tuple[str, ...]]) -> tuple[str, ...]:
         """Every stage on `node`, PreFilter's verdict being `excluded` (`prefilter`)."""
-        node_only = excluded(node) or node_only_reasons(self.pod, node, self.profile)
+        node_only = excluded(node) or first_reasons(self.node_filters, self.pod, node, EMPTY_USAGE, self.profile)
         return self.through_cluster(node, self.through_usage(node, usage, node_only))
 
 
