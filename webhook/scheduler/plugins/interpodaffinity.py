@@ -118,7 +118,9 @@ def prefilter(pod: PodInfo, snapshot: Snapshot, unmerged: bool = False) -> Calla
     existing_anti: Counter[Pair] = Counter()
     affinity: Counter[Pair] = Counter()
     anti: Counter[Pair] = Counter()
-    for node in snapshot.nodes:
+    # without required terms of its own, only the nodes of pods with terms can say anything
+    own_terms = bool(own.required or own.required_anti)
+    for node in snapshot.nodes if own_terms else snapshot.with_affinity:
         usage = snapshot.usage_of(node)
         for other in usage.with_affinity:
             for term in other.pod_affinity.required_anti:
@@ -215,7 +217,7 @@ def prescore(
                 scores[pair] = scores.get(pair, 0) + sign * weighted.weight * times
                 touched = True
 
-    for node in snapshot.nodes:
+    for node in snapshot.nodes if has_preferred else snapshot.with_affinity:
         if not node.labels:
             continue  # processExistingPod: a node without labels adds nothing
         usage = snapshot.usage_of(node)
