@@ -11,22 +11,17 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
+from harness import monitorview
 from harness.server import start_server
 from tests.e2e.conftest import cli, register
 from tests.e2e.test_status import LABELS, node
 from tests.fixtures import REPO
-from webhook import placement
-
-CLASSES = {"high": "fast", "low": "slow", "other": "other", "unlabelled": "unlabelled", "pending": "pending"}
 
 
 def pod(name: str, cpu: str = "100m") -> dict[str, Any]:
@@ -78,58 +73,13 @@ def monitor(cluster, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], st
     log.close()
 
 
-def scrape(url: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    with urllib.request.urlopen(url, timeout=5) as answer:
-        text = answer.read().decode()
-    out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return out
-
-
-def monitor_says(url: str) -> dict[str, Any]:
-    metrics = scrape(url)
-    states: Counter[str] = Counter()
-    missing: Counter[str] = Counter()
-    for labels, n in metrics.get("netqos_monitor_selected_pods", {}).items():
-        of = dict(labels)
-        states[of["state"]] += int(n)
-        if of["state"] == "missing":
-            missing[of["namespace"]] += int(n)
-    classes = {
-        dict(k)["node_class"]: int(v) for k, v in metrics.get("netqos_monitor_latency_sensitive_pods", {}).items()
-    }
-    stranded = {dict(k)["namespace"]: int(v) for k, v in metrics.get("netqos_monitor_stranded_pods", {}).items()}
-    return {
-        "states": +states,
-        "missing": +missing,
-        "classes": {k: v for k, v in classes.items() if v},
-        "stranded": {k: v for k, v in stranded.items() if v},
-    }
-
-
-def status_says(cluster) -> dict[str, Any]:
-    report = json.loads(cli(cluster, "status", "-A", "-o", "json", check=False).stdout)
-    states = Counter({k: v for k, v in report["pods"].items() if k != "selected" and v})
-    missing = Counter(p["namespace"] for p in report["missing"])
-    classes = {CLASSES[k]: v for k, v in report["placement"].items() if k in CLASSES and v}
-    feasible = {placement.FEASIBLE_NOW, placement.FEASIBLE_WITHOUT_USAGE}
-    stranded = Counter(
-        p["namespace"]
-        for p in report["not_on_high"]
-        if p["node"] and tuple(p["why"])[:1] and p["why"][0] in feasible and len(p["why"]) == 1
-    )
-    return {"states": states, "missing": missing, "classes": classes, "stranded": dict(stranded)}
-
-
 def assert_agree(cluster, url: str, timeout: float = 20) -> dict[str, Any]:
     """The monitor's gauges equal status's report, within `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
-        expected = status_says(cluster)
+        expected = monitorview.status_says(json.loads(cli(cluster, "status", "-A", "-o", "json", check=False).stdout))
         try:
-            got = monitor_says(url)
+            got = monitorview.gauges_say(monitorview.scrape(url))
         except OSError:
             got = None
         if got == expected or time.monotonic() > deadline:
