@@ -36,6 +36,7 @@ reported, and the load average beside every timing.
     scripts/bench --realscale --repeat 3 --json FILE
     scripts/bench --realscale --loaded              measure again the world an earlier run left in
                                                     $NETQOS_CLUSTER_DIR (same --fraction and --seed)
+    scripts/bench --realscale ... --record          also write the table to docs/evidence/realscale-DATE.md
 
 With $NETQOS_CLUSTER_DIR naming a running cluster (scripts/cluster up) it loads into that one and
 leaves it running (a second load into the same cluster fails: names are taken); otherwise it starts
@@ -66,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import scaleup
-from harness import controlplane, gobuild
+from harness import controlplane, evidence, gobuild
 from harness.controlplane import LOOPBACK, Cluster
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 
@@ -74,6 +75,7 @@ REPO = Path(__file__).resolve().parent.parent
 FULL_NODES, FULL_PODS, FULL_REPLICAS = 5_000, 150_000, 10_000
 SMOKE_FRACTION = 1 / 50
 TARGET_SECONDS = 30.0
+EXPLAIN_TARGET_SECONDS = 10.0
 TARGET_RSS_MIB = 1024.0
 NAMESPACES = 100
 QOS = {"qos": "latency-sensitive"}
@@ -648,6 +650,7 @@ def main(argv: list[str] | None = None) -> int:
         help="measure only: $NETQOS_CLUSTER_DIR already holds the world (an earlier run, same --fraction and --seed)",
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--record", action="store_true", help="also write the table to docs/evidence/realscale-DATE.md")
     parser.add_argument("--measure-child", help=argparse.SUPPRESS)
     parser.add_argument("--floor", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -664,6 +667,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.loaded and not os.environ.get(controlplane.CLUSTER_DIR_ENV):
         parser.error(f"--loaded measures the world of a running cluster: set ${controlplane.CLUSTER_DIR_ENV}")
     world = World.of(nodes, pods, args.seed)
+    load_before, began = evidence.load_average(), time.perf_counter()
     with a_cluster() as cluster:
         if replicas and not args.loaded:
             print(f"scaling a Deployment 0 -> {replicas} under each installation...", file=sys.stderr)
@@ -696,10 +700,28 @@ def main(argv: list[str] | None = None) -> int:
             results["runs"] = [asdict(r) | {"total_requests": r.total_requests} for r in runs]
             results["apiserver_rss_mib"] = rss_mib(cluster.pids["kube-apiserver"])
             results["etcd_rss_mib"] = rss_mib(cluster.pids["etcd"])
-    print(table(results))
+    text = table(results)
+    print(text)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    if args.record:
+        command = " ".join(["scripts/bench", "--realscale", *(argv if argv is not None else sys.argv[1:])])
+        title = f"The read-only commands on the real API server, {nodes} nodes and {pods} pods"
+        path = evidence.write(
+            "realscale", title, command, text, (load_before, evidence.load_average()), time.perf_counter() - began
+        )
+        print(f"recorded: {path.relative_to(evidence.REPO)}", file=sys.stderr)
     return 0
+
+
+def budget(what: str, wall: float, floor_s: float, rss_mib: float) -> str:
+    """The command's budget and whether the run kept it: max(30 s, 1.5x the floor) wall for status
+    and rebalance, max(10 s, 1.5x the floor) for explain, and 1 GiB peak RSS."""
+    if what == "floor":
+        return ""
+    limit = max(EXPLAIN_TARGET_SECONDS if what == "explain" else TARGET_SECONDS, 1.5 * floor_s)
+    kept = wall <= limit and rss_mib <= TARGET_RSS_MIB
+    return f"{limit:.0f} s, 1 GiB: {'kept' if kept else 'missed'}"
 
 
 def table(results: dict[str, Any]) -> str:
@@ -713,8 +735,8 @@ def table(results: dict[str, Any]) -> str:
         f"world: {results['nodes']} nodes, {results['pods']} pods, {load['workloads']} workloads; {loaded}; "
         f"kube-apiserver RSS {results['apiserver_rss_mib']:.0f} MiB, etcd RSS {results['etcd_rss_mib']:.0f} MiB",
         "",
-        "| command | wall s (median) | CPU s | peak RSS MiB | requests (GET+LIST) | load avg | x floor |",
-        "|---|---|---|---|---|---|---|",
+        "| command | wall s (median) | CPU s | peak RSS MiB | requests (GET+LIST) | load avg | x floor | budget |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     by: dict[str, list[dict[str, Any]]] = {}
     for r in results["runs"]:
@@ -726,7 +748,8 @@ def table(results: dict[str, Any]) -> str:
         lines.append(
             f"| {what} | {wall:.1f} | {statistics.median(r['cpu_seconds'] for r in rs):.1f} | "
             f"{max(r['max_rss_mib'] for r in rs):.0f} | {rs[0]['total_requests']} | "
-            f"{statistics.median(r['load_average'] for r in rs):.1f} | {wall / floor_s:.2f} |"
+            f"{statistics.median(r['load_average'] for r in rs):.1f} | {wall / floor_s:.2f} | "
+            f"{budget(what, wall, floor_s, max(r['max_rss_mib'] for r in rs))} |"
         )
     if results.get("scaleup"):
         lines += ["", scaleup.table([scaleup.ScaleUp(**r) for r in results["scaleup"]])]
