@@ -158,7 +158,10 @@ def _windows(columns: Sequence[Column], names: Sequence[str], size: int, starts:
         weight = column.weight
         base = [b + r * weight for b, r in zip(base, column.raw, strict=True)]
     ranges = list(zip(*(_sliding_extremes(c, size) for c in scaled), strict=True)) if scaled else [()] * count
-    probability: dict[str, float] = {}
+    # summed per node position, in the order the windows come (the same floating-point sums as
+    # per name), then named: a dictionary lookup per best node per window was most of the cost
+    summed: list[float | None] = [None] * count
+    first: list[int] = []  # the positions in the order they first won a window
     j = 0
     while j < count:
         key = ranges[j]
@@ -170,10 +173,15 @@ def _windows(columns: Sequence[Column], names: Sequence[str], size: int, starts:
         for start, best in _window_bests(totals, size, end - j + 1):
             share = starts[j + start] / len(best)
             for i in best:
-                name = names[span[i]]
-                probability[name] = probability.get(name, 0.0) + share
+                n = span[i]
+                before = summed[n]
+                if before is None:
+                    summed[n] = share
+                    first.append(n)
+                else:
+                    summed[n] = before + share
         j = end + 1
-    return probability
+    return {names[n]: summed[n] or 0.0 for n in first}
 
 
 def _totals(
