@@ -43,9 +43,9 @@ def gauges_say(metrics: Samples) -> dict[str, Any]:
         dict(k)["node_class"]: int(v) for k, v in metrics.get("netqos_monitor_latency_sensitive_pods", {}).items()
     }
     stranded = {dict(k)["namespace"]: int(v) for k, v in metrics.get("netqos_monitor_stranded_pods", {}).items()}
-    return {
-        "states": +states,
-        "missing": +missing,
+    return {  # plain dicts: they compare as Counters do, and dataclasses.asdict copies them whole
+        "states": dict(+states),
+        "missing": dict(+missing),
         "classes": {k: v for k, v in classes.items() if v},
         "stranded": {k: v for k, v in stranded.items() if v},
     }
@@ -64,4 +64,4 @@ def status_says(report: Mapping[str, Any]) -> dict[str, Any]:
         for p in report["not_on_high"]
         if p["node"] and tuple(p["why"])[:1] and p["why"][0] in feasible and len(p["why"]) == 1
     )
-    return {"states": states, "missing": missing, "classes": classes, "stranded": dict(stranded)}
+    return {"states": dict(states), "missing": dict(missing), "classes": classes, "stranded": dict(stranded)}
