@@ -24,6 +24,7 @@ types.go (FitError), pkg/scheduler/framework/runtime/framework.go (RunScorePlugi
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -282,14 +283,15 @@ class FilterChain:
     pod: PodInfo
     profile: Profile
     checks: tuple[Callable[[Node], tuple[str, ...]], ...] = ()
-    # the profile's node-only and usage Filter plugins, picked once per chain rather than once
-    # per node judged (a what-if plan judges thousands of nodes per chain)
-    node_filters: tuple[FilterPlugin, ...] = field(init=False, repr=False, compare=False)
-    usage_filters: tuple[FilterPlugin, ...] = field(init=False, repr=False, compare=False)
+    # The profile's node-only and usage Filter plugins, picked once per chain (when first needed)
+    # rather than once per node judged: a what-if plan judges thousands of nodes per chain.
+    @functools.cached_property
+    def node_filters(self) -> tuple[FilterPlugin, ...]:
+        return registry.node_filters(self.profile)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "node_filters", registry.node_filters(self.profile))
-        object.__setattr__(self, "usage_filters", registry.usage_filters(self.profile))
+    @functools.cached_property
+    def usage_filters(self) -> tuple[FilterPlugin, ...]:
+        return registry.usage_filters(self.profile)
 
     @classmethod
     def over(cls, pod: PodInfo, profile: Profile, snapshot: Snapshot | None = None) -> FilterChain:
