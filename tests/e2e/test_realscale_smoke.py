@@ -3,8 +3,10 @@ its own (the world it loads would be in every other test's way): 100 nodes, 3,00
 a Deployment scaled 0 -> 200 under the webhook, the Go baseline and the admission policy. What is
 asserted is what must hold at any size: every pod created carries the preference, nothing failed
 open or was rejected, `status` agrees, every command read the pods in pages, and a list whose
-continue token expired was read again from its first page. Times are reported, never asserted:
-docs/performance.md holds the full-size table."""
+continue token expired was read again from its first page. Then the monitor benchmark
+(benchmarks/monitor_scale.py) on the same world, briefly: the monitor publishes, follows pod churn
+and its gauges equal `status`'s report. Times are reported, never asserted: docs/performance.md
+holds the full-size tables."""
 
 from __future__ import annotations
 
@@ -13,22 +15,36 @@ import os
 import subprocess
 import sys
 
-from harness import controlplane
+from harness import controlplane, gobuild
 from tests.fixtures import REPO
 
 
 def test_realscale_smoke_injects_every_replica_reads_in_pages_and_restarts_an_expired_list(tmp_path):
     out = tmp_path / "realscale.json"
-    env = {k: v for k, v in os.environ.items() if k != controlplane.CLUSTER_DIR_ENV}  # a cluster of its own
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.realscale", "--smoke", "--json", str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
+    with controlplane.running(tmp_path / "cluster", gobuild.build().bin_dir) as cluster:  # a cluster of its own
+        env = {**os.environ, controlplane.CLUSTER_DIR_ENV: str(cluster.directory)}
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.realscale", "--smoke", "--json", str(out)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1500,
+        )
+        assert done.returncode == 0, done.stderr[-4000:]
+        monitored = subprocess.run(
+            [sys.executable, "-m", "benchmarks.monitor_scale", "--fraction", "0.02", "--seconds", "5", "--rate", "40"]
+            + ["--window", "50", "--json", str(tmp_path / "monitor.json")],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    assert monitored.returncode == 0, monitored.stdout[-3000:] + monitored.stderr[-3000:]
+    monitor = json.loads((tmp_path / "monitor.json").read_text())
+    assert monitor["agree"] and monitor["churn_events"] > 0, monitor
+    assert monitor["gauges"]["states"]["injected"] > 0, monitor
     result = json.loads(out.read_text())
     assert (result["nodes"], result["pods"]) == (100, 3000)
 
