@@ -283,6 +283,7 @@ class FilterChain:
     pod: PodInfo
     profile: Profile
     checks: tuple[Callable[[Node], tuple[str, ...]], ...] = ()
+
     # The profile's node-only and usage Filter plugins, picked once per chain (when first needed)
     # rather than once per node judged: a what-if plan judges thousands of nodes per chain.
     @functools.cached_property
