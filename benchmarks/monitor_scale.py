@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,14 +39,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from benchmarks import realscale
+from benchmarks import realscale, scaleup
 from harness import controlplane, evidence, monitorview
 from harness.controlplane import Cluster
 from webhook.names import INJECTED_ANNOTATION
 
 REPO = Path(__file__).resolve().parent.parent
 POLICY = REPO / "deploy/base/policy.yaml"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -78,22 +76,11 @@ class Result:
     samples: list[Sample] = field(default_factory=list)
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime of every thread
-
-
 def memory_mib(pid: int, field_name: str = "VmRSS") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(f"{field_name}:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Watcher:
@@ -115,7 +102,7 @@ class Watcher:
             except (OSError, KeyError, ValueError):
                 pass
             self.samples.append(
-                Sample(time.monotonic() - self.started, cpu_seconds(self.pid), memory_mib(self.pid), lag)
+                Sample(time.monotonic() - self.started, scaleup.cpu_seconds(self.pid), memory_mib(self.pid), lag)
             )
 
     def close(self) -> list[Sample]:
@@ -201,7 +188,7 @@ def delete(client: realscale.Client, pod: dict[str, Any]) -> None:
 
 
 def run(cluster: Cluster, world: realscale.World, args: argparse.Namespace) -> Result:
-    port = free_port()
+    port = controlplane.free_port()
     url = f"http://127.0.0.1:{port}/metrics"
     result = Result(len(world.node_objs), sum(w.replicas for w in world.plan))
     argv = [sys.executable, "-m", "webhook", "monitor", "--kubeconfig", str(cluster.kubeconfig)]
@@ -219,16 +206,16 @@ def run(cluster: Cluster, world: realscale.World, args: argparse.Namespace) -> R
                     raise SystemExit(f"the monitor published nothing: {log.read()[-3000:].decode()}")
                 time.sleep(0.2)
             result.ready_seconds = time.monotonic() - started
-            result.ready_cpu_seconds = cpu_seconds(process.pid)
+            result.ready_cpu_seconds = scaleup.cpu_seconds(process.pid)
             result.ready_rss_mib = memory_mib(process.pid)
             print(f"monitor ready in {result.ready_seconds:.1f} s: {json.dumps(first)}", file=sys.stderr)
-            before = cpu_seconds(process.pid)
+            before = scaleup.cpu_seconds(process.pid)
             began = time.monotonic()
             result.churn_events, live = churn(cluster, pods, args.window, args.rate, args.concurrency, args.seconds)
             ended = time.monotonic()
             result.churn_seconds = ended - began
             result.settle_seconds = settle(url, ended, args.timeout)
-            result.churn_cpu_seconds = cpu_seconds(process.pid) - before
+            result.churn_cpu_seconds = scaleup.cpu_seconds(process.pid) - before
             print(f"churn: {result.churn_events} events in {result.churn_seconds:.1f} s", file=sys.stderr)
             status_started = time.monotonic()
             report = status_report(cluster)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -370,7 +369,7 @@ class Snapshot:
     def usage_of(self, node: Node) -> NodeUsage:
         return self.usage.get(node.name, EMPTY_USAGE)
 
-    @functools.cached_property
+    @cached_property
     def with_affinity(self) -> tuple[Node, ...]:
         """The nodes running a pod with pod (anti-)affinity terms, in order: all that
         InterPodAffinity reads for a pod without such terms of its own (a snapshot is never
