@@ -499,7 +499,7 @@ class Cluster:
             "nodes": self.nodes,
             "node_pids": self.node_pids,
         }
-        _write(self.directory / STATE_FILE, json.dumps(state, indent=2))
+        _replace(self.directory / STATE_FILE, json.dumps(state, indent=2))
 
 
 def _b64(text: str) -> str:
@@ -849,3 +849,13 @@ def _write(path: Path, data: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(data)
     return path
+
+
+def _replace(path: Path, data: str) -> None:
+    """Write `path` whole or not at all: the state file is read while `up` still runs (by
+    `status`, a second `up`, `down` after a crash), and a reader that met it truncated would
+    take a running cluster for none and leave its processes behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(data)
+    os.replace(partial, path)

@@ -107,3 +107,15 @@ def test_up_refuses_a_node_count_that_is_not_a_whole_number_of_zero_or_more(node
         clustercli.parser().parse_args(["up", "--nodes", nodes])
     assert exited.value.code == clustercli.EXIT_USAGE
     assert "argument --nodes" in capsys.readouterr().err
+
+
+def test_saving_replaces_the_state_whole_so_a_reader_never_meets_it_half_written(running: controlplane.Cluster):
+    path = running.directory / controlplane.STATE_FILE
+    before = path.read_text()
+    with open(path) as reader:
+        running.nodes = [*running.nodes, "fast-2"]
+        running.save()
+        # a reader that opened the file before the save still reads the earlier state, whole
+        assert reader.read() == before
+    assert json.loads(path.read_text())["nodes"] == running.nodes
+    assert sorted(p.name for p in running.directory.iterdir()) == [controlplane.STATE_FILE]
