@@ -34,7 +34,7 @@ from typing import Any
 from harness import reviews
 from harness.certs import make_certs
 from harness.gobuild import find_go
-from harness.procfs import children
+from harness.procfs import children, memory_kib
 from harness.server import SERVER_NAME, free_port
 from webhook.certs import CertFiles
 
@@ -232,14 +232,6 @@ def _cpu_seconds(pid: int, with_reaped_children: bool = False) -> float:
     if with_reaped_children:
         ticks += int(fields[13]) + int(fields[14])
     return ticks / CLK_TCK
-
-
-def _status_kib(pid: int, key: str) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 @dataclass
@@ -449,7 +441,7 @@ def measure(
         for spy in spies:
             spy.send_signal(signal.SIGINT)  # py-spy writes its file and exits
             spy.wait(30)
-        peak_rss = [_status_kib(w, "VmHWM") for w in after.workers]
+        peak_rss = [memory_kib(w, "VmHWM") for w in after.workers]
     finally:
         stop_server(server.proc)
     cpu = after.cpu_s - before.cpu_s

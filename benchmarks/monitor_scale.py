@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import realscale, scaleup
-from harness import controlplane, evidence, monitorview
+from harness import controlplane, evidence, monitorview, procfs
 from harness.controlplane import Cluster
 from webhook.names import INJECTED_ANNOTATION
 
@@ -76,13 +76,6 @@ class Result:
     samples: list[Sample] = field(default_factory=list)
 
 
-def memory_mib(pid: int, field_name: str = "VmRSS") -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field_name}:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 class Watcher:
     """The monitor's process and metrics, sampled every `period` seconds on a thread of its own."""
 
@@ -102,7 +95,7 @@ class Watcher:
             except (OSError, KeyError, ValueError):
                 pass
             self.samples.append(
-                Sample(time.monotonic() - self.started, scaleup.cpu_seconds(self.pid), memory_mib(self.pid), lag)
+                Sample(time.monotonic() - self.started, scaleup.cpu_seconds(self.pid), procfs.memory_mib(self.pid), lag)
             )
 
     def close(self) -> list[Sample]:
@@ -207,7 +200,7 @@ def run(cluster: Cluster, world: realscale.World, args: argparse.Namespace) -> R
                 time.sleep(0.2)
             result.ready_seconds = time.monotonic() - started
             result.ready_cpu_seconds = scaleup.cpu_seconds(process.pid)
-            result.ready_rss_mib = memory_mib(process.pid)
+            result.ready_rss_mib = procfs.memory_mib(process.pid)
             print(f"monitor ready in {result.ready_seconds:.1f} s: {json.dumps(first)}", file=sys.stderr)
             before = scaleup.cpu_seconds(process.pid)
             began = time.monotonic()
@@ -223,7 +216,7 @@ def run(cluster: Cluster, world: realscale.World, args: argparse.Namespace) -> R
             result.status = monitorview.status_says(report)
             result.gauges = published(url) or {}
             result.agree = result.gauges == result.status
-            result.peak_rss_mib = memory_mib(process.pid, "VmHWM")
+            result.peak_rss_mib = procfs.memory_mib(process.pid, "VmHWM")
             result.samples = watcher.close()
         finally:
             process.terminate()

@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import scaleup
-from harness import controlplane, evidence, gobuild
+from harness import controlplane, evidence, gobuild, procfs
 from harness.controlplane import LOOPBACK, Cluster
 from webhook.names import INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 
@@ -451,13 +451,6 @@ def load(cluster: Cluster, world: World, concurrency: int) -> Loaded:
 # --- measuring ------------------------------------------------------------------------------------
 
 
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def requests_served(cluster: Cluster) -> dict[str, float]:
     """The API server's own count of GET and LIST requests, by verb and resource."""
     status, raw = scaleup.cluster_raw(cluster, "/metrics")
@@ -682,8 +675,8 @@ def main(argv: list[str] | None = None) -> int:
                 loaded = load(cluster, world, args.concurrency)
                 results["load"] |= {"seconds": loaded.seconds, "load_average": loaded.load_average}
             results["load"] |= {
-                "apiserver_rss_mib": rss_mib(cluster.pids["kube-apiserver"]),
-                "etcd_rss_mib": rss_mib(cluster.pids["etcd"]),
+                "apiserver_rss_mib": procfs.memory_mib(cluster.pids["kube-apiserver"]),
+                "etcd_rss_mib": procfs.memory_mib(cluster.pids["etcd"]),
             }
             print(json.dumps(results["load"]), file=sys.stderr)
             with tempfile.TemporaryDirectory() as directory:
@@ -698,8 +691,8 @@ def main(argv: list[str] | None = None) -> int:
             results["expiry"] = expiry(cluster)
             print(json.dumps(results["expiry"]), file=sys.stderr)
             results["runs"] = [asdict(r) | {"total_requests": r.total_requests} for r in runs]
-            results["apiserver_rss_mib"] = rss_mib(cluster.pids["kube-apiserver"])
-            results["etcd_rss_mib"] = rss_mib(cluster.pids["etcd"])
+            results["apiserver_rss_mib"] = procfs.memory_mib(cluster.pids["kube-apiserver"])
+            results["etcd_rss_mib"] = procfs.memory_mib(cluster.pids["etcd"])
     text = table(results)
     print(text)
     if args.json:

@@ -30,12 +30,18 @@ def children(pid: int) -> list[int]:
     return sorted(found)
 
 
-def rss_bytes(pid: int) -> int:
-    """The resident set size of process `pid`."""
+def memory_kib(pid: int, field: str = "VmRSS") -> int:
+    """A memory field of process `pid`'s /proc status in KiB: its resident set size (`VmRSS`)
+    by default, or its peak (`VmHWM`)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise ValueError(f"no VmRSS for {pid}")
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise ValueError(f"no {field} in /proc/{pid}/status")
+
+
+def memory_mib(pid: int, field: str = "VmRSS") -> float:
+    """`memory_kib` in MiB."""
+    return memory_kib(pid, field) / 1024
 
 
 def tcp_sockets() -> Iterator[tuple[int, int, str, str]]:
