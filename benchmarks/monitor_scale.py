@@ -42,7 +42,6 @@ from typing import Any
 from benchmarks import realscale, scaleup
 from harness import controlplane, evidence, monitorview, procfs
 from harness.controlplane import Cluster
-from webhook.names import INJECTED_ANNOTATION
 
 REPO = Path(__file__).resolve().parent.parent
 POLICY = REPO / "deploy/base/policy.yaml"
@@ -114,24 +113,14 @@ def published(url: str) -> dict[str, Any] | None:
 
 
 def churn_pods(world: realscale.World, count: int, seed: int) -> Iterator[dict[str, Any]]:
-    """`count` new pods of the world's latency-sensitive workloads, bound as realscale binds them."""
+    """`count` new pods of the world's latency-sensitive workloads, bound as realscale binds them
+    (`realscale.bound_pod`), owned by none."""
     rng = random.Random(seed)
     sensitive = [w for w in world.plan if w.style in ("injected", "missing")]
-    names = world.names
-    everywhere = names.high + names.low + names.other
     for i in range(count):
         w = rng.choice(sensitive)
-        t = realscale.template(w)
-        meta, spec = t["metadata"], t["spec"]
-        if w.style == "injected":
-            spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": realscale.TERMS}}
-            meta["annotations"][INJECTED_ANNOTATION] = realscale.RULE
-            spec["nodeName"] = rng.choice(names.high if rng.random() < 0.8 else everywhere)
-        else:
-            spec["nodeName"] = rng.choice(everywhere)
+        meta, spec = realscale.bound_pod(w, world.names, rng)
         meta |= {"name": f"churn-{i:06}", "namespace": w.namespace}
-        if not meta["annotations"]:
-            del meta["annotations"]
         yield {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 

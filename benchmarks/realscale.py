@@ -247,23 +247,32 @@ class Nodes:
     other: list[str] = field(default_factory=list)
 
 
-def pod_objects(w: Workload, owner_uid: str, nodes: Nodes, rng: random.Random) -> Iterator[dict[str, Any]]:
-    """The workload's pods, bound: injected ones mostly on net=high nodes, a third of the missing
-    ones stranded on net=low nodes, the others anywhere."""
+def bound_pod(w: Workload, nodes: Nodes, rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A pod of the workload (its metadata and spec, unnamed), dressed as its style says and bound:
+    injected ones mostly on net=high nodes, a third of the missing ones stranded on net=low nodes,
+    the others anywhere."""
     everywhere = nodes.high + nodes.low + nodes.other
+    t = template(w)
+    meta: dict[str, Any] = t["metadata"]
+    spec: dict[str, Any] = t["spec"]
+    if w.style == "injected":
+        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": TERMS}}
+        meta["annotations"][INJECTED_ANNOTATION] = RULE
+        where = rng.choice(nodes.high if rng.random() < 0.8 else everywhere)
+    elif w.style == "missing":
+        where = rng.choice(nodes.low if rng.random() < 1 / 3 else everywhere)
+    else:
+        where = rng.choice(everywhere)
+    spec["nodeName"] = where
+    if not meta["annotations"]:
+        del meta["annotations"]
+    return meta, spec
+
+
+def pod_objects(w: Workload, owner_uid: str, nodes: Nodes, rng: random.Random) -> Iterator[dict[str, Any]]:
+    """The workload's pods (`bound_pod`), named and owned as its controller names and owns them."""
     for i in range(w.replicas):
-        t = template(w)
-        meta: dict[str, Any] = t["metadata"]
-        spec: dict[str, Any] = t["spec"]
-        if w.style == "injected":
-            spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": TERMS}}
-            meta["annotations"][INJECTED_ANNOTATION] = RULE
-            where = rng.choice(nodes.high if rng.random() < 0.8 else everywhere)
-        elif w.style == "missing":
-            where = rng.choice(nodes.low if rng.random() < 1 / 3 else everywhere)
-        else:
-            where = rng.choice(everywhere)
-        spec["nodeName"] = where
+        meta, spec = bound_pod(w, nodes, rng)
         if w.kind == "Deployment":
             name = f"{w.name}-5d8f7c-{i:05x}"
             meta["labels"]["pod-template-hash"] = "5d8f7c"
@@ -274,8 +283,6 @@ def pod_objects(w: Workload, owner_uid: str, nodes: Nodes, rng: random.Random) -
             meta["ownerReferences"] = [_ref("StatefulSet", w.name, owner_uid)]
             spec.update(hostname=name, subdomain=w.name)
         meta["name"] = name
-        if not meta["annotations"]:
-            del meta["annotations"]
         yield {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
