@@ -709,6 +709,9 @@ class _State:
         self.selectors = selectors
         self.profiles = profiles
         self.min_probability = cluster.options.min_probability
+        # each replacement view in a namespace, spread as a controller's (`_view`), made once: the
+        # candidates of one controller share it, and so `World.predictor` knows it again
+        self._views: dict[tuple[int, str, tuple[str, str] | None], tuple[PodInfo, PodInfo]] = {}
 
     def unfit(self, pending: _Pending, replacement: _Replacement | str) -> tuple[str, ...]:
         """For a candidate kept for another reason: the net=high nodes' filter reasons when none
@@ -727,8 +730,13 @@ class _State:
         """The replacement's scheduling view in the candidate's namespace, spread as its controller's."""
         controller = pending.facts.controller
         owner = (controller.kind, controller.name) if controller else None
-        spread = read.spread_selector(pending.namespace, view.labels, owner, self.selectors)
-        return dataclasses.replace(view, namespace=pending.namespace, default_spread=spread)
+        memo = (id(view), pending.namespace, owner)
+        found = self._views.get(memo)
+        if found is None or found[0] is not view:  # held with it: its id is not reused meanwhile
+            spread = read.spread_selector(pending.namespace, view.labels, owner, self.selectors)
+            spread_view = dataclasses.replace(view, namespace=pending.namespace, default_spread=spread)
+            found = self._views[memo] = (view, spread_view)
+        return found[1]
 
     def place(self, pending: _Pending, template: _Template, scheduler: str) -> _Placement:
         """The target of the candidate's replacement, predicted with the profile of `scheduler`

@@ -23,7 +23,6 @@ types.go (FitError), pkg/scheduler/framework/runtime/framework.go (RunScorePlugi
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -408,7 +407,7 @@ def rank(
     snapshot = Snapshot(nodes, usage or {}, namespaces=namespaces or {})
     conflict, scanned, reasons = _walk(pod, snapshot, profile, sampling)
     feasible = [n for n, why in zip(scanned, reasons, strict=True) if not why]
-    snapshot = dataclasses.replace(snapshot, feasible=feasible)
+    snapshot = snapshot.narrowed(feasible)
     scores, skipped = score(pod, snapshot, profile)
     # NodeAffinity's scores are shown even when the profile does not weigh them.
     affinity = registry.SCORE_PLUGINS[NODE_AFFINITY]

@@ -22,7 +22,6 @@ every node again for every pod.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,11 +60,15 @@ class World:
         self.fast = self.fast_of(target)
         self.tallies = [tallies[n.name] for n in self.nodes]
         self.usage = [t.usage() for t in self.tallies]
+        # the nodes running a pod with pod (anti-)affinity terms (`Snapshot.with_affinity`), kept
+        # as pods move rather than found again over every node for every snapshot
+        self.with_affinity = {i for i, u in enumerate(self.usage) if u.with_affinity}
         self.log: list[int] = []  # indices of the nodes whose usage changed, in order
         self.fast_changes: Counter[Target] = Counter()  # per target: moves on its nodes
         self.profile = profile
         self.label_keys = _label_keys(t.usage() for t in self.tallies)
         self._predictors: OrderedDict[Hashable, Predictor] = OrderedDict()
+        self._keys: OrderedDict[tuple[int, int, Target], tuple[PodInfo, Profile, Hashable]] = OrderedDict()
         self._static: OrderedDict[Hashable, Any] = OrderedDict()
         self._landing_scores: OrderedDict[Hashable, tuple[list[int | None], list[int]]] = OrderedDict()
         self._snapshot: tuple[int, Snapshot] | None = None
@@ -75,7 +78,9 @@ class World:
         again only after a move (every predictor syncs against the same one)."""
         if self._snapshot is None or self._snapshot[0] != len(self.log):
             usage = {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}
-            self._snapshot = (len(self.log), Snapshot(self.nodes, usage, self.nodes, self.namespaces))
+            snapshot = Snapshot(self.nodes, usage, self.nodes, self.namespaces)
+            snapshot.knowing(tuple(self.nodes[i] for i in sorted(self.with_affinity)))
+            self._snapshot = (len(self.log), snapshot)
         return self._snapshot[1]
 
     def landing(self, pod: PodInfo, profile: Profile, predictor: Predictor | None = None) -> sampling.Landing | None:
@@ -101,6 +106,10 @@ class World:
         else:
             self.tallies[i].add(pod)
         self.usage[i] = self.tallies[i].usage()
+        if self.usage[i].with_affinity:
+            self.with_affinity.add(i)
+        else:
+            self.with_affinity.discard(i)
         self.log.append(i)
         for target in self._fast:
             if target.matches(self.nodes[i].labels):
@@ -120,7 +129,7 @@ class World:
         date with every move (pods of one `keys.scheduling_key`, profile and target share it)."""
         profile = profile or self.profile
         target = target or self.target
-        key = (profile.scheduler_name, target, keys.scheduling_key(pod, profile, self.label_keys))
+        key = self._predictor_key(pod, profile, target)
         predictor = self._predictors.get(key)
         if predictor is None:
             predictor = self._predictors[key] = Predictor(pod, self, profile, target)
@@ -130,6 +139,21 @@ class World:
             self._predictors.move_to_end(key)
         predictor.sync()
         return predictor
+
+    def _predictor_key(self, pod: PodInfo, profile: Profile, target: Target) -> Hashable:
+        """The key of `pod`'s predictor, remembered by the pod and profile objects: a plan asks
+        again for each candidate whose replacement is the same view, and the key reads the whole
+        spec. The pod and profile are held with it, so their ids cannot be reused meanwhile."""
+        memo = (id(pod), id(profile), target)
+        found = self._keys.get(memo)
+        if found is None or found[0] is not pod or found[1] is not profile:
+            key = (profile.scheduler_name, target, keys.scheduling_key(pod, profile, self.label_keys))
+            found = self._keys[memo] = (pod, profile, key)
+            if len(self._keys) > STATIC_LISTS:
+                self._keys.popitem(last=False)
+        else:
+            self._keys.move_to_end(memo)
+        return found[2]
 
     # What does not depend on the pods on the nodes, per node, shared by every Predictor whose pod
     # reads the same fields (all of them read the policy's terms, most the same tolerations).
@@ -405,7 +429,7 @@ class Predictor:
             return []
         nodes = self.world.nodes
         feasible = sorted(self.feasible)
-        snapshot = dataclasses.replace(snapshot, feasible=[nodes[i] for i in feasible])
+        snapshot = snapshot.narrowed([nodes[i] for i in feasible])
         columns = []
         for plugin, weight in self.cluster_plugins:
             state = plugin.prepare(self.pod, snapshot, self.profile)

@@ -376,6 +376,21 @@ class Snapshot:
         changed: a what-if move makes a new one)."""
         return tuple(n for n in self.nodes if self.usage_of(n).with_affinity)
 
+    def narrowed(self, feasible: Sequence[Node]) -> Snapshot:
+        """This snapshot with `feasible` the nodes that passed the filters. What derives from the
+        nodes and their usage alone (`with_affinity`) comes along instead of being derived again
+        over every node: a what-if plan narrows a snapshot per pod spec it predicts."""
+        narrowed = dataclasses.replace(self, feasible=feasible)
+        if "with_affinity" in self.__dict__:
+            narrowed.knowing(self.__dict__["with_affinity"])
+        return narrowed
+
+    def knowing(self, with_affinity: tuple[Node, ...]) -> Snapshot:
+        """This snapshot, told its `with_affinity` by a caller that keeps it as pods move
+        (`incremental.World`); it must be what the property would derive."""
+        self.__dict__["with_affinity"] = with_affinity  # where cached_property keeps its value
+        return self
+
 
 # ---------------------------------------------------------------------------------------------
 # The profile: which plugins run, with which weights and arguments
