@@ -252,6 +252,9 @@ class Inventory:
         self.admission = admitted.Objects()
         self.dry_runs: dict[bytes, DryRun] = {}
         self._replacements: keys.Memo[bytes, _Template] = keys.Memo()
+        # each replacement pod and its `replacement_key`, made once per controller object and
+        # namespace (a StatefulSet's per candidate's ordinal labels too): `_replacement_pod`
+        self._replacement_pods: dict[tuple[Any, ...], tuple[object, dict[str, Any] | str, bytes]] = {}
         # the evictions made before (`history`): the net=high nodes' world, the recorded controllers' pods
         self.seen = evictions.Seen(history)
 
@@ -414,11 +417,10 @@ class Inventory:
         template (not from the running pod: the template may have changed since, and the pod may
         carry terms of an older policy), as the API server would admit it (`_admit`); or why it
         cannot be known."""
-        pod = self.replacement_pod(pending, controllers)
+        pod, key = self._replacement_pod(pending, controllers)
         if isinstance(pod, str):
             return pod
         meta = pod["metadata"]
-        key = replacement_key(pod)
         template = self._replacements.get(key, lambda: self._admit(pod, self.dry_runs.get(key)))
         spec = pod.get("spec") or {}
         scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
@@ -431,10 +433,29 @@ class Inventory:
         have the API server admit in dry run (`dry_runs`)."""
         pods: dict[bytes, dict[str, Any]] = {}
         for pending in sorted(self.pending, key=lambda p: (p.since, p.namespace, p.name)):
-            pod = self.replacement_pod(pending, controllers)
+            pod, key = self._replacement_pod(pending, controllers)
             if isinstance(pod, dict):
-                pods.setdefault(replacement_key(pod), pod)
+                pods.setdefault(key, pod)
         return pods
+
+    def _replacement_pod(
+        self, pending: _Pending, controllers: Mapping[tuple[str, str, str], Mapping[str, Any] | str]
+    ) -> tuple[dict[str, Any] | str, bytes]:
+        """`replacement_pod` and its `replacement_key` (b"" for a reason), made once for the
+        candidates of one controller object in one namespace: a plan asks twice per candidate,
+        and copying and keying a template per candidate was much of its cost. The pod is shared:
+        its readers never change it."""
+        controller = pending.facts.controller
+        found = controllers.get((pending.namespace, controller.kind, controller.name)) if controller else None
+        own = pending.facts.labels
+        stateful = controller is not None and controller.kind == "StatefulSet"
+        ordinal = tuple(own.get(k) for k in STATEFUL_LABELS) if stateful else ()
+        memo = (pending.namespace, controller, id(found), ordinal)
+        kept = self._replacement_pods.get(memo)
+        if kept is None or kept[0] is not found:  # held with it: its id is not reused meanwhile
+            pod = self.replacement_pod(pending, controllers)
+            kept = self._replacement_pods[memo] = (found, pod, b"" if isinstance(pod, str) else replacement_key(pod))
+        return kept[1], kept[2]
 
     def replacement_pod(
         self, pending: _Pending, controllers: Mapping[tuple[str, str, str], Mapping[str, Any] | str]

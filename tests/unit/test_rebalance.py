@@ -741,6 +741,22 @@ def test_a_statefulset_replacement_keeps_its_ordinal_labels() -> None:
     assert [(c.name, c.action) for c in plan.candidates] == [("db-3", "evict")]
 
 
+def test_each_statefulset_candidate_is_replaced_by_a_pod_of_its_own_ordinal() -> None:
+    """The replacements of one StatefulSet's candidates differ in their ordinal labels: one made
+    for db-3 is never taken for db-4's."""
+    selected = [
+        pod("shop", f"db-{i}", {**QOS, "statefulset.kubernetes.io/pod-name": f"db-{i}"}, "slow", ("StatefulSet", "db"))
+        for i in (3, 4)
+    ]
+    selector = {"matchLabels": {"statefulset.kubernetes.io/pod-name": "db-3"}}
+    plan = make_plan(CLUSTER, selected, registration=registered(default_policy(), objectSelector=selector))
+    # db-4's replacement, labelled db-4, is outside the registration's objectSelector
+    assert [(c.name, c.action, c.constraint) for c in plan.candidates] == [
+        ("db-3", "evict", ""),
+        ("db-4", "skip", "scope"),
+    ]
+
+
 # --- PodDisruptionBudgets are read when planning ------------------------------------------------
 
 
