@@ -22,7 +22,11 @@ Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 def scrape(url: str, timeout: float = 5) -> Samples:
     """Every sample of the metrics page at `url`: name -> sorted labels -> value."""
     with urllib.request.urlopen(url, timeout=timeout) as answer:
-        text = answer.read().decode()
+        return parse(answer.read().decode())
+
+
+def parse(text: str) -> Samples:
+    """Every sample of a metrics page's text (`scrape`'s shape)."""
     out: Samples = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
