@@ -188,6 +188,13 @@ def reads(out: str) -> dict[str, int]:
     return {k: found[k] for k in ("lists", "objects", "bytes")}
 
 
+def checkout_label(tree: Path) -> str:
+    """A baseline checkout as the table names it: its directory and the commit it holds, so a
+    record says which version it was measured against."""
+    found = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return f"{tree} ({found.stdout.strip()})" if found.returncode == 0 else str(tree)
+
+
 def measure(kubeconfig: str, tree: Path = REPO) -> Run:
     """One `status -A -o json` of the checkout `tree` in a child process: wall time and peak RSS."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
@@ -205,7 +212,7 @@ def measure(kubeconfig: str, tree: Path = REPO) -> Run:
         report["pods"]["selected"],
         report["pods"]["missing"],
         len(report["not_on_high"]),
-        "this tree" if tree == REPO else str(tree),
+        "this tree" if tree == REPO else checkout_label(tree),
         **read,
     )
 
