@@ -19,6 +19,7 @@ import pytest
 from harness import monitorview
 from tests.e2e.conftest import cli
 from tests.e2e.realnodes.conftest import DEPLOYMENT, rollout
+from tests.e2e.realnodes.test_rebalance_job import until
 from tests.fixtures import REPO
 from webhook.names import DEFAULT_NAMESPACE
 
@@ -31,17 +32,9 @@ components:
 """
 MONITOR = "netqos-monitor"
 COMPONENT = "app.kubernetes.io/component=monitor"
-WAIT = 180.0
 AGREE = 30.0  # the monitor follows by watch; status lists afresh
 LABELS = {"app": "api", "qos": "latency-sensitive"}
 PAUSE = "registry.k8s.io/pause:3.10"
-
-
-def until(condition, what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} not within {timeout:.0f} s"
-        time.sleep(1)
 
 
 def running(cluster, namespace: str, selector: str) -> list[dict[str, Any]]:
