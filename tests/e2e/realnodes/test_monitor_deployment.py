@@ -18,7 +18,7 @@ import pytest
 
 from harness import monitorview
 from tests.e2e.conftest import cli
-from tests.e2e.realnodes.conftest import DEPLOYMENT, rollout
+from tests.e2e.realnodes.conftest import DEPLOYMENT, rollout, webhook_pods
 from tests.e2e.realnodes.test_rebalance_job import until
 from tests.fixtures import REPO
 from webhook.names import DEFAULT_NAMESPACE
@@ -100,15 +100,7 @@ def scale_webhook(cluster, replicas: int) -> None:
         rollout(cluster)
         cluster.wait_webhook(active=True, timeout=60)
     else:
-        selector = "app.kubernetes.io%2Fcomponent%3Dwebhook"
-        until(
-            lambda: (
-                not (cluster.get(f"/api/v1/namespaces/{DEFAULT_NAMESPACE}/pods?labelSelector={selector}") or {}).get(
-                    "items"
-                )
-            ),
-            "the webhook's pods gone",
-        )
+        until(lambda: not webhook_pods(cluster), "the webhook's pods gone")
 
 
 def labelled_pod(name: str) -> dict[str, Any]:
