@@ -12,8 +12,8 @@ import pytest
 from harness.pods import pod
 from webhook.policy import evaluate
 from webhook.policy_file import default_policy
-from webhook.scheduler import sampling
-from webhook.scheduler.cycle import Sampling, rank
+from webhook.scheduler import registry, sampling
+from webhook.scheduler.cycle import Column, Sampling, rank
 from webhook.scheduler.model import Node, NodeUsage, PodInfo, Taint
 from webhook.scheduler.read import pod_info
 from webhook.scheduler.sampling import landing, tree_order
@@ -135,6 +135,85 @@ def test_the_probabilities_are_ranks_walked_from_every_start(seed, fast):
     assert found.probability.keys() == expected.keys()
     for name, share in expected.items():
         assert found.probability[name] == pytest.approx(share), name
+
+
+# --- the windows of feasible nodes, against normalising each window on its own -------------------
+
+
+def normalizers() -> list:
+    """The default profile's NormalizeScores, each once (one leaves negative scores out)."""
+    found: list = []
+    for plugin, _ in registry.score_plugins(registry.DEFAULT_PROFILE):
+        if plugin.normalize is not None and all(plugin.normalize is not n for n in found):
+            found.append(plugin.normalize)
+    return found
+
+
+def each_window(columns: list[Column], names: list[str], size: int, starts: list[float]) -> dict[str, float]:
+    """Window by window: each normalising column scaled to the window's own (min, max), the best
+    totals sharing the window's start share."""
+    count = len(names)
+    shares: dict[str, float] = {}
+    for j in range(count):
+        window = [(j + i) % count for i in range(size)]
+        totals = dict.fromkeys(window, 0)
+        for column in columns:
+            normalize = column.normalize
+            kept = [
+                column.raw[n]
+                for n in window
+                if normalize is None or not normalize.ignore_negative or column.raw[n] >= 0
+            ]
+            low, high = (min(kept), max(kept)) if kept else (None, None)
+            for n in window:
+                score = column.raw[n] if normalize is None else normalize.scale(column.raw[n], low, high)
+                totals[n] += score * column.weight
+        top = max(totals.values())
+        best = [n for n in window if totals[n] == top]
+        for n in best:
+            shares[names[n]] = shares.get(names[n], 0.0) + starts[j] / len(best)
+    return shares
+
+
+def shaped(rng: random.Random, shape: str, count: int, scaled: bool) -> list[int]:
+    if shape == "random":
+        return [rng.randint(-3, 100) for _ in range(count)]
+    if shape == "few-values":  # each window holds the lowest and the highest: one range for all
+        return [rng.choice([0, 50, 100]) for _ in range(count)]
+    if shape == "falling":  # one range for all, each window's best its first node: many passes, then a sliding maximum
+        return (
+            [rng.randint(0, 100)] * count
+            if scaled
+            else sorted((rng.randint(0, 1000) for _ in range(count)), reverse=True)
+        )
+    return [rng.choice([0, 0, 0, 0, 7]) for _ in range(count)]  # "rare-best": long runs without one
+
+
+@pytest.mark.parametrize("shape", ["random", "few-values", "falling", "rare-best"])
+@pytest.mark.parametrize("seed", range(40))
+def test_every_window_is_normalised_on_its_own_and_its_best_nodes_share_its_start(seed, shape):
+    """`windowed` decides runs of windows at once (the highest total first, windows with the same
+    range of scores together); each window's own normalisation and best nodes give the same
+    shares, named in the order the nodes first win a window."""
+    rng = random.Random(seed)
+    count = rng.randint(2, 80)
+    size = rng.randint(1, count)
+    scales = normalizers()
+    plain = rng.randint(1 if shape == "falling" else 0, 2)
+    columns = [Column("plain", rng.randint(1, 3), shaped(rng, shape, count, False), None) for _ in range(plain)]
+    columns += [
+        Column("scaled", rng.randint(1, 3), shaped(rng, shape, count, True), rng.choice(scales))
+        for _ in range(rng.randint(1, 2))
+    ]
+    walked = rng.randint(count, 3 * count)
+    positions = sorted(rng.sample(range(walked), count))
+    names = [f"n{i:04}" for i in range(count)]
+    starts = [((p - positions[j - 1]) % walked or walked) / walked for j, p in enumerate(positions)]
+    found = sampling.windowed(walked, size, columns, names, positions).probability
+    expected = each_window(columns, names, size, starts)
+    assert list(found) == list(expected)  # in the order they first win a window
+    for name, share in expected.items():
+        assert found[name] == pytest.approx(share, rel=1e-12, abs=1e-15), name
 
 
 # --- the node tree's order -----------------------------------------------------------------------

@@ -31,6 +31,8 @@ that weight scales every node alike, which its normalisation cancels.
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -148,59 +150,86 @@ def _start_shares(positions: Sequence[int], walked: int) -> list[float]:
 def _windows(columns: Sequence[Column], names: Sequence[str], size: int, starts: Sequence[float]) -> dict[str, float]:
     """Each window of `size` consecutive feasible nodes (round the end), entered with the share
     `starts[j]` at its first node j: its scores normalised over the window, its best nodes.
-    Windows whose normalising columns span the same range share their totals."""
+    Windows whose normalising columns span the same range share their totals, and consecutive
+    windows with the same best nodes share one sum of their shares (`_best_runs`)."""
     count = len(names)
     plain = [c for c in columns if c.normalize is None]
     scaled = [c for c in columns if c.normalize is not None]
     # the weighted scores that do not depend on the window, per node (integers: any order sums alike)
     base = [0] * count
     for column in plain:
-        weight = column.weight
-        base = [b + r * weight for b, r in zip(base, column.raw, strict=True)]
-    ranges = list(zip(*(_sliding_extremes(c, size) for c in scaled), strict=True)) if scaled else [()] * count
-    # summed per node position, in the order the windows come (the same floating-point sums as
-    # per name), then named: a dictionary lookup per best node per window was most of the cost
-    summed: list[float | None] = [None] * count
-    first: list[int] = []  # the positions in the order they first won a window
+        base = list(map(operator.add, base, map(column.weight.__mul__, column.raw)))
+    runs: list[tuple[int, int, list[int]]] = []
+    for j, end, key in _range_groups(scaled, size, count):
+        length = end - j + size
+        totals = _totals(scaled, key, _rotated(base, j, length), j, length)
+        for first, last, best in _best_runs(totals, size, end - j + 1):
+            runs.append((j + first, j + last, [(j + i) % count for i in best]))
+    runs.sort(key=lambda run: run[0])  # in window order: nodes are named in the order they first win
+    summed: dict[int, float] = {}
+    for first, last, best in runs:
+        share = sum(starts[first:last]) / len(best)
+        for n in best:
+            summed[n] = summed.get(n, 0.0) + share
+    return {names[n]: share for n, share in summed.items()}
+
+
+def _rotated(values: Sequence[int], start: int, length: int) -> list[int]:
+    """values[(start + i) % len(values)] for each i below `length` (at most twice the values)."""
+    return [*values[start:], *values, *values][:length]
+
+
+def _range_groups(
+    columns: Sequence[Column], size: int, count: int
+) -> list[tuple[int, int, tuple[tuple[int | None, int | None], ...]]]:
+    """(first, last, ranges): the windows first..last (by their first node) over whose nodes each
+    normalising column spans the same (min, max), consecutive windows grouped."""
+    constant = [_constant_extremes(c, size) for c in columns]
+    if all(c is not None for c in constant):  # most worlds: every window holds each column's extremes
+        return [(0, count - 1, tuple(c for c in constant if c is not None))]
+    ranges = list(zip(*(_sliding_extremes(c, size) for c in columns), strict=True)) if columns else [()] * count
+    groups = []
     j = 0
     while j < count:
-        key = ranges[j]
         end = j
-        while end + 1 < count and ranges[end + 1] == key:
+        while end + 1 < count and ranges[end + 1] == ranges[j]:
             end += 1
-        span = [(j + i) % count for i in range(end - j + size)]
-        totals = _totals(scaled, key, base, span)
-        for start, best in _window_bests(totals, size, end - j + 1):
-            share = starts[j + start] / len(best)
-            for i in best:
-                n = span[i]
-                before = summed[n]
-                if before is None:
-                    summed[n] = share
-                    first.append(n)
-                else:
-                    summed[n] = before + share
+        groups.append((j, end, ranges[j]))
         j = end + 1
-    return {names[n]: summed[n] or 0.0 for n in first}
+    return groups
 
 
 def _totals(
-    columns: Sequence[Column], ranges: Sequence[tuple[int | None, int | None]], base: Sequence[int], span: Sequence[int]
+    columns: Sequence[Column],
+    ranges: Sequence[tuple[int | None, int | None]],
+    base: list[int],
+    start: int,
+    length: int,
 ) -> list[int]:
-    """The totals of the nodes `span`: `base` plus each normalising column scaled to its range
-    (a NormalizeScore's scale reads the raw score and the range alone, so once per raw value)."""
-    totals = [base[n] for n in span]
+    """The totals of the `length` nodes from `start` (round the end): `base` (theirs) plus each
+    normalising column scaled to its range (a NormalizeScore's scale reads the raw score and the
+    range alone, so once per raw value)."""
+    totals = base
     for column, (low, high) in zip(columns, ranges, strict=True):
         assert column.normalize is not None
-        scale, raw, weight = column.normalize.scale, column.raw, column.weight
-        scaled: dict[int, int] = {}
-        for k, n in enumerate(span):
-            value = raw[n]
-            found = scaled.get(value)
-            if found is None:
-                found = scaled[value] = scale(value, low, high) * weight
-            totals[k] += found
+        scale, weight = column.normalize.scale, column.weight
+        raw = _rotated(column.raw, start, length)
+        scaled = {value: scale(value, low, high) * weight for value in set(raw)}
+        totals = list(map(operator.add, totals, map(scaled.__getitem__, raw)))
     return totals
+
+
+def _constant_extremes(column: Column, size: int) -> tuple[int | None, int | None] | None:
+    """The column's (min, max) when every window of `size` holds both, None when some does not."""
+    assert column.normalize is not None
+    values = column.raw
+    kept = [v for v in values if v >= 0] if column.normalize.ignore_negative else values
+    if not kept:
+        return (None, None)
+    least, most = min(kept), max(kept)
+    if _in_every_window(values, least, size) and _in_every_window(values, most, size):
+        return (least, most)
+    return None
 
 
 def _sliding_extremes(column: Column, size: int) -> list[tuple[int | None, int | None]]:
@@ -209,13 +238,10 @@ def _sliding_extremes(column: Column, size: int) -> list[tuple[int | None, int |
     assert column.normalize is not None
     values = column.raw
     count = len(values)
+    constant = _constant_extremes(column, size)
+    if constant is not None:
+        return [constant] * count
     ignore = column.normalize.ignore_negative
-    kept = [v for v in values if v >= 0] if ignore else values
-    if not kept:
-        return [(None, None)] * count
-    least, most = min(kept), max(kept)
-    if _in_every_window(values, least, size) and _in_every_window(values, most, size):
-        return [(least, most)] * count  # every window holds the lowest and the highest score
     low: deque[int] = deque()
     high: deque[int] = deque()
     out: list[tuple[int | None, int | None]] = []
@@ -240,11 +266,76 @@ def _sliding_extremes(column: Column, size: int) -> list[tuple[int | None, int |
 
 
 def _in_every_window(values: Sequence[int], value: int, size: int) -> bool:
-    """Every window of `size` consecutive values (round the end) holds `value`: no two of its
-    positions, round the end, are more than `size` apart."""
-    at = [i for i, v in enumerate(values) if v == value]
-    gaps = (b - a for a, b in zip(at, [*at[1:], at[0] + len(values)], strict=True))
+    """Every window of `size` consecutive values (round the end) holds `value`. Each such window
+    holds a whole block of size // 2 aligned from the first value, so blocks that all hold it
+    settle it at C speed; otherwise no two of its positions, round the end, may be more than
+    `size` apart."""
+    count, block = len(values), size // 2
+    if block and value in values:
+        extended = [*values, *values[:size]]
+        if all(value in extended[k : k + block] for k in range(0, count + size - block + 1, block)):
+            return True
+    at = _positions(values, value, 0, count)
+    if not at:
+        return False
+    gaps = (b - a for a, b in zip(at, [*at[1:], at[0] + count], strict=True))
     return max(gaps) <= size
+
+
+def _positions(values: Sequence[int], value: int, start: int, stop: int) -> list[int]:
+    """The positions of `value` in values[start:stop], found by the list's own search."""
+    found: list[int] = []
+    i = start - 1
+    while True:
+        try:
+            i = values.index(value, i + 1, stop)
+        except ValueError:
+            return found
+        found.append(i)
+
+
+SCANS = 8  # passes over the totals `_best_runs` makes before one sliding maximum takes over
+
+
+def _best_runs(totals: list[int], size: int, windows: int) -> list[tuple[int, int, list[int]]]:
+    """(first, last, best) for each run of consecutive windows of `size` over `totals` (window s
+    covers s..s+size-1, the first `windows` of them): windows first..last-1 have the same best
+    positions `best`. The highest total decides at once every window that holds one of its
+    positions; the windows between them are searched again, their highest total being lower.
+    Past `SCANS` passes over the totals (scores falling steadily along the walk), the rest are
+    decided by one sliding maximum."""
+    runs: list[tuple[int, int, list[int]]] = []
+    todo = [(0, windows)]
+    scanned = 0
+    while todo:
+        a, b = todo.pop()
+        stop = b - 1 + size  # the positions the windows a..b-1 hold
+        if scanned > SCANS * len(totals):
+            runs += _sliding_runs(totals, size, a, b)
+            continue
+        scanned += stop - a
+        at = _positions(totals, max(totals[a:stop]), a, stop)
+        # the best positions change where one of `at` enters a window or leaves it
+        cuts = sorted({a, b, *(min(max(p - size + 1, a), b) for p in at), *(min(p + 1, b) for p in at)})
+        for first, last in itertools.pairwise(cuts):
+            best = at[bisect.bisect_left(at, first) : bisect.bisect_right(at, first + size - 1)]
+            if best:
+                runs.append((first, last, best))
+            else:
+                todo.append((first, last))
+    return runs
+
+
+def _sliding_runs(totals: Sequence[int], size: int, a: int, b: int) -> list[tuple[int, int, list[int]]]:
+    """`_best_runs` for the windows a..b-1, by one sliding maximum over their positions."""
+    runs: list[tuple[int, int, list[int]]] = []
+    for start, found in _window_bests(totals[a : b - 1 + size], size, b - a):
+        s, best = a + start, [a + i for i in found]
+        if runs and runs[-1][1] == s and runs[-1][2] == best:
+            runs[-1] = (runs[-1][0], s + 1, best)
+        else:
+            runs.append((s, s + 1, best))
+    return runs
 
 
 def _window_bests(totals: Sequence[int], size: int, windows: int) -> Iterable[tuple[int, list[int]]]:
