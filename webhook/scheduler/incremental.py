@@ -60,6 +60,8 @@ class World:
         self.fast = self.fast_of(target)
         self.tallies = [tallies[n.name] for n in self.nodes]
         self.usage = [t.usage() for t in self.tallies]
+        # each node's usage by name, kept as pods move: a snapshot copies it rather than building it
+        self._by_name = {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}
         # the nodes running a pod with pod (anti-)affinity terms (`Snapshot.with_affinity`), kept
         # as pods move rather than found again over every node for every snapshot
         self.with_affinity = {i for i, u in enumerate(self.usage) if u.with_affinity}
@@ -72,13 +74,20 @@ class World:
         self._static: OrderedDict[Hashable, Any] = OrderedDict()
         self._landing_scores: OrderedDict[Hashable, tuple[list[int | None], list[int]]] = OrderedDict()
         self._snapshot: tuple[int, Snapshot] | None = None
+        self._tree_order: list[Node] | None = None
+
+    def tree_order(self) -> list[Node]:
+        """The nodes as the scheduler's node tree lists them (`sampling.tree_order`): moves do
+        not change it, so every pod's walk starts from the same list."""
+        if self._tree_order is None:
+            self._tree_order = sampling.tree_order(self.nodes)
+        return self._tree_order
 
     def snapshot(self) -> Snapshot:
         """The world as a cycle sees it (every node feasible; a predictor narrows that), made
         again only after a move (every predictor syncs against the same one)."""
         if self._snapshot is None or self._snapshot[0] != len(self.log):
-            usage = {n.name: u for n, u in zip(self.nodes, self.usage, strict=True)}
-            snapshot = Snapshot(self.nodes, usage, self.nodes, self.namespaces)
+            snapshot = Snapshot(self.nodes, dict(self._by_name), self.nodes, self.namespaces)
             snapshot.knowing(tuple(self.nodes[i] for i in sorted(self.with_affinity)))
             self._snapshot = (len(self.log), snapshot)
         return self._snapshot[1]
@@ -105,7 +114,7 @@ class World:
             self.tallies[i].remove(pod)
         else:
             self.tallies[i].add(pod)
-        self.usage[i] = self.tallies[i].usage()
+        self.usage[i] = self._by_name[self.nodes[i].name] = self.tallies[i].usage()
         if self.usage[i].with_affinity:
             self.with_affinity.add(i)
         else:
@@ -217,14 +226,18 @@ class _Sampler:
 
     def __init__(self, pod: PodInfo, world: World, profile: Profile) -> None:
         self.pod, self.world, self.profile = pod, world, profile
-        self.order, walked, self.wanted = sampling.walk(pod, world.nodes, profile)
+        self.order, walked, self.wanted = sampling.walk(pod, world.nodes, profile, order=world.tree_order())
         self.walked = len(walked)
         self.tree = [world.index[n.name] for n in self.order]
+        self.rank = [0] * len(self.tree)  # each node's place in the tree's order, by its index
+        for k, i in enumerate(self.tree):
+            self.rank[i] = k
         position = {n.name: k for k, n in enumerate(walked)}
         self.position = [position.get(n.name, -1) for n in world.nodes]
         # PreScore of the plugins that read no other pod reads the pod, the profile and the
         # node list (ImageLocality), the same for every landing; raw_columns' order is kept.
         snapshot = Snapshot(self.order, world.snapshot().usage, self.order, world.namespaces)
+        snapshot.knowing(self._with_affinity())
         self.plugins: list[tuple[ScorePlugin, int, Any]] = []
         self.cluster: list[ScorePlugin] = []
         for plugin, weight in registry.score_plugins(profile):
@@ -245,6 +258,7 @@ class _Sampler:
         nodes = world.nodes
         if self.cluster:
             snapshot = Snapshot(self.order, world.snapshot().usage, [nodes[i] for i in chosen], world.namespaces)
+            snapshot.knowing(self._with_affinity())
             if any(p.prepare(self.pod, snapshot, self.profile) is not None for p in self.cluster):
                 return None
         columns = []
@@ -253,6 +267,11 @@ class _Sampler:
             columns.append(cycle.Column(plugin.name, weight, raw, plugin.normalize))
         names = [nodes[i].name for i in chosen]
         return sampling.windowed(self.walked, self.wanted, columns, names, [self.position[i] for i in chosen])
+
+    def _with_affinity(self) -> tuple[Node, ...]:
+        """The world's nodes running a pod with pod (anti-)affinity terms, in the tree's order: what
+        a snapshot over `order` would find again over every node (`Snapshot.with_affinity`)."""
+        return tuple(self.world.nodes[i] for i in sorted(self.world.with_affinity, key=self.rank.__getitem__))
 
 
 def _label_keys(usages: Iterable[NodeUsage]) -> frozenset[str]:

@@ -113,11 +113,16 @@ def landing(
 
 
 def walk(
-    pod: PodInfo, nodes: Sequence[Node], profile: Profile = DEFAULT_PROFILE, percentage: int | None = None
+    pod: PodInfo,
+    nodes: Sequence[Node],
+    profile: Profile = DEFAULT_PROFILE,
+    percentage: int | None = None,
+    order: list[Node] | None = None,
 ) -> tuple[list[Node], list[Node], int]:
     """The nodes in the node tree's order, those a cycle walks (PreFilter's names; every node
-    when it names none) and how many feasible ones it stops at (`percentage` as `landing`'s)."""
-    order = tree_order(nodes)
+    when it names none) and how many feasible ones it stops at (`percentage` as `landing`'s).
+    `order`: `tree_order(nodes)`, when the caller keeps it."""
+    order = tree_order(nodes) if order is None else order
     _, excluded = cycle.prefilter(pod, order, profile)
     walked = [n for n in order if not excluded(n)]
     if percentage is None:
