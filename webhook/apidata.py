@@ -16,6 +16,10 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+# For isinstance on the hot paths that read every pod: dict first, since every decoded API object is
+# one and the check against the Mapping ABC alone costs about three times as much.
+MAPPING = (dict, Mapping)
+
 STRING_IN_YAML = "a string (quote numbers and booleans in YAML)"
 
 

@@ -19,6 +19,7 @@ import orjson
 
 from webhook import apidata
 from webhook.affinity import REQUIRED
+from webhook.apidata import MAPPING
 from webhook.resources import RESIZE_PENDING
 from webhook.scheduler import read, registry
 from webhook.scheduler.model import NodeUsage, PodInfo, Profile, UsageTally
@@ -54,7 +55,7 @@ def spec_key(
 def _containers(containers: Any, fields: tuple[str, ...]) -> Any:
     if not isinstance(containers, list):
         return containers
-    return [[c.get(f) for f in fields] if isinstance(c, Mapping) else c for c in containers]
+    return [[c.get(f) for f in fields] if isinstance(c, MAPPING) else c for c in containers]
 
 
 def usage_template_key(pod: Mapping[str, Any]) -> bytes:
@@ -64,10 +65,10 @@ def usage_template_key(pod: Mapping[str, Any]) -> bytes:
     left out: the pods of a StatefulSet each carry their own (`statefulset.kubernetes.io/pod-name`,
     `apps.kubernetes.io/pod-index`), so a key holding them would never be shared (`UsageViews`)."""
     meta, spec = pod.get("metadata"), pod.get("spec")
-    meta = meta if isinstance(meta, Mapping) else {}
-    spec = spec if isinstance(spec, Mapping) else {}
+    meta = meta if isinstance(meta, MAPPING) else {}
+    spec = spec if isinstance(spec, MAPPING) else {}
     affinity = spec.get("affinity")
-    terms = [affinity.get(k) for k in ("podAffinity", "podAntiAffinity")] if isinstance(affinity, Mapping) else affinity
+    terms = [affinity.get(k) for k in ("podAffinity", "podAntiAffinity")] if isinstance(affinity, MAPPING) else affinity
     return spec_key(
         spec,
         USAGE_SPEC_FIELDS,
@@ -82,19 +83,19 @@ def usage_template_key(pod: Mapping[str, Any]) -> bytes:
 def usage_key(pod: Mapping[str, Any]) -> tuple[bytes, bytes]:
     """`usage_template_key` and the labels: the whole of what `read.usage_info` reads."""
     meta = pod.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    labels = meta.get("labels") if isinstance(meta, MAPPING) else None
     return usage_template_key(pod), orjson.dumps(labels, option=orjson.OPT_SORT_KEYS)
 
 
 def resize_status(status: Any) -> Any:
     """What `resources.pod_resources` reads of a pod's status: each container status's name,
     resources and allocatedResources, the pod's, and the PodResizePending conditions."""
-    if not isinstance(status, Mapping):
+    if not isinstance(status, MAPPING):
         return status
     containers = [_containers(status.get(key), RESIZE_STATUS_FIELDS) for key in RESIZE_STATUS_LISTS]
     conditions = status.get("conditions")
     if isinstance(conditions, list):
-        conditions = [c for c in conditions if not isinstance(c, Mapping) or c.get("type") == RESIZE_PENDING]
+        conditions = [c for c in conditions if not isinstance(c, MAPPING) or c.get("type") == RESIZE_PENDING]
     return [containers, status.get("resources"), status.get("allocatedResources"), conditions]
 
 
@@ -112,11 +113,11 @@ def pod_filter_key(pod: Mapping[str, Any]) -> bytes:
     bindMountOptions, which the features needed hold. spec.nodeName is left out: the pod is judged
     as if unbound."""
     spec = pod.get("spec") or {}
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, MAPPING):
         return orjson.dumps([spec])
     affinity = spec.get("affinity") or {}
-    node_affinity = (affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else affinity) or {}
-    required = node_affinity.get(REQUIRED) if isinstance(node_affinity, Mapping) else node_affinity
+    node_affinity = (affinity.get("nodeAffinity") if isinstance(affinity, MAPPING) else affinity) or {}
+    required = node_affinity.get(REQUIRED) if isinstance(node_affinity, MAPPING) else node_affinity
     fields = ("nodeSelector", "tolerations", "overhead", "resources", "hostNetwork")
     containers = [_unmounted(spec.get(key)) for key in ("containers", "initContainers")]
     # what NodeDeclaredFeatures reads, mounts and ephemeral containers included: the features needed
@@ -127,7 +128,7 @@ def pod_filter_key(pod: Mapping[str, Any]) -> bytes:
 def _unmounted(containers: Any) -> Any:
     if not isinstance(containers, list):
         return containers  # the reader refuses it; the key need only be a key
-    return [{k: v for k, v in c.items() if k != "volumeMounts"} if isinstance(c, Mapping) else c for c in containers]
+    return [{k: v for k, v in c.items() if k != "volumeMounts"} if isinstance(c, MAPPING) else c for c in containers]
 
 
 def node_filter_key(pod: PodInfo, profile: Profile = registry.DEFAULT_PROFILE) -> Hashable:

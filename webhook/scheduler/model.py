@@ -226,6 +226,12 @@ class PodInfo:
         """The host ports of the app containers and the sidecars (util.GetHostPorts)."""
         return self.resources.host_ports
 
+    @cached_property
+    def labels_key(self) -> LabelsKey:
+        """The pod's namespace and labels as a node's counts of its pods key them (`UsageTally`):
+        made once per view, which the pods of one template share (`keys.UsageViews`)."""
+        return (self.namespace, frozenset(self.labels.items()))
+
 
 def normalized_image_name(name: str) -> str:
     """imagelocality.normalizedImageName: a name without a tag gets `:latest`."""
@@ -299,7 +305,7 @@ class UsageTally:
         for name in (CPU, MEMORY):
             self.non_zero[name] = self.non_zero.get(name, 0) + sign * pod.non_zero_requests.get(name, 0)
         counts = self.terminating if pod.terminating else self.labelled
-        key = (pod.namespace, frozenset(pod.labels.items()))
+        key = pod.labels_key
         count = counts.get(key, 0) + sign
         if count > 0:
             counts[key] = count
