@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import admitted, evictability, evictions, owners, placement, workloads
-from webhook.apidata import ShapeError
+from webhook.apidata import MAPPING, ShapeError
 from webhook.evictability import DEFAULT_MIN_AGE, DEFAULT_MIN_REPLICAS, Facts
 from webhook.names import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER, INJECTED_ANNOTATION, OPT_OUT_ANNOTATION
 from webhook.owners import Owner
@@ -298,8 +298,10 @@ class Inventory:
         self.seen.add_pod(meta, controller, node, node in self.fast, self._seen_missing(pod, meta, spec, controller))
         if controller is not None and _ready(status):
             self.ready[controller.uid] += 1
+        if not self._selected(meta):
+            return  # no rule selects it: neither counted off the net=high nodes nor a candidate
         fast = self.fast_of(self.target_of(meta.get("labels") or {}))
-        if node not in fast and self._selected(meta):
+        if node not in fast:
             self.off_high += 1
         if (self.options.missing or node not in fast) and status.get("phase") == "Running":
             self._consider(pod, meta, spec, status, node, view)
@@ -346,10 +348,8 @@ class Inventory:
         node: str,
         counted: PodInfo | None,
     ) -> None:
+        """A selected pod, running: a candidate unless the webhook would leave its replacement alone."""
         labels = meta.get("labels") or {}
-        namespace = str(meta.get("namespace") or "")
-        if namespace in self._excluded or not any(r.pod_selector.matches(labels) for r in self.policy.rules):
-            return
         template = self._template(pod, meta, spec)
         if template.decision not in (Decision.MUTATED, Decision.UNCHANGED):
             return  # opted out, its own net affinity, or not a pod the webhook can read
@@ -423,7 +423,7 @@ class Inventory:
         meta = pod["metadata"]
         template = self._replacements.get(key, lambda: self._admit(pod, self.dry_runs.get(key)))
         spec = pod.get("spec") or {}
-        scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
+        scheduler = spec.get("schedulerName") if isinstance(spec, MAPPING) else None
         return _Replacement(template, dict(meta.get("labels") or {}), str(scheduler or DEFAULT_SCHEDULER))
 
     def replacement_pods(
@@ -918,13 +918,13 @@ def _not_evaluated(view: PodInfo) -> str:
 
 def _mapping(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, MAPPING) else {}
 
 
 def _ready(status: Mapping[str, Any]) -> bool:
     conditions = status.get("conditions")
     for condition in conditions if isinstance(conditions, list) else ():
-        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+        if isinstance(condition, MAPPING) and condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return False
 
@@ -933,7 +933,7 @@ def _scheduled_at(meta: Mapping[str, Any], status: Mapping[str, Any]) -> str:
     """When the pod was bound to its node: its PodScheduled condition, else its start, else its creation."""
     conditions = status.get("conditions")
     for condition in conditions if isinstance(conditions, list) else ():
-        if isinstance(condition, Mapping) and condition.get("type") == "PodScheduled":
+        if isinstance(condition, MAPPING) and condition.get("type") == "PodScheduled":
             when = condition.get("lastTransitionTime")
             if isinstance(when, str) and when:
                 return when
@@ -950,7 +950,7 @@ def _template_key(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bytes:
     annotations = meta.get("annotations") or {}
     volumes = spec.get("volumes")
     kinds = (
-        sorted({k for v in volumes if isinstance(v, Mapping) for k in v if k != "name"})
+        sorted({k for v in volumes if isinstance(v, MAPPING) for k in v if k != "name"})
         if isinstance(volumes, list)
         else []
     )
@@ -959,8 +959,8 @@ def _template_key(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bytes:
         ("affinity", "tolerations", "nodeSelector", "schedulerName", "overhead", "resources"),
         ("image", *keys.USAGE_CONTAINER_FIELDS),
         meta.get("labels"),
-        annotations.get(OPT_OUT_ANNOTATION) if isinstance(annotations, Mapping) else annotations,
-        annotations.get(INJECTED_ANNOTATION) if isinstance(annotations, Mapping) else None,
+        annotations.get(OPT_OUT_ANNOTATION) if isinstance(annotations, MAPPING) else annotations,
+        annotations.get(INJECTED_ANNOTATION) if isinstance(annotations, MAPPING) else None,
         kinds,
         bool(spec.get("topologySpreadConstraints")),
         bool(spec.get("resourceClaims")),
