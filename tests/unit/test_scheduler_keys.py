@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from webhook.scheduler import read
-from webhook.scheduler.keys import TEMPLATES, UsageFold, pod_filter_key, usage_key
+from webhook.scheduler.keys import UsageFold, pod_filter_key, usage_key
 from webhook.scheduler.model import UsageTally, usage_by_node, usage_of
 from webhook.scheduler.read import pod_info
 
@@ -105,26 +105,6 @@ def test_the_pods_of_one_template_are_read_once(monkeypatch):
     fold.add(bound("big", "n1", cpu="2"))
     assert reads == ["web-0", "big"]
     assert sum(u.pods for u in fold.usage().values()) == 1001
-
-
-def test_pods_met_once_past_the_memos_cap_do_not_stop_later_pods_of_one_template_sharing_a_view(monkeypatch):
-    """A StatefulSet's pods each carry labels of their own, so each is a view of its own; more of
-    them than the memo holds, listed first, still leave the Deployment's pods after them one view
-    between them, not a view read per pod."""
-    views = []
-    real = read.usage_info
-    monkeypatch.setattr(
-        read, "usage_info", lambda pod, *rest: views.append(pod["metadata"]["name"]) or real(pod, *rest)
-    )
-    fold = UsageFold()
-    for i in range(TEMPLATES + 50):
-        fold.add(statefulset_pod(i, f"n{i % 7}"))
-    assert len(views) == TEMPLATES + 50  # a view each: their labels differ
-    views.clear()
-    for i in range(200):
-        fold.add(bound(f"web-{i}", f"n{i % 7}"))
-    assert views == ["web-0"]
-    assert sum(u.pods for u in fold.usage().values()) == TEMPLATES + 250
 
 
 def statefulset_pod(i: int, node: str) -> dict:

@@ -7,12 +7,11 @@ Two kinds of key:
   too is shared; containers go in reduced to the fields that matter;
 - on the scheduler's view (`node_filter_key`, `filter_key`, `scheduling_key`): built from the
   plugin tables' own `key`s, so a plugin added to the table is keyed without another edit here.
-`Memo` remembers the `TEMPLATES` keys used last; past that it forgets the oldest instead of growing.
+`Memo` remembers at most `TEMPLATES` keys; past that it computes again instead of growing.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -161,25 +160,19 @@ def scheduling_key(
 
 
 class Memo(Generic[K, V]):
-    """Values by key, the `cap` most recently used remembered: past it, the least recently used is
-    forgotten (a cluster of more templates costs time, never memory). A list of pods comes in
-    namespace and name order, so the pods of one ReplicaSet come together and share their value,
-    while keys met once (a StatefulSet's pods each carry labels of their own) pass through instead
-    of filling the memo for good and leaving every later key to be computed again."""
+    """Values by key, remembered for at most `cap` keys: past it, values are computed each time
+    (a cluster of more templates costs time, never memory)."""
 
     def __init__(self, cap: int = TEMPLATES) -> None:
         self.cap = cap
-        self._values: OrderedDict[K, V] = OrderedDict()
+        self._values: dict[K, V] = {}
 
     def get(self, key: K, compute: Callable[[], V]) -> V:
-        values = self._values
-        found = values.get(key)
+        found = self._values.get(key)
         if found is None:
-            found = values[key] = compute()
-            if len(values) > self.cap:
-                values.popitem(last=False)
-        else:
-            values.move_to_end(key)
+            found = compute()
+            if len(self._values) < self.cap:
+                self._values[key] = found
         return found
 
     def __len__(self) -> int:
