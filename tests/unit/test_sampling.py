@@ -186,10 +186,12 @@ def shaped(rng: random.Random, shape: str, count: int, scaled: bool) -> list[int
             if scaled
             else sorted((rng.randint(0, 1000) for _ in range(count)), reverse=True)
         )
+    if shape == "all-tied":  # every node alike: every window's best is every node of it
+        return [rng.randint(0, 100)] * count
     return [rng.choice([0, 0, 0, 0, 7]) for _ in range(count)]  # "rare-best": long runs without one
 
 
-@pytest.mark.parametrize("shape", ["random", "few-values", "falling", "rare-best"])
+@pytest.mark.parametrize("shape", ["random", "few-values", "falling", "rare-best", "all-tied"])
 @pytest.mark.parametrize("seed", range(40))
 def test_every_window_is_normalised_on_its_own_and_its_best_nodes_share_its_start(seed, shape):
     """`windowed` decides runs of windows at once (the highest total first, windows with the same

@@ -168,15 +168,22 @@ def _windows(columns: Sequence[Column], names: Sequence[str], size: int, starts:
     for j, end, key in _range_groups(scaled, size, count):
         length = end - j + size
         totals = _totals(scaled, key, _rotated(base, j, length), j, length)
-        for first, last, best in _best_runs(totals, size, end - j + 1):
-            runs.append((j + first, j + last, [(j + i) % count for i in best]))
+        nodes = [(j + i) % count for i in range(length)]
+        runs += [(j + first, j + last, best) for first, last, best in _best_runs(totals, size, end - j + 1, nodes)]
     runs.sort(key=lambda run: run[0])  # in window order: nodes are named in the order they first win
-    summed: dict[int, float] = {}
+    # summed per node position (a list: with every node tied, each window adds to every node of it)
+    summed: list[float | None] = [None] * count
+    order: list[int] = []
     for first, last, best in runs:
         share = sum(starts[first:last]) / len(best)
         for n in best:
-            summed[n] = summed.get(n, 0.0) + share
-    return {names[n]: share for n, share in summed.items()}
+            before = summed[n]
+            if before is None:
+                summed[n] = share
+                order.append(n)
+            else:
+                summed[n] = before + share
+    return {names[n]: summed[n] or 0.0 for n in order}
 
 
 def _rotated(values: Sequence[int], start: int, length: int) -> list[int]:
@@ -302,10 +309,10 @@ def _positions(values: Sequence[int], value: int, start: int, stop: int) -> list
 SCANS = 8  # passes over the totals `_best_runs` makes before one sliding maximum takes over
 
 
-def _best_runs(totals: list[int], size: int, windows: int) -> list[tuple[int, int, list[int]]]:
+def _best_runs(totals: list[int], size: int, windows: int, nodes: Sequence[int]) -> list[tuple[int, int, list[int]]]:
     """(first, last, best) for each run of consecutive windows of `size` over `totals` (window s
     covers s..s+size-1, the first `windows` of them): windows first..last-1 have the same best
-    positions `best`. The highest total decides at once every window that holds one of its
+    positions, whose `nodes` are `best`. The highest total decides at once every window that holds one of its
     positions; the windows between them are searched again, their highest total being lower.
     Past `SCANS` passes over the totals (scores falling steadily along the walk), the rest are
     decided by one sliding maximum."""
@@ -316,26 +323,29 @@ def _best_runs(totals: list[int], size: int, windows: int) -> list[tuple[int, in
         a, b = todo.pop()
         stop = b - 1 + size  # the positions the windows a..b-1 hold
         if scanned > SCANS * len(totals):
-            runs += _sliding_runs(totals, size, a, b)
+            runs += _sliding_runs(totals, size, a, b, nodes)
             continue
         scanned += stop - a
         at = _positions(totals, max(totals[a:stop]), a, stop)
+        named = [nodes[p] for p in at]  # once: each run's best nodes are a slice of them
         # the best positions change where one of `at` enters a window or leaves it
         cuts = sorted({a, b, *(min(max(p - size + 1, a), b) for p in at), *(min(p + 1, b) for p in at)})
         for first, last in itertools.pairwise(cuts):
-            best = at[bisect.bisect_left(at, first) : bisect.bisect_right(at, first + size - 1)]
-            if best:
-                runs.append((first, last, best))
+            low, high = bisect.bisect_left(at, first), bisect.bisect_right(at, first + size - 1)
+            if low < high:
+                runs.append((first, last, named[low:high]))
             else:
                 todo.append((first, last))
     return runs
 
 
-def _sliding_runs(totals: Sequence[int], size: int, a: int, b: int) -> list[tuple[int, int, list[int]]]:
+def _sliding_runs(
+    totals: Sequence[int], size: int, a: int, b: int, nodes: Sequence[int]
+) -> list[tuple[int, int, list[int]]]:
     """`_best_runs` for the windows a..b-1, by one sliding maximum over their positions."""
     runs: list[tuple[int, int, list[int]]] = []
     for start, found in _window_bests(totals[a : b - 1 + size], size, b - a):
-        s, best = a + start, [a + i for i in found]
+        s, best = a + start, [nodes[a + i] for i in found]
         if runs and runs[-1][1] == s and runs[-1][2] == best:
             runs[-1] = (runs[-1][0], s + 1, best)
         else:
